@@ -1,0 +1,1 @@
+"""Analyses: pure functions from dptrace tables to summary DataFrames. Nothing here prints."""

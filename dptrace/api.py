@@ -1,0 +1,119 @@
+"""The notebook API: ``load`` and one ``read_<format>`` per format."""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import pandas as pd
+
+from . import registry, schema
+from .dataset import Dataset
+from .errors import Problem, UnknownFormatError
+from .sources import Source, expand
+
+PathArg = str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
+#: called before each source is parsed: (source, index, total)
+ProgressFn = Callable[[Source, int, int], None]
+
+
+@dataclass
+class _Outcome:
+    source: Source
+    format: str | None
+    variant: str | None
+    status: str
+    rows: int
+    message: str
+
+
+def load(paths: PathArg, format: str = "auto", *, progress: ProgressFn | None = None) -> Dataset:
+    """Parse every input under ``paths`` (files, globs, directories; .gz/.bz2/.xz) into a Dataset.
+
+    ``format="auto"`` detects each file's format from its content; a format name forces it.
+    Bad inputs never raise: they become rows of ``Dataset.problems`` and their
+    ``Dataset.sources`` status says ``failed`` or ``unknown``.
+    """
+    forced = None if format == "auto" else registry.get(format)
+    sources, problems = expand(paths)
+    frames: dict[str, list[pd.DataFrame]] = {}
+    outcomes: list[_Outcome] = []
+    for i, src in enumerate(sources):
+        if progress:
+            progress(src, i, len(sources))
+        outcome, result_problems = _load_one(src, forced, frames)
+        outcomes.append(outcome)
+        problems.extend(result_problems)
+    tables = {
+        name: schema.conform(pd.concat(parts, ignore_index=True), schema.TABLES[name])
+        if name in schema.TABLES else pd.concat(parts, ignore_index=True)
+        for name, parts in frames.items()
+    }
+    return Dataset(tables, _sources_frame(outcomes), _problems_frame(problems))
+
+
+def _load_one(src: Source, forced: registry.Parser | None,
+              frames: dict[str, list[pd.DataFrame]]) -> tuple[_Outcome, list[Problem]]:
+    try:
+        parser = forced or registry.detect(src)
+    except UnknownFormatError as exc:
+        return _Outcome(src, None, None, "unknown", 0, str(exc)), [
+            Problem(src.name, f"skipped: {exc}", severity="error")]
+    except OSError as exc:
+        return _Outcome(src, None, None, "failed", 0, str(exc)), [
+            Problem(src.name, f"cannot read: {exc}", severity="error")]
+    try:
+        result = parser.parse(src)
+    except Exception as exc:  # a parser bug must not take the whole report down
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        msg = f"{parser.name} parser failed: {type(exc).__name__}: {exc} " \
+              f"(at {os.path.basename(where.filename)}:{where.lineno}; please report)"
+        return _Outcome(src, parser.name, None, "failed", 0, msg), [
+            Problem(src.name, msg, severity="error")]
+    for name, df in result.tables.items():
+        if len(df):
+            frames.setdefault(name, []).append(df)
+    errors = [p for p in result.problems if p.severity == "error"]
+    status = "partial" if errors else "ok"
+    message = errors[0].message if errors else ""
+    if result.rows == 0 and not errors:
+        status, message = "empty", f"no {parser.name} records found"
+    return _Outcome(src, parser.name, result.variant, status, result.rows, message), \
+        result.problems
+
+
+def _sources_frame(outcomes: list[_Outcome]) -> pd.DataFrame:
+    data = {
+        "source": [o.source.name for o in outcomes],
+        "format": [o.format for o in outcomes],
+        "variant": [o.variant for o in outcomes],
+        "status": [o.status for o in outcomes],
+        "rows": [o.rows for o in outcomes],
+        "size_bytes": [_size(o.source) for o in outcomes],
+        "message": [o.message for o in outcomes],
+    }
+    return schema.conform(data, schema.SOURCES)
+
+
+def _size(src: Source) -> int | None:
+    try:
+        return src.size()
+    except OSError:
+        return None
+
+
+def _problems_frame(problems: list[Problem]) -> pd.DataFrame:
+    data = {
+        "source": [p.source for p in problems],
+        "line": [p.line for p in problems],
+        "severity": [p.severity for p in problems],
+        "message": [p.message for p in problems],
+    }
+    return schema.conform(data, schema.PROBLEMS)
+
+
+def read_trainlog(paths: PathArg, *, progress: ProgressFn | None = None) -> Dataset:
+    """Parse training logs (slurm-*.out, per-rank logs) into ``throughput`` and ``train_metrics``."""
+    return load(paths, format="trainlog", progress=progress)

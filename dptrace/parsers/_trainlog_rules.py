@@ -1,0 +1,422 @@
+"""Line recognisers for training logs: one function per family of throughput lines.
+
+Each recogniser takes the text of one output segment (a physical line, or one
+``\\r``-separated tqdm update) with the launcher prefix removed, and appends what it finds
+to a :class:`Rows` collector. It returns True when it recognised the line, which stops
+the generic fallbacks from reading the same numbers twice.
+
+Real lines each recogniser was written against (from ``tests/fixtures/trainlog``)::
+
+    inner train loop time : 36.314290046691895 for 10 epochs, number of global steps: 10, e2e samples_per_sec: 563.9653143065
+    {'e2e_train_time': 2179.2292835712433, 'training_sequences_per_second': 192467.31088004305, 'final_loss': 4.781678199768066}
+    {'train_runtime': 836.394, 'train_samples_per_second': 1.196, 'train_steps_per_second': 0.005, 'epoch': 1.0}
+      train_samples_per_second =     70.544
+    [timer.py:199:stop] epoch=0/micro_step=10/global_step=10, RunningAvgSamplesPerSec=173.44, CurrSamplesPerSec=171.97, MemAllocated=3.96GB
+    samples/second:                                               853.56
+     iteration       10/    1000 | consumed samples:           40 | elapsed time per iteration (ms): 19932.4 | ... | global batch size:     4 |
+    Iter #3: 2794.5 img/sec GPU
+    Img/sec per GPU: 85.8 +-3.8
+    Total img/sec on 32 GPU(s): 2744.9 +-122.3
+    TimeHistory: 0.06 seconds, 36.16 examples/second between steps 1 and 2
+     12%|█▎        | 2/16 [02:00<13:54, 59.61s/it]
+    [INFO] throughput: 7599.7 samples/sec
+    Epoch: 0 	Loss: 55.910 	Time/epoch: 5.76
+    Train Epoch: 1 [640/6250 (10%)]	Loss: 0.035994
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_F = float
+
+
+@dataclass
+class Rows:
+    """Columnar collector for the two tables a training log fills."""
+
+    tp: dict[str, list] = field(default_factory=lambda: {k: [] for k in _TP_COLS})
+    tm: dict[str, list] = field(default_factory=lambda: {k: [] for k in _TM_COLS})
+    # where the current segment is; set by the scanner before each recogniser call
+    seg: tuple[str | None, int, int] = (None, 0, 0)  # (launcher instance, lineno, segment no)
+
+    def rate(self, pattern: str, name: str, metric: str, value: float, scope: str,
+             step: int | None = None, epoch: float | None = None, label: str | None = None,
+             ) -> None:
+        prefix, lineno, seg = self.seg
+        for k, v in zip(_TP_COLS, (prefix, pattern, name, label, metric, value, scope, step,
+                                   epoch, lineno, seg), strict=True):
+            self.tp[k].append(v)
+
+    def metric(self, pattern: str, name: str, value: float, step: int | None = None,
+               epoch: float | None = None) -> None:
+        prefix, lineno, seg = self.seg
+        for k, v in zip(_TM_COLS, (prefix, pattern, name, value, step, epoch, lineno, seg),
+                        strict=True):
+            self.tm[k].append(v)
+
+
+_TP_COLS = ("prefix", "pattern", "name", "label", "metric", "value", "scope", "step", "epoch",
+            "lineno", "seg")
+_TM_COLS = ("prefix", "pattern", "name", "value", "step", "epoch", "lineno", "seg")
+
+Recogniser = Callable[[str, Rows], bool]
+
+
+def _snake(key: str) -> str:
+    """'elapsed time per iteration (ms)' -> 'elapsed_time_per_iteration_ms'."""
+    return re.sub(r"[^0-9a-z]+", "_", key.lower()).strip("_")
+
+
+def _unit_metric(word: str) -> str:
+    """Map a unit word ('samples', 'img', 'it', 'tokens', 'B') to a metric column value."""
+    w = word.lower().rstrip("s") if word not in ("B",) else "B"
+    return {
+        "sample": "samples_per_s", "example": "samples_per_s", "ex": "samples_per_s",
+        "sequence": "sequences_per_s", "seq": "sequences_per_s",
+        "image": "images_per_s", "img": "images_per_s",
+        "token": "tokens_per_s", "tok": "tokens_per_s",
+        "it": "iterations_per_s", "iteration": "iterations_per_s", "step": "steps_per_s",
+        "b": "bytes_per_s", "batche": "batches_per_s", "batch": "batches_per_s",
+    }.get(w, f"{_snake(word)}_per_s")
+
+
+# --- SambaFlow -------------------------------------------------------------------------
+
+_SAMBA = re.compile(
+    r"(?:inner train loop time\s*:\s*(?P<t>" + NUM + r")\s*for\s*(?P<ep>\d+)\s*epochs?,"
+    r"\s*number of global steps:\s*(?P<steps>\d+),\s*)?e2e samples_per_sec:\s*(?P<v>" + NUM + ")"
+)
+
+
+def sambaflow(text: str, rows: Rows) -> bool:
+    m = _SAMBA.search(text)
+    if not m:
+        return False
+    rows.rate("sambaflow", "e2e samples_per_sec", "samples_per_s", _F(m["v"]), "instance")
+    if m["t"]:
+        rows.metric("sambaflow", "train_loop_time_s", _F(m["t"]))
+        rows.metric("sambaflow", "epochs", _F(m["ep"]))
+        rows.metric("sambaflow", "global_steps", _F(m["steps"]))
+    return True
+
+
+# --- Python dicts: HF Trainer, SambaNova transformers hook --------------------------------
+
+_DICT = re.compile(r"\{'[^{}]*\}")
+_PAIR = re.compile(r"'(\w+)':\s*'?(" + NUM + r"|nan|inf)'?(?=\s*[,}])")
+_DICT_KEYS = ("loss", "learning_rate", "train_runtime", "e2e_train_time", "grad_norm",
+              "eval_loss", "train_loss", "final_loss")
+
+
+def py_dict(text: str, rows: Rows) -> bool:
+    found = False
+    for d in _DICT.finditer(text):
+        pairs = {k: _F(v) for k, v in _PAIR.findall(d.group(0))}
+        if not any(k in pairs or k.endswith("_per_second") for k in _DICT_KEYS) and not any(
+                k.endswith("_per_second") for k in pairs):
+            continue
+        found = True
+        pattern = "transformers_hook" if "e2e_train_time" in pairs or \
+            "training_sequences_per_second" in pairs else "hf_trainer"
+        epoch = pairs.pop("epoch", None)
+        step = pairs.pop("step", None)
+        stepi = int(step) if step is not None else None
+        for key, value in pairs.items():
+            if key.endswith("_per_second") and not key.startswith(("eval_", "test_", "predict_")):
+                word = key[: -len("_per_second")].split("_")[-1]
+                rows.rate(pattern, key, _unit_metric(word), value, "global", stepi, epoch)
+            else:
+                rows.metric(pattern, _dict_metric_name(key), value, stepi, epoch)
+    return found
+
+
+def _dict_metric_name(key: str) -> str:
+    if key.endswith(("_runtime", "_train_time")):
+        return key + "_s"
+    return key
+
+
+_HF_TABLE = re.compile(r"^\s*(?P<k>(?:train_)?\w+_per_second)\s*=\s*(?P<v>" + NUM + r")\s*$")
+
+
+def hf_metrics_table(text: str, rows: Rows) -> bool:
+    m = _HF_TABLE.match(text)
+    if not m or m["k"].startswith(("eval_", "test_", "predict_")):
+        return False
+    word = m["k"][: -len("_per_second")].split("_")[-1]
+    rows.rate("hf_metrics_table", m["k"], _unit_metric(word), _F(m["v"]), "global")
+    return True
+
+
+# --- DeepSpeed -------------------------------------------------------------------------------
+
+_DS_RATE = re.compile(r"\b(\w*SamplesPerSec)=(" + NUM + ")")
+_DS_STEP = re.compile(r"global_step=(\d+)|\b\d+/(\d+),\s*\w*SamplesPerSec")
+_DS_EPOCH = re.compile(r"\bepoch=(\d+)")
+_DS_FLOPS = re.compile(r"^\s*samples/second:\s*(" + NUM + r")\s*$")
+
+
+def deepspeed(text: str, rows: Rows) -> bool:
+    found = _DS_RATE.findall(text)
+    if not found:
+        return False
+    sm = _DS_STEP.search(text)
+    step = int(sm.group(1) or sm.group(2)) if sm else None
+    em = _DS_EPOCH.search(text)
+    epoch = _F(em.group(1)) if em else None
+    for name, value in found:
+        # ThroughputTimer counts train_batch_size samples per step: the whole job's rate
+        rows.rate("deepspeed", name, "samples_per_s", _F(value), "global", step, epoch)
+    return True
+
+
+def deepspeed_flops(text: str, rows: Rows) -> bool:
+    m = _DS_FLOPS.match(text)
+    if not m:
+        return False
+    # the flops profiler divides micro_batch * world_size by the iteration latency
+    rows.rate("deepspeed_flops", "samples/second", "samples_per_s", _F(m.group(1)), "global")
+    return True
+
+
+# --- Megatron-LM / Megatron-DeepSpeed ---------------------------------------------------------
+
+_MEG_ITER = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
+_MEG_FIELD = re.compile(r"([A-Za-z][A-Za-z0-9 ._()/-]*?)\s*:\s*(" + NUM + r")\s*(?=\||$)")
+
+
+def megatron(text: str, rows: Rows) -> bool:
+    m = _MEG_ITER.search(text)
+    if not m or "per iteration" not in text:
+        return False
+    step = int(m.group(1))
+    fields = {" ".join(k.split()): _F(v) for k, v in _MEG_FIELD.findall(text[m.end():])}
+    seconds = _iteration_seconds(fields)
+    if seconds:
+        rows.rate("megatron", "elapsed time per iteration", "iterations_per_s", 1.0 / seconds,
+                  "global", step)
+        gbs = fields.get("global batch size")
+        if gbs:
+            rows.rate("megatron", "elapsed time per iteration", "samples_per_s", gbs / seconds,
+                      "global", step)
+    if "samples per second" in fields:
+        rows.rate("megatron", "samples per second", "samples_per_s",
+                  fields["samples per second"], "global", step)
+    for key, value in fields.items():
+        if not key.startswith("elapsed time per iteration") and key != "samples per second":
+            rows.metric("megatron", _meg_name(key), value, step)
+    if seconds:
+        rows.metric("megatron", "iteration_time_s", seconds, step)
+    return True
+
+
+def _iteration_seconds(fields: dict[str, float]) -> float | None:
+    if "elapsed time per iteration (ms)" in fields:
+        return fields["elapsed time per iteration (ms)"] / 1000.0 or None
+    return fields.get("elapsed time per iteration (s)") or None
+
+
+def _meg_name(key: str) -> str:
+    name = _snake(key.replace("number of ", ""))
+    return {"tflops": "tflops_per_gpu"}.get(name, name)
+
+
+# --- Horovod / tf_cnn_benchmarks synthetic benchmarks -----------------------------------------
+
+_HVD_ITER = re.compile(r"Iter #(\d+):\s*(" + NUM + r")\s*img/sec\s+(per\s+)?(GPU|CPU|\w+)")
+_HVD_MEAN = re.compile(r"Img/sec per (GPU|CPU|\w+):\s*(" + NUM + r")(?:\s*\+-\s*(" + NUM + "))?")
+_HVD_TOTAL = re.compile(r"Total img/sec on (\d+) (GPU|CPU|\w+)\(s\):\s*(" + NUM + ")")
+_TFCNN_STEP = re.compile(r"^\s*(\d+)\s+images/sec:\s*(" + NUM + ")")
+_TFCNN_TOTAL = re.compile(r"^\s*total images/sec:\s*(" + NUM + ")")
+
+
+def horovod_benchmark(text: str, rows: Rows) -> bool:
+    if m := _HVD_ITER.search(text):
+        # Horovod prints 'img/sec per GPU'; Bagua's port prints 'img/sec GPU' with the
+        # job total (its per-GPU summary is total/world size), so no 'per' means global
+        scope = "device" if m.group(3) else "global"
+        name = f"img/sec {'per ' if m.group(3) else ''}{m.group(4)}"
+        rows.rate("horovod_benchmark", name, "images_per_s", _F(m.group(2)), scope,
+                  int(m.group(1)))
+    elif m := _HVD_MEAN.search(text):
+        rows.rate("horovod_benchmark", f"Img/sec per {m.group(1)}", "images_per_s",
+                  _F(m.group(2)), "device")
+    elif m := _HVD_TOTAL.search(text):
+        rows.rate("horovod_benchmark", "Total img/sec", "images_per_s", _F(m.group(3)), "global")
+        rows.metric("horovod_benchmark", "devices", _F(m.group(1)))
+    elif m := _TFCNN_STEP.search(text):
+        rows.rate("horovod_benchmark", "images/sec", "images_per_s", _F(m.group(2)), "device",
+                  int(m.group(1)))
+    elif m := _TFCNN_TOTAL.search(text):
+        rows.rate("horovod_benchmark", "total images/sec", "images_per_s", _F(m.group(1)),
+                  "global")
+    else:
+        return False
+    return True
+
+
+# --- Keras TimeHistory (TF official models) ---------------------------------------------------
+
+_KERAS = re.compile(r"TimeHistory:\s*(" + NUM + r")\s*seconds,\s*(" + NUM +
+                    r")\s*examples/second between steps (\d+) and (\d+)")
+
+
+def keras(text: str, rows: Rows) -> bool:
+    m = _KERAS.search(text)
+    if not m:
+        return False
+    step = int(m.group(4))
+    rows.rate("keras", "examples/second", "samples_per_s", _F(m.group(2)), "instance", step)
+    rows.metric("keras", "interval_time_s", _F(m.group(1)), step)
+    return True
+
+
+# --- tqdm and the progress bars built on it (HF, Lightning) ------------------------------------
+
+_TQDM = re.compile(
+    r"(?P<desc>[^\r\n]*?)(?:(?P<pct>\d{1,3})%\|[^|]*\|\s*)?"
+    r"(?P<n>\d+(?:\.\d+)?[kMGT]?)(?:/(?P<total>\d+(?:\.\d+)?[kMGT]?|\?))?(?:[A-Za-z]*)?\s*"
+    r"\[(?P<elapsed>[\d:]+)(?:<(?P<left>[\d:?]+))?,\s*"
+    r"(?:(?P<rate>" + NUM + r")|\?)\s*(?P<scale>[kMGT]?)(?P<unit>[A-Za-z_]+)/(?P<per>s|[A-Za-z_]+)"
+    r"(?P<post>[^\]]*)\]"
+)
+_SCALE = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+_POSTFIX = re.compile(r"(\w+)=(" + NUM + r")(?=[,\]\s]|$)")
+_EPOCH_IN_DESC = re.compile(r"\bEpoch\s+(\d+)")
+_DIGITS = re.compile(r"\d+(?:\.\d+)?")
+
+
+def tqdm_bar(text: str, rows: Rows) -> bool:
+    m = _TQDM.search(text)
+    if not m:
+        return False
+    if m["rate"] is None:  # '?it/s': no rate yet
+        return True
+    rate = _F(m["rate"])
+    if m["per"] == "s":
+        unit, value = m["unit"], rate * _SCALE[m["scale"]]
+    elif m["unit"] == "s":  # '2.05s/it': seconds per unit
+        if rate == 0:
+            return True
+        unit, value = m["per"], 1.0 / rate
+    else:
+        return False
+    desc = m["desc"].strip().rstrip(":").strip()
+    em = _EPOCH_IN_DESC.search(desc)
+    epoch = _F(em.group(1)) if em else None
+    label = _DIGITS.sub("#", desc) or None
+    step = _tqdm_count(m["n"])
+    rows.rate("tqdm", "tqdm", _unit_metric(unit), value, "instance", step, epoch, label)
+    for key, val in _POSTFIX.findall(m["post"]):
+        rows.metric("tqdm", _snake(key), _F(val), step, epoch)
+    return True
+
+
+def _tqdm_count(n: str) -> int:
+    scale = _SCALE.get(n[-1], None) if n and n[-1].isalpha() else None
+    return int(float(n[:-1]) * scale) if scale else int(float(n))
+
+
+# --- loss lines of the Horovod / PyTorch examples and key=value loggers -----------------------
+
+_TF2_EPOCH = re.compile(r"Epoch:\s*(\d+)\s+Loss:\s*(" + NUM + r")\s+Time/epoch:\s*(" + NUM + ")")
+_PT_EXAMPLE = re.compile(r"Train Epoch:\s*(\d+)\s*\[(\d+)/(\d+)\s*\((\d+)%\)\]\s*Loss:\s*(" +
+                         NUM + ")")
+_TOOK = re.compile(r"\bepoch\s+(\d+)\s+took:\s*(" + NUM + r")s")
+_KV = re.compile(r"\b([A-Za-z_]\w*)=(" + NUM + r")(%?)(?=[\s,|;)\]]|$)")
+_LOSS = re.compile(r"\b((?:[A-Za-z]+[ _])?[Ll]oss)\s*[:=]\s*(" + NUM + r")(?![\w.])")
+_STEP_HINT = re.compile(r"\b(?:step|iter(?:ation)?)\s*[=:#]?\s*(\d+)", re.IGNORECASE)
+_EPOCH_HINT = re.compile(r"\bepoch\s*[=:#]?\s*(\d+)", re.IGNORECASE)
+
+
+def example_losses(text: str, rows: Rows) -> bool:
+    if m := _TF2_EPOCH.search(text):
+        epoch = _F(m.group(1))
+        rows.metric("loss_line", "loss", _F(m.group(2)), epoch=epoch)
+        rows.metric("loss_line", "epoch_time_s", _F(m.group(3)), epoch=epoch)
+        return True
+    if m := _PT_EXAMPLE.search(text):
+        # step: the sample offset within the epoch, as the example prints it
+        rows.metric("loss_line", "loss", _F(m.group(5)), int(m.group(2)), _F(m.group(1)))
+        return True
+    return False
+
+
+def key_value(text: str, rows: Rows) -> bool:
+    """``epoch=1.0000 step=6.0000 dt=0.0037 batch_loss=0.0042`` and ``epoch 1 took: 1.1s loss=..``."""
+    pairs = {k: (v, pct) for k, v, pct in _KV.findall(text)}
+    if not any("loss" in k.lower() for k in pairs):
+        return False
+    took = _TOOK.search(text)
+    step = int(_F(pairs.pop("step")[0])) if "step" in pairs else None
+    epoch = _F(pairs.pop("epoch")[0]) if "epoch" in pairs else None
+    if took:
+        epoch = _F(took.group(1))
+        rows.metric("key_value", "epoch_time_s", _F(took.group(2)), step, epoch)
+    for key, (value, pct) in pairs.items():
+        name = "step_time_s" if key == "dt" else _snake(key) + ("_pct" if pct else "")
+        rows.metric("key_value", name, _F(value), step, epoch)
+    return True
+
+
+def generic_loss(text: str, rows: Rows) -> bool:
+    found = _LOSS.findall(text)
+    if not found:
+        return False
+    sm, em = _STEP_HINT.search(text), _EPOCH_HINT.search(text)
+    step = int(sm.group(1)) if sm else None
+    epoch = _F(em.group(1)) if em else None
+    for key, value in found:
+        rows.metric("loss_line", _snake(key), _F(value), step, epoch)
+    return True
+
+
+# --- anything else that prints '<number> <unit>/s' ---------------------------------------------
+
+_GENERIC = re.compile(r"(" + NUM + r")\s*(samples|sequences|seqs|images|imgs|img|examples|tokens"
+                      r"|toks|tok)\s*/\s*(s|sec|second)\b")
+_GENERIC_HINT = re.compile(r"(\w+)\s*[:=]\s*$")
+
+
+def generic_rate(text: str, rows: Rows) -> bool:
+    found = False
+    for m in _GENERIC.finditer(text):
+        found = True
+        rows.rate("generic", f"{m.group(2)}/{m.group(3)}", _unit_metric(m.group(2)),
+                  _F(m.group(1)), "instance", _hint(_STEP_HINT, text), _epoch_hint(text))
+    return found
+
+
+def _hint(rx: re.Pattern[str], text: str) -> int | None:
+    m = rx.search(text)
+    return int(m.group(1)) if m else None
+
+
+def _epoch_hint(text: str) -> float | None:
+    m = _EPOCH_HINT.search(text)
+    return _F(m.group(1)) if m else None
+
+
+#: specific recognisers, tried in order; every one that matches contributes
+SPECIFIC: tuple[Recogniser, ...] = (
+    sambaflow, py_dict, hf_metrics_table, deepspeed, deepspeed_flops, megatron,
+    horovod_benchmark, keras, tqdm_bar, example_losses, key_value,
+)
+#: fallbacks, used only when no specific recogniser matched the segment
+FALLBACK: tuple[Recogniser, ...] = (generic_rate, generic_loss)
+
+#: literals the scanner looks for; every recogniser above needs one of them in its line
+KEYWORDS: tuple[bytes, ...] = (
+    b"_per_s",        # e2e samples_per_sec, train_samples_per_second
+    b"PerSec",        # DeepSpeed SamplesPerSec
+    b"/sec",          # img/sec, images/sec, samples/second, examples/second
+    b"/s]", b"/s,",   # tqdm rates ('7.1it/s]', '7.1it/s, loss=..]')
+    b"s/it",          # tqdm slow rates
+    b"s/s",           # '123 tokens/s'
+    b"per iteration",  # Megatron
+    b"oss:", b"oss=", b"oss':",  # loss lines
+)

@@ -1,0 +1,128 @@
+"""The parser registry: each format registers a name, a sniffing rule and a parse function.
+
+A parser module in :mod:`dptrace.parsers` calls :func:`register` at import time; the
+package imports every module it contains, so adding a format means adding one file.
+
+Detection reads content (the first KB of the decompressed input), not only names:
+every parser's ``sniff`` returns a confidence in [0, 1] and the highest wins. A tie
+between the best two is an ambiguity error that asks for ``--format``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from .errors import Problem, UnknownFormatError
+from .sources import Source
+
+#: a sniff score at or above this means "this is surely my format"
+SURE = 0.9
+#: below this a parser's claim is not enough to pick it
+MIN_SCORE = 0.05
+
+
+@dataclass
+class ParseResult:
+    """What a parser returns for one source: tables (already conformed), problems, variant."""
+
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    variant: str | None = None
+
+    @property
+    def rows(self) -> int:
+        return sum(len(df) for df in self.tables.values())
+
+
+SniffFn = Callable[[Source, bytes], float]
+ParseFn = Callable[[Source], ParseResult]
+
+
+@dataclass(frozen=True)
+class Parser:
+    """A registered format."""
+
+    name: str
+    description: str
+    tables: tuple[str, ...]
+    sniff: SniffFn
+    parse: ParseFn
+    extensions: tuple[str, ...] = ()
+
+
+_PARSERS: dict[str, Parser] = {}
+_LOADED = False
+
+
+def register(parser: Parser) -> Parser:
+    """Add ``parser`` to the registry (a second registration of a name replaces the first)."""
+    _PARSERS[parser.name] = parser
+    return parser
+
+
+def parsers() -> dict[str, Parser]:
+    """All registered parsers by name, importing :mod:`dptrace.parsers` on first use."""
+    global _LOADED
+    if not _LOADED:
+        package = importlib.import_module("dptrace.parsers")
+        for info in pkgutil.iter_modules(package.__path__):
+            if not info.name.startswith("_"):
+                importlib.import_module(f"dptrace.parsers.{info.name}")
+        _LOADED = True
+    return dict(_PARSERS)
+
+
+def get(name: str) -> Parser:
+    """The parser called ``name``; raises UnknownFormatError listing the known ones."""
+    known = parsers()
+    if name not in known:
+        raise UnknownFormatError(f"unknown format {name!r}; known: {', '.join(sorted(known))}")
+    return known[name]
+
+
+def detect(source: Source, head: bytes | None = None) -> Parser:
+    """Pick the parser for ``source`` from its first bytes.
+
+    Raises :class:`UnknownFormatError` when nothing claims it or two formats tie.
+    """
+    if head is None:
+        head = source.head()
+    scores = sorted(((p.sniff(source, head), p.name) for p in parsers().values()), reverse=True)
+    best_score, best = scores[0] if scores else (0.0, "")
+    if best_score < MIN_SCORE:
+        raise UnknownFormatError(_unknown_reason(head))
+    if len(scores) > 1 and scores[1][0] == best_score:
+        raise UnknownFormatError(
+            f"ambiguous: looks like both {best!r} and {scores[1][1]!r}; pass --format"
+        )
+    return _PARSERS[best]
+
+
+def _unknown_reason(head: bytes) -> str:
+    if not head:
+        return "empty file"
+    if looks_binary(head):
+        return "binary data, not a text log or trace this tool reads (use --format to force)"
+    return "format not recognised (use --format to force one; `dptrace formats` lists them)"
+
+
+def looks_binary(head: bytes) -> bool:
+    """True for content with NUL bytes or mostly non-text bytes."""
+    if b"\0" in head:
+        return True
+    sample = head[:4096]
+    if not sample:
+        return False
+    text = bytes(range(32, 127)) + b"\t\n\r\x1b\x08\x0c"
+    odd = len(sample.translate(None, text))
+    # UTF-8 multi-byte text (tqdm's block characters) is fine; raw binary is not
+    try:
+        sample.decode("utf-8")
+        return False
+    except UnicodeDecodeError as exc:
+        return exc.start < len(sample) - 4 and odd > len(sample) * 0.3

@@ -1,0 +1,1 @@
+"""Rendering: the report model and its terminal, JSON (and later HTML) faces. Nothing here parses."""

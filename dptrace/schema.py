@@ -1,0 +1,169 @@
+"""Every table dptrace produces: its columns, dtypes, units and meaning.
+
+This module is the single definition. Parsers build plain column lists and call
+:func:`conform`; ``dptrace schema`` and the README's schema reference are generated
+from :data:`TABLES`. Column names carry their unit (``_s``, ``_us``, ``_bytes``,
+``_pct``, ``_per_s``); counts are bare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: name, pandas dtype, unit ("" when dimensionless) and meaning."""
+
+    name: str
+    dtype: str
+    doc: str
+    unit: str = ""
+
+
+@dataclass(frozen=True)
+class Table:
+    """A named table: its columns in order and the columns that identify a row."""
+
+    name: str
+    doc: str
+    columns: tuple[Column, ...]
+    key: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def empty(self) -> pd.DataFrame:
+        """A zero-row frame with this table's columns and dtypes."""
+        return conform({c.name: [] for c in self.columns}, self)
+
+
+def _c(name: str, dtype: str, doc: str, unit: str = "") -> Column:
+    return Column(name, dtype, doc, unit)
+
+
+_SOURCE = _c("source", "string", "input path as given (a member of an archive: path::member)")
+_INSTANCE = _c(
+    "instance", "string",
+    "who printed the line: the launcher prefix's rank (srun --label, mpirun --tag-output, "
+    "torchrun [default7]:), else numbered 0, 1, ... in order of appearance",
+)
+_PATTERN = _c("pattern", "category", "recogniser that matched (sambaflow, hf_trainer, tqdm, ...)")
+_STEP = _c("step", "Int64", "step or iteration number printed on the line, if any")
+_EPOCH = _c("epoch", "float64", "epoch printed on the line, if any")
+_LINENO = _c("lineno", "Int64", "1-based physical line number (\\r does not start a line)")
+
+THROUGHPUT = Table(
+    "throughput",
+    "One row per throughput figure printed in a training log.",
+    (
+        _SOURCE, _INSTANCE, _PATTERN,
+        _c("name", "string", "the key as printed: 'e2e samples_per_sec', 'CurrSamplesPerSec', ..."),
+        _c("label", "string", "tqdm bar description, else null"),
+        _c("metric", "category",
+           "samples_per_s, sequences_per_s, images_per_s, tokens_per_s, iterations_per_s, "
+           "steps_per_s or <unit>_per_s"),
+        _c("value", "float64", "the rate, in the unit named by metric", "1/s"),
+        _c("scope", "category",
+           "instance (one process or SambaNova instance), device (one GPU) or global (whole job)"),
+        _STEP, _EPOCH, _LINENO,
+    ),
+    key=("source", "lineno", "name", "metric"),
+)
+
+TRAIN_METRICS = Table(
+    "train_metrics",
+    "Training metrics other than throughput (loss, learning rate, step time, ...).",
+    (
+        _SOURCE, _INSTANCE, _PATTERN,
+        _c("name", "string", "snake_case metric name with its unit: loss, lm_loss, "
+           "learning_rate, grad_norm, iteration_time_s, ..."),
+        _c("value", "float64", "the value, in the unit named by name"),
+        _STEP, _EPOCH, _LINENO,
+    ),
+    key=("source", "lineno", "name"),
+)
+
+SOURCES = Table(
+    "sources",
+    "One row per input.",
+    (
+        _SOURCE,
+        _c("format", "string", "detected (or forced) format, null when unknown"),
+        _c("variant", "string", "format variant or generation, when the parser tells one"),
+        _c("status", "string", "ok, partial (something skipped), failed, unknown"),
+        _c("rows", "Int64", "rows the input contributed over all tables"),
+        _c("size_bytes", "Int64", "size on disk", "bytes"),
+        _c("message", "string", "why the status is not ok"),
+    ),
+    key=("source",),
+)
+
+PROBLEMS = Table(
+    "problems",
+    "Everything skipped or suspicious, with where it was found.",
+    (
+        _SOURCE,
+        _c("line", "Int64", "1-based line, when known"),
+        _c("severity", "string", "error (something was skipped) or warning (kept, but suspicious)"),
+        _c("message", "string", "what happened"),
+    ),
+)
+
+TABLES: dict[str, Table] = {t.name: t for t in (THROUGHPUT, TRAIN_METRICS, SOURCES, PROBLEMS)}
+
+
+def register_table(table: Table) -> Table:
+    """Add a table definition (used by parser modules that bring new tables)."""
+    TABLES[table.name] = table
+    return table
+
+
+def conform(data: pd.DataFrame | Mapping[str, Any], table: Table) -> pd.DataFrame:
+    """Return ``data`` as a DataFrame with ``table``'s columns, in order, with its dtypes.
+
+    Missing columns are added as nulls; extra columns are kept after the schema's.
+    """
+    df = data if isinstance(data, pd.DataFrame) else pd.DataFrame(dict(data))
+    n = len(df)
+    out: dict[str, Any] = {}
+    for col in table.columns:
+        values = df[col.name] if col.name in df else pd.Series([None] * n, dtype="object")
+        out[col.name] = _as_dtype(values, col.dtype)
+    extra = {k: df[k] for k in df.columns if k not in out}
+    frame = pd.DataFrame({**out, **extra})
+    return frame.reset_index(drop=True)
+
+
+def _as_dtype(values: Any, dtype: str) -> pd.Series:
+    s = pd.Series(values).reset_index(drop=True)
+    if dtype == "float64":
+        return pd.to_numeric(s, errors="coerce").astype("float64")
+    if dtype == "Int64":
+        return pd.to_numeric(s, errors="coerce").astype("Int64")
+    return s.astype(dtype)
+
+
+def describe() -> pd.DataFrame:
+    """The schema as a table: table, column, dtype, unit, doc."""
+    rows = [
+        (t.name, c.name, c.dtype, c.unit, c.doc) for t in TABLES.values() for c in t.columns
+    ]
+    return pd.DataFrame(rows, columns=["table", "column", "dtype", "unit", "doc"])
+
+
+def markdown() -> str:
+    """The schema reference as Markdown (what the README embeds)."""
+    parts = []
+    for t in TABLES.values():
+        parts.append(f"### `{t.name}`\n\n{t.doc}\n\n| column | dtype | meaning |\n|---|---|---|")
+        for c in t.columns:
+            doc = c.doc.replace("|", "\\|")
+            parts.append(f"| `{c.name}` | {c.dtype} | {doc} |")
+        parts.append("")
+    return "\n".join(parts)
