@@ -14,10 +14,11 @@ import gzip
 import lzma
 import mmap
 import os
-from collections.abc import Iterable, Iterator
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from .errors import Problem
 
@@ -58,11 +59,14 @@ class Source:
             return fh.read(n)
 
     @contextlib.contextmanager
-    def buffer(self) -> Iterator[bytes | mmap.mmap]:
-        """The whole content as a bytes-like object: an mmap for plain files, else bytes."""
+    def buffer(self, problems: list[Problem] | None = None) -> Iterator[bytes | mmap.mmap]:
+        """The whole content as a bytes-like object: an mmap for plain files, else bytes.
+
+        A truncated or corrupt compressed stream yields what could be decompressed up to
+        the damage, and adds an error to ``problems``.
+        """
         if self.compression:
-            with self.open() as fh:
-                yield fh.read()
+            yield self._decompress(problems)
             return
         with open(self.path, "rb") as fh:
             if os.fstat(fh.fileno()).st_size == 0:
@@ -70,6 +74,45 @@ class Source:
                 return
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
                 yield mm
+
+
+    def _decompress(self, problems: list[Problem] | None) -> bytes:
+        try:
+            data, complete = _decompress_stream(self.path, self.compression or "")
+        except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
+            data, complete = b"", str(exc)
+        if complete is not True and problems is not None:
+            problems.append(Problem(
+                self.name, f"{self.compression} stream is truncated or corrupt ({complete}); "
+                f"parsed the {len(data):,} bytes decompressed before the damage",
+                severity="error"))
+        return data
+
+
+_DECOMPRESSORS: dict[str, Callable[[], Any]] = {
+    "gz": lambda: zlib.decompressobj(wbits=47),  # 47: gzip or zlib header, auto-detected
+    "bz2": bz2.BZ2Decompressor,
+    "xz": lzma.LZMADecompressor,
+}
+
+
+def _decompress_stream(path: Path, kind: str) -> tuple[bytes, bool | str]:
+    """Decompress every member of ``path``; keep what precedes any damage.
+
+    Returns the data and True, or the data so far and the reason it stopped.
+    """
+    dec, parts = _DECOMPRESSORS[kind](), []
+    with open(path, "rb") as fh:
+        while raw := fh.read(1 << 20):
+            while raw:
+                try:
+                    parts.append(dec.decompress(raw))
+                except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:
+                    return b"".join(parts), str(exc)
+                raw = dec.unused_data if dec.eof else b""
+                if dec.eof and raw:
+                    dec = _DECOMPRESSORS[kind]()
+    return b"".join(parts), True if dec.eof else "stream ended before its end marker"
 
 
 def expand(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],

@@ -73,9 +73,10 @@ def _snake(key: str) -> str:
 
 def _unit_metric(word: str) -> str:
     """Map a unit word ('samples', 'img', 'it', 'tokens', 'B') to a metric column value."""
-    w = word.lower().rstrip("s") if word not in ("B",) else "B"
+    w = word.lower() if word in ("B", "bytes") else word.lower().rstrip("s")
     return {
         "sample": "samples_per_s", "example": "samples_per_s", "ex": "samples_per_s",
+        "exp": "samples_per_s", "byte": "bytes_per_s", "bytes": "bytes_per_s",
         "sequence": "sequences_per_s", "seq": "sequences_per_s",
         "image": "images_per_s", "img": "images_per_s",
         "token": "tokens_per_s", "tok": "tokens_per_s",
@@ -106,7 +107,7 @@ def sambaflow(text: str, rows: Rows) -> bool:
 
 # --- Python dicts: HF Trainer, SambaNova transformers hook --------------------------------
 
-_DICT = re.compile(r"\{'[^{}]*\}")
+_DICT = re.compile(r"\{'[^{}]{0,4000}\}")
 _PAIR = re.compile(r"'(\w+)':\s*'?(" + NUM + r"|nan|inf)'?(?=\s*[,}])")
 _DICT_KEYS = ("loss", "learning_rate", "train_runtime", "e2e_train_time", "grad_norm",
               "eval_loss", "train_loss", "final_loss")
@@ -120,8 +121,7 @@ def py_dict(text: str, rows: Rows) -> bool:
                 k.endswith("_per_second") for k in pairs):
             continue
         found = True
-        pattern = "transformers_hook" if "e2e_train_time" in pairs or \
-            "training_sequences_per_second" in pairs else "hf_trainer"
+        pattern = _dict_pattern(pairs)
         epoch = pairs.pop("epoch", None)
         step = pairs.pop("step", None)
         stepi = int(step) if step is not None else None
@@ -132,6 +132,18 @@ def py_dict(text: str, rows: Rows) -> bool:
             else:
                 rows.metric(pattern, _dict_metric_name(key), value, stepi, epoch)
     return found
+
+
+def _dict_pattern(pairs: dict[str, float]) -> str:
+    if "e2e_train_time" in pairs or "training_sequences_per_second" in pairs:
+        return "transformers_hook"
+    if any(k in pairs for k in _HF_MARKERS):
+        return "hf_trainer"
+    return "py_dict"
+
+
+_HF_MARKERS = ("train_runtime", "learning_rate", "train_samples_per_second", "grad_norm",
+               "eval_runtime", "train_steps_per_second")
 
 
 def _dict_metric_name(key: str) -> str:
@@ -186,7 +198,7 @@ def deepspeed_flops(text: str, rows: Rows) -> bool:
 # --- Megatron-LM / Megatron-DeepSpeed ---------------------------------------------------------
 
 _MEG_ITER = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
-_MEG_FIELD = re.compile(r"([A-Za-z][A-Za-z0-9 ._()/-]*?)\s*:\s*(" + NUM + r")\s*(?=\||$)")
+_MEG_FIELD = re.compile(r"([A-Za-z][A-Za-z0-9 ._()/-]{0,60}?)\s*:\s*(" + NUM + r")\s*(?=\||$)")
 
 
 def megatron(text: str, rows: Rows) -> bool:
@@ -278,16 +290,18 @@ def keras(text: str, rows: Rows) -> bool:
 # --- tqdm and the progress bars built on it (HF, Lightning) ------------------------------------
 
 _TQDM = re.compile(
-    r"(?P<desc>[^\r\n]*?)(?:(?P<pct>\d{1,3})%\|[^|]*\|\s*)?"
-    r"(?P<n>\d+(?:\.\d+)?[kMGT]?)(?:/(?P<total>\d+(?:\.\d+)?[kMGT]?|\?))?(?:[A-Za-z]*)?\s*"
+    r"(?:(?P<pct>\d{1,3})%\|[^|\r\n]{0,200}\|\s*)?"
+    r"(?P<n>\d+(?:\.\d+)?[kMGT]?)(?:/(?P<total>\d+(?:\.\d+)?[kMGT]?|\?))?[A-Za-z]{0,20}\s*"
     r"\[(?P<elapsed>[\d:]+)(?:<(?P<left>[\d:?]+))?,\s*"
-    r"(?:(?P<rate>" + NUM + r")|\?)\s*(?P<scale>[kMGT]?)(?P<unit>[A-Za-z_]+)/(?P<per>s|[A-Za-z_]+)"
-    r"(?P<post>[^\]]*)\]"
+    r"(?:(?P<rate>" + NUM + r")|\?)\s*(?P<scale>[kMGT]?)(?P<unit>[A-Za-z_]{1,30})/"
+    r"(?P<per>s|[A-Za-z_]{1,30})(?P<post>[^\]]{0,500})\]"
 )
 _SCALE = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _POSTFIX = re.compile(r"(\w+)=(" + NUM + r")(?=[,\]\s]|$)")
 _EPOCH_IN_DESC = re.compile(r"\bEpoch\s+(\d+)")
 _DIGITS = re.compile(r"\d+(?:\.\d+)?")
+#: launcher tags and partial bar blocks left in a bar's description by flattened copies
+_BAR_NOISE = re.compile(r"\[\d+,\d+\]<std\w+>:|\[(?:INFO|WARNING)\]\s*|[\u2580-\u259f]+")
 
 
 def tqdm_bar(text: str, rows: Rows) -> bool:
@@ -305,7 +319,8 @@ def tqdm_bar(text: str, rows: Rows) -> bool:
         unit, value = m["per"], 1.0 / rate
     else:
         return False
-    desc = m["desc"].strip().rstrip(":").strip()
+    desc = _BAR_NOISE.sub("", text[max(0, m.start() - 200):m.start()]).strip().rstrip(":|")
+    desc = desc.strip()[-80:]
     em = _EPOCH_IN_DESC.search(desc)
     epoch = _F(em.group(1)) if em else None
     label = _DIGITS.sub("#", desc) or None
@@ -328,7 +343,7 @@ _PT_EXAMPLE = re.compile(r"Train Epoch:\s*(\d+)\s*\[(\d+)/(\d+)\s*\((\d+)%\)\]\s
                          NUM + ")")
 _TOOK = re.compile(r"\bepoch\s+(\d+)\s+took:\s*(" + NUM + r")s")
 _KV = re.compile(r"\b([A-Za-z_]\w*)=(" + NUM + r")(%?)(?=[\s,|;)\]]|$)")
-_LOSS = re.compile(r"\b((?:[A-Za-z]+[ _])?[Ll]oss)\s*[:=]\s*(" + NUM + r")(?![\w.])")
+_LOSS = re.compile(r"\b((?:[A-Za-z]{1,20}[ _])?[Ll]oss)\s*[:=]\s*(" + NUM + r")(?![\w.])")
 _STEP_HINT = re.compile(r"\b(?:step|iter(?:ation)?)\s*[=:#]?\s*(\d+)", re.IGNORECASE)
 _EPOCH_HINT = re.compile(r"\bepoch\s*[=:#]?\s*(\d+)", re.IGNORECASE)
 

@@ -39,6 +39,8 @@ KEYWORDS = rules.KEYWORDS
 _SCAN = _re_engine.compile(b"|".join(re.escape(k) for k in KEYWORDS))
 #: how far to look for a line or segment boundary before giving up (very long lines)
 WINDOW = 1 << 16
+#: recognisers see at most this much text either side of the keyword (bounds regex work)
+MAX_SEGMENT = 1 << 13
 _COUNT_CHUNK = 1 << 24
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-Za-z]")
 _PREFIX = re.compile(
@@ -65,7 +67,7 @@ def parse(source: Source) -> ParseResult:
     """Parse one training log into ``throughput`` and ``train_metrics``."""
     collector = rules.Rows()
     problems: list[Problem] = []
-    with source.buffer() as buf:
+    with source.buffer(problems) as buf:
         _Scanner(buf, source.name, collector, problems).run()
     tp = pd.DataFrame(collector.tp)
     tm = pd.DataFrame(collector.tm)
@@ -104,8 +106,9 @@ class _Scanner:
         cr = buf.rfind(b"\r", line_start, pos)
         seg_start = cr + 1 if cr >= 0 else line_start
         seg_end = self._seg_end(pos)
-        text = self._decode(buf[seg_start:seg_end])
-        prefix, body = _split_prefix(text)
+        lo, hi = max(seg_start, pos - MAX_SEGMENT), min(seg_end, pos + MAX_SEGMENT)
+        text = self._decode(buf[lo:hi])
+        prefix, body = _split_prefix(text) if lo == seg_start else (None, text)
         if prefix is None and seg_start != line_start:
             prefix, _ = _split_prefix(self._decode(buf[line_start:min(line_start + 80, pos)]))
         if prefix is None:

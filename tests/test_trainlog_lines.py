@@ -1,0 +1,191 @@
+"""Each recogniser on real line shapes, with launcher prefixes, \\r updates and ANSI codes."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import dptrace
+
+
+def parse(tmp_path: Path, text: str | bytes, name: str = "slurm-1.out") -> dptrace.Dataset:
+    p = tmp_path / name
+    p.write_bytes(text.encode() if isinstance(text, str) else text)
+    return dptrace.read_trainlog(p)
+
+
+def test_srun_label_gives_instance(tmp_path):
+    ds = parse(tmp_path, "".join(
+        f"{r}: inner train loop time : 36.3 for 10 epochs, number of global steps: 10, "
+        f"e2e samples_per_sec: {500 + r}.5\n" for r in (3, 1, 0, 2)))
+    tp = ds["throughput"]
+    assert list(tp["instance"]) == ["3", "1", "0", "2"]
+    assert list(tp["value"]) == [503.5, 501.5, 500.5, 502.5]
+    assert set(tp["scope"]) == {"instance"}
+    assert list(tp["lineno"]) == [1, 2, 3, 4]
+
+
+def test_srun_padded_label(tmp_path):
+    ds = parse(tmp_path, " 3: e2e samples_per_sec: 1.5\n63: e2e samples_per_sec: 2.5\n")
+    assert list(ds["throughput"]["instance"]) == ["3", "63"]
+
+
+def test_unprefixed_lines_numbered_in_order(tmp_path):
+    ds = parse(tmp_path, "noise\ne2e samples_per_sec: 1.0\nmore noise\ne2e samples_per_sec: 2.0\n")
+    tp = ds["throughput"]
+    assert list(tp["instance"]) == ["0", "1"]
+    assert list(tp["lineno"]) == [2, 4]
+
+
+def test_mpirun_tag_output_after_carriage_return(tmp_path):
+    text = ("[1,0]<stderr>:Training:  10%|#         | 10/100 [00:01<00:09,  9.50it/s]"
+            "\r[1,0]<stderr>:Training:  20%|##        | 20/100 [00:02<00:08,  9.80it/s]\n"
+            "[1,1]<stdout>:Training:  20%|##        | 20/100 [00:02<00:08,  9.70it/s]\n")
+    tp = parse(tmp_path, text)["throughput"]
+    assert list(tp["instance"]) == ["0", "0", "1"]
+    assert list(tp["step"]) == [10, 20, 20]
+    assert list(tp["value"]) == [9.5, 9.8, 9.7]
+    assert list(tp["label"]) == ["Training"] * 3
+    assert list(tp["lineno"]) == [1, 1, 2]
+
+
+def test_srun_prefix_applies_to_every_carriage_return_update(tmp_path):
+    text = "7:  50%|#####     | 5/10 [00:05<00:05,  1.01it/s]\r 60%|######    | 6/10 [00:06<00:04,  2.00s/it]\n"
+    tp = parse(tmp_path, text)["throughput"]
+    assert list(tp["instance"]) == ["7", "7"]
+    assert tp["value"].tolist() == pytest.approx([1.01, 0.5])
+    assert set(tp["metric"]) == {"iterations_per_s"}
+
+
+def test_torchrun_tee_prefix_and_ansi(tmp_path):
+    text = "[default3]:\x1b[32m iteration      100/ 1000 | elapsed time per iteration (ms): 500.0 | global batch size:   64 |\x1b[0m\n"
+    tp = parse(tmp_path, text)["throughput"]
+    assert set(tp["instance"]) == {"default3"}
+    by_metric = dict(zip(tp["metric"], tp["value"]))
+    assert by_metric == {"iterations_per_s": 2.0, "samples_per_s": 128.0}
+    assert set(tp["step"]) == {100}
+
+
+def test_tqdm_question_mark_rate_and_repeats(tmp_path):
+    text = ("  0%|          | 0/2 [00:00<?, ?it/s]\r 50%|#####     | 1/2 [00:01<00:01,  1.00it/s]"
+            "\r100%|##########| 2/2 [00:02<00:00,  1.00it/s]\r100%|##########| 2/2 [00:02<00:00,  1.00it/s]\n")
+    tp = parse(tmp_path, text)["throughput"]
+    # '?it/s' has no rate; tqdm's close() redraw of 2/2 is collapsed
+    assert list(tp["step"]) == [1, 2]
+
+
+def test_tqdm_custom_unit_scale_and_postfix(tmp_path):
+    text = ("Epoch 3: 100%|##########| 10/10 [00:01<00:00,  8.50it/s, loss=0.123, v_num=0]\n"
+            "Map: 100%|##########| 5000/5000 [00:00<00:00, 12.3kexamples/s]\n")
+    ds = parse(tmp_path, text)
+    tp = ds["throughput"]
+    assert tp["metric"].tolist() == ["iterations_per_s", "samples_per_s"]
+    assert tp["value"].tolist() == pytest.approx([8.5, 12300.0])
+    assert tp["epoch"].iloc[0] == 3.0
+    assert tp["label"].tolist() == ["Epoch #", "Map"]
+    tm = ds["train_metrics"]
+    assert dict(zip(tm["name"], tm["value"])) == {"loss": 0.123, "v_num": 0.0}
+
+
+def test_hf_dicts_quoted_numbers_and_scope(tmp_path):
+    text = ("{'loss': '6.811', 'grad_norm': '1.5', 'learning_rate': '4.9e-05', 'epoch': '0.5'}\n"
+            "{'train_runtime': 12.4474, 'train_samples_per_second': 154.249, "
+            "'train_steps_per_second': 0.803, 'train_loss': 6.5, 'epoch': 1.0}\n"
+            "{'eval_loss': 6.2, 'eval_samples_per_second': 0.227, 'epoch': 1.0}\n")
+    ds = parse(tmp_path, text)
+    tp = ds["throughput"]
+    assert tp["name"].tolist() == ["train_samples_per_second", "train_steps_per_second"]
+    assert tp["metric"].tolist() == ["samples_per_s", "steps_per_s"]
+    assert set(tp["scope"]) == {"global"}
+    tm = ds["train_metrics"]
+    got = dict(zip(tm["name"], tm["value"]))
+    assert got["loss"] == 6.811 and got["learning_rate"] == 4.9e-05
+    assert got["train_runtime_s"] == 12.4474 and got["eval_samples_per_second"] == 0.227
+    assert tm.loc[tm["name"] == "loss", "epoch"].item() == 0.5
+
+
+def test_hf_dict_printed_by_every_rank_is_not_summed(tmp_path):
+    line = "{'train_runtime': 836.4, 'train_samples_per_second': 1.196, 'epoch': 1.0}\n"
+    tp = parse(tmp_path, line * 4)["throughput"]
+    s = dptrace.throughput_summary(tp)
+    assert s["instances"].item() == 4
+    assert s["job_value"].item() == pytest.approx(1.196)
+    assert "not summed" in s["job_rule"].item()
+
+
+def test_deepspeed_timer_old_and_new(tmp_path):
+    text = ("[2023-04-14 08:27:19,411] [INFO] [timer.py:199:stop] epoch=0/micro_step=10/"
+            "global_step=10, RunningAvgSamplesPerSec=173.4455644119137, "
+            "CurrSamplesPerSec=171.97903593624417, MemAllocated=3.96GB, MaxMemAllocated=11.65GB\n"
+            "[2022-07-29 00:42:31,004] [INFO] [timer.py:198:stop] 0/20, "
+            "RunningAvgSamplesPerSec=357.38655790272156, CurrSamplesPerSec=358.42529475384885, "
+            "MemAllocated=1.64GB\n")
+    tp = parse(tmp_path, text)["throughput"]
+    assert tp["name"].tolist() == ["RunningAvgSamplesPerSec", "CurrSamplesPerSec"] * 2
+    assert tp["step"].tolist() == [10, 10, 20, 20]
+    assert tp["value"].iloc[1] == 171.97903593624417
+    assert set(tp["scope"]) == {"global"}
+
+
+def test_horovod_benchmark_lines(tmp_path):
+    text = ("Iter #0: 123.4 img/sec per GPU\nIter #1: 130.0 img/sec per GPU\n"
+            "Img/sec per GPU: 126.7 +-5.6\nTotal img/sec on 8 GPU(s): 1013.6 +-44.8\n"
+            "Iter #0: 2620.2 img/sec GPU\n")
+    tp = parse(tmp_path, text)["throughput"]
+    assert tp["scope"].tolist() == ["device", "device", "device", "global", "global"]
+    assert tp["step"].tolist()[:2] == [0, 1]
+    assert tp["value"].tolist() == [123.4, 130.0, 126.7, 1013.6, 2620.2]
+    assert set(tp["metric"]) == {"images_per_s"}
+
+
+def test_megatron_fields_come_and_go(tmp_path):
+    text = (" iteration       10/    1000 | consumed samples:           40 | elapsed time per "
+            "iteration (ms): 19932.4 | learning rate: 0.000E+00 | global batch size:     4 | "
+            "loss scale: 4096.0 | number of skipped iterations:  10 | number of nan iterations:"
+            "   0 |\n"
+            " iteration        1/    1000 | elapsed time per iteration (ms): 123742.4 | "
+            "learning rate: 1.875E-05 | lm loss: 1.252221E+01 | loss scale: 4096.0 |\n")
+    ds = parse(tmp_path, text)
+    tp = ds["throughput"]
+    assert tp["metric"].tolist() == ["iterations_per_s", "samples_per_s", "iterations_per_s"]
+    assert tp["value"].tolist() == pytest.approx([1 / 19.9324, 4 / 19.9324, 1 / 123.7424])
+    tm = ds["train_metrics"]
+    assert tm.loc[tm["name"] == "lm_loss", "value"].item() == 12.52221
+    assert tm.loc[tm["name"] == "skipped_iterations", "value"].item() == 10
+
+
+def test_keras_time_history(tmp_path):
+    text = ("I0121 22:42:50.808443 139905346141568 keras_utils.py:170] TimeHistory: 0.06 seconds,"
+            " 36.16 examples/second between steps 1 and 2\n")
+    tp = parse(tmp_path, text, "stderr")["throughput"]
+    assert tp[["value", "step", "metric"]].values.tolist() == [[36.16, 2, "samples_per_s"]]
+
+
+def test_generic_rate_only_when_nothing_specific(tmp_path):
+    text = "[1,0]<stdout>:[INFO] throughput: 7599.7 samples/sec\nImg/sec per GPU: 85.8 +-3.8\n"
+    tp = parse(tmp_path, text)["throughput"]
+    assert tp["pattern"].tolist() == ["generic", "horovod_benchmark"]
+    assert tp["instance"].tolist()[0] == "0"
+
+
+def test_loss_lines(tmp_path):
+    text = ("Epoch: 0 \tLoss: 55.910 \tTime/epoch: 5.76\n"
+            "[2] Train Epoch: 1 [640/6250 (10%)]\tLoss: 0.035994\n")
+    tm = parse(tmp_path, text)["train_metrics"]
+    assert tm[["name", "value"]].values.tolist() == [["loss", 55.91], ["epoch_time_s", 5.76],
+                                                      ["loss", 0.035994]]
+    assert tm["instance"].tolist()[-1] == "2"
+
+
+def test_windows_line_endings(tmp_path):
+    tp = parse(tmp_path, "a\r\ne2e samples_per_sec: 1.5\r\ne2e samples_per_sec: 2.5\r\n")["throughput"]
+    assert tp["value"].tolist() == [1.5, 2.5]
+    assert tp["lineno"].tolist() == [2, 3]
+
+
+def test_schema_dtypes(tmp_path):
+    tp = parse(tmp_path, "e2e samples_per_sec: 1.5\n")["throughput"]
+    assert tp.columns.tolist()[:11] == ["source", "instance", "pattern", "name", "label", "metric",
+                                        "value", "scope", "step", "epoch", "lineno"]
+    assert tp["step"].dtype == pd.Int64Dtype() and tp["value"].dtype == "float64"
+    assert isinstance(tp["metric"].dtype, pd.CategoricalDtype)
