@@ -115,5 +115,5 @@ def _problems_frame(problems: list[Problem]) -> pd.DataFrame:
 
 
 def read_trainlog(paths: PathArg, *, progress: ProgressFn | None = None) -> Dataset:
-    """Parse training logs (slurm-*.out, per-rank logs) into ``throughput`` and ``train_metrics``."""
+    """Parse training logs (slurm-*.out, rank logs) into ``throughput`` and ``train_metrics``."""
     return load(paths, format="trainlog", progress=progress)

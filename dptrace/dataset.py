@@ -1,4 +1,4 @@
-"""``Dataset``: the tables parsed from a set of inputs, with where they came from and what went wrong."""
+"""``Dataset``: tables parsed from a set of inputs, where they came from, what went wrong."""
 
 from __future__ import annotations
 

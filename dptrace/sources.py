@@ -24,7 +24,9 @@ from .errors import Problem
 
 HEAD_BYTES = 8192
 
-_OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+_OPENERS: dict[str, Callable[..., IO[bytes]]] = {
+    ".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open,  # type: ignore[dict-item]
+}
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class Source:
     def open(self) -> IO[bytes]:
         """Binary stream of the (decompressed) content."""
         opener = _OPENERS.get(self.path.suffix.lower())
-        return opener(self.path, "rb") if opener else open(self.path, "rb")  # type: ignore[return-value]
+        return opener(self.path, "rb") if opener else open(self.path, "rb")
 
     def head(self, n: int = HEAD_BYTES) -> bytes:
         """The first ``n`` bytes of the decompressed content (what sniffing looks at)."""

@@ -61,7 +61,7 @@ def test_torchrun_tee_prefix_and_ansi(tmp_path):
     text = "[default3]:\x1b[32m iteration      100/ 1000 | elapsed time per iteration (ms): 500.0 | global batch size:   64 |\x1b[0m\n"
     tp = parse(tmp_path, text)["throughput"]
     assert set(tp["instance"]) == {"default3"}
-    by_metric = dict(zip(tp["metric"], tp["value"]))
+    by_metric = dict(zip(tp["metric"], tp["value"], strict=False))
     assert by_metric == {"iterations_per_s": 2.0, "samples_per_s": 128.0}
     assert set(tp["step"]) == {100}
 
@@ -84,7 +84,7 @@ def test_tqdm_custom_unit_scale_and_postfix(tmp_path):
     assert tp["epoch"].iloc[0] == 3.0
     assert tp["label"].tolist() == ["Epoch #", "Map"]
     tm = ds["train_metrics"]
-    assert dict(zip(tm["name"], tm["value"])) == {"loss": 0.123, "v_num": 0.0}
+    assert dict(zip(tm["name"], tm["value"], strict=False)) == {"loss": 0.123, "v_num": 0.0}
 
 
 def test_hf_dicts_quoted_numbers_and_scope(tmp_path):
@@ -98,7 +98,7 @@ def test_hf_dicts_quoted_numbers_and_scope(tmp_path):
     assert tp["metric"].tolist() == ["samples_per_s", "steps_per_s"]
     assert set(tp["scope"]) == {"global"}
     tm = ds["train_metrics"]
-    got = dict(zip(tm["name"], tm["value"]))
+    got = dict(zip(tm["name"], tm["value"], strict=False))
     assert got["loss"] == 6.811 and got["learning_rate"] == 4.9e-05
     assert got["train_runtime_s"] == 12.4474 and got["eval_samples_per_second"] == 0.227
     assert tm.loc[tm["name"] == "loss", "epoch"].item() == 0.5

@@ -29,17 +29,23 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _F = float
+
+
+_TP_COLS = ("prefix", "pattern", "name", "label", "metric", "value", "scope", "step", "epoch",
+            "lineno", "seg")
+_TM_COLS = ("prefix", "pattern", "name", "value", "step", "epoch", "lineno", "seg")
 
 
 @dataclass
 class Rows:
     """Columnar collector for the two tables a training log fills."""
 
-    tp: dict[str, list] = field(default_factory=lambda: {k: [] for k in _TP_COLS})
-    tm: dict[str, list] = field(default_factory=lambda: {k: [] for k in _TM_COLS})
+    tp: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in _TP_COLS})
+    tm: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in _TM_COLS})
     # where the current segment is; set by the scanner before each recogniser call
     seg: tuple[str | None, int, int] = (None, 0, 0)  # (launcher instance, lineno, segment no)
 
@@ -59,9 +65,6 @@ class Rows:
             self.tm[k].append(v)
 
 
-_TP_COLS = ("prefix", "pattern", "name", "label", "metric", "value", "scope", "step", "epoch",
-            "lineno", "seg")
-_TM_COLS = ("prefix", "pattern", "name", "value", "step", "epoch", "lineno", "seg")
 
 Recogniser = Callable[[str, Rows], bool]
 
@@ -332,7 +335,7 @@ def tqdm_bar(text: str, rows: Rows) -> bool:
 
 
 def _tqdm_count(n: str) -> int:
-    scale = _SCALE.get(n[-1], None) if n and n[-1].isalpha() else None
+    scale = _SCALE.get(n[-1]) if n and n[-1].isalpha() else None
     return int(float(n[:-1]) * scale) if scale else int(float(n))
 
 

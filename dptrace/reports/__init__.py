@@ -1,1 +1,1 @@
-"""Rendering: the report model and its terminal, JSON (and later HTML) faces. Nothing here parses."""
+"""Rendering: the report model and its terminal and JSON faces. Nothing here parses."""

@@ -93,15 +93,16 @@ def _instance_table(row: pd.Series, inst: pd.DataFrame) -> Table:
         style = "bold red" if r.straggler else ""
         bar = Bar(size=top or 1.0, begin=0, end=float(r.value) if pd.notna(r.value) else 0,
                   width=28, color="red" if r.straggler else "green")
+        steps = f"{r.rows} ({r.warmup_rows} warm-up)" if r.warmup_rows else str(r.rows)
         table.add_row(Text(str(r.instance), style=style), Text(fmt(r.value), style=style), bar,
-                      _steps(r), f"{-r.below_median_pct:+.1f}%" if pd.notna(r.below_median_pct)
-                      else "-", fmt(r.first_lineno))
+                      steps, _vs_median(r.below_median_pct), fmt(r.first_lineno))
     return table
 
 
-def _steps(r: object) -> str:
-    rows, warm = getattr(r, "rows"), getattr(r, "warmup_rows")
-    return f"{rows} ({warm} warm-up)" if warm else str(rows)
+def _vs_median(below_pct: object) -> str:
+    if not isinstance(below_pct, (int, float)) or math.isnan(below_pct):
+        return "-"
+    return f"{-below_pct:+.1f}%" if abs(below_pct) >= 0.05 else "0.0%"
 
 
 def _elide(inst: pd.DataFrame) -> pd.DataFrame:
