@@ -27,12 +27,16 @@ def render(report: Report, console: Console) -> None:
 
 
 def fmt(value: object, digits: int = 2) -> str:
-    """A number for humans: thousands separators, fixed decimals; '-' for missing."""
+    """A number for humans: thousands separators; small values keep 3 significant digits."""
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
         return "-"
-    if isinstance(value, (int, float)):
-        return f"{value:,.{digits}f}" if isinstance(value, float) else f"{value:,}"
-    return str(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, int) or float(value).is_integer() and abs(value) >= 1000:
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.{digits}f}"
+    if value != 0 and abs(value) < 1:
+        return f"{value:.3g}"
+    return f"{value:,.{digits + 1 if abs(value) < 10 else digits}f}"
 
 
 def _draw_inputs(section: Section) -> RenderableType:
@@ -74,7 +78,11 @@ def _series_panel(row: pd.Series, inst: pd.DataFrame) -> RenderableType:
     label = f" [{row['label']}]" if isinstance(row["label"], str) else ""
     title = Text.assemble((f"{row['name']}{label}", "bold cyan"),
                           f"  {row['metric']} · scope {row['scope']} · {row['pattern']}")
-    return Panel(Group(_instance_table(row, inst), _aggregate_table(row)), title=title,
+    body: list[RenderableType] = []
+    if not _identical_copies(row):
+        body.append(_instance_table(row, inst))
+    body.append(_aggregate_table(row, inst))
+    return Panel(Group(*body), title=title,
                  title_align="left", subtitle=Text(str(row["source"]), style="dim"),
                  subtitle_align="right")
 
@@ -114,7 +122,13 @@ def _elide(inst: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([keep, gap], ignore_index=True)
 
 
-def _aggregate_table(row: pd.Series) -> Table:
+def _identical_copies(row: pd.Series) -> bool:
+    """A global figure printed by several ranks with (nearly) the same value."""
+    spread = (row["max"] - row["min"]) / row["median"] if row["median"] else 0.0
+    return bool(row["scope"] == "global" and row["instances"] > 1 and spread <= 0.01)
+
+
+def _aggregate_table(row: pd.Series, inst: pd.DataFrame) -> Table:
     t = Table(box=None, show_header=False, pad_edge=False)
     t.add_column(style="bold")
     t.add_column(justify="right")
@@ -123,7 +137,12 @@ def _aggregate_table(row: pd.Series) -> Table:
     if row["warmup_rows"]:
         t.add_row("job, all steps", fmt(row["job_value_all_steps"]),
                   f"{row['warmup_rows']} warm-up rows included")
-    if row["instances"] > 1:
+    if row["scope"] == "global" and row["instances"] > 1:
+        lines = inst["first_lineno"]
+        t.add_row("copies", str(row["instances"]),
+                  f"lines {fmt(lines.min())}-{fmt(lines.max())}; min {fmt(row['min'])}, "
+                  f"max {fmt(row['max'])}")
+    elif row["instances"] > 1:
         t.add_row("mean", fmt(row["mean"]), "per instance (SambaNova convention)")
         t.add_row("harmonic mean", fmt(row["hmean"]), "")
         t.add_row("median / min / max", f"{fmt(row['median'])} / {fmt(row['min'])} / "
