@@ -32,8 +32,8 @@ def fmt(value: object, digits: int = 2) -> str:
         return "-"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
-    if isinstance(value, int) or float(value).is_integer() and abs(value) >= 1000:
-        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.{digits}f}"
+    if isinstance(value, int):
+        return f"{value:,}"
     if value != 0 and abs(value) < 1:
         return f"{value:.3g}"
     return f"{value:,.{digits + 1 if abs(value) < 10 else digits}f}"
