@@ -115,7 +115,7 @@ def test_parser_crash_is_contained(tmp_path, monkeypatch):
     def boom(text, rows):
         raise ValueError("synthetic bug")
 
-    monkeypatch.setattr(trainlog.rules, "SPECIFIC", (boom,))
+    monkeypatch.setattr(trainlog.rules, "SPECIFIC", ((("e2e",), boom),))
     (tmp_path / "a.out").write_bytes(GOOD)
     ds = dptrace.load(tmp_path / "a.out")
     assert ds.sources["status"].item() == "failed"

@@ -189,3 +189,28 @@ def test_schema_dtypes(tmp_path):
                                         "value", "scope", "step", "epoch", "lineno"]
     assert tp["step"].dtype == pd.Int64Dtype() and tp["value"].dtype == "float64"
     assert isinstance(tp["metric"].dtype, pd.CategoricalDtype)
+
+
+def test_parallel_scan_matches_single_process(tmp_path, monkeypatch):
+    from pandas.testing import assert_frame_equal
+
+    from dptrace.parsers import trainlog
+
+    lines = []
+    for i in range(3000):
+        lines.append(f"{i % 7}: noise line {i} with nothing\n")
+        if i % 3 == 0:
+            lines.append(f"{i % 7}: Training: {i % 100:3d}%|#   | {i}/3000 [00:01<00:09, "
+                         f"{1 + i % 13}.5it/s]\r 1%|#   | {i + 1}/3000 [00:01<00:09,  2.5it/s]\n")
+        if i % 10 == 0:
+            lines.append(f"e2e samples_per_sec: {i}.25\n")
+    p = tmp_path / "slurm-9.out"
+    p.write_text("".join(lines) + "tail without newline e2e samples_per_sec: 1.0")
+    single = dptrace.read_trainlog(p)
+    monkeypatch.setattr(trainlog, "PARALLEL_BYTES", 1)
+    monkeypatch.setattr(trainlog, "WORKERS", 2)
+    parallel = dptrace.read_trainlog(p)
+    for table in ("throughput", "train_metrics"):
+        assert_frame_equal(single[table], parallel[table])
+    assert_frame_equal(single.problems, parallel.problems)
+    assert single["throughput"]["lineno"].max() == 4301

@@ -26,6 +26,7 @@ Real lines each recogniser was written against (from ``tests/fixtures/trainlog``
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,35 +36,29 @@ NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _F = float
 
 
-_TP_COLS = ("prefix", "pattern", "name", "label", "metric", "value", "scope", "step", "epoch",
-            "lineno", "seg")
-_TM_COLS = ("prefix", "pattern", "name", "value", "step", "epoch", "lineno", "seg")
+TP_COLS = ("prefix", "lineno", "seg", "pattern", "name", "metric", "value", "scope", "step",
+           "epoch", "label")
+TM_COLS = ("prefix", "lineno", "seg", "pattern", "name", "value", "step", "epoch")
 
 
 @dataclass
 class Rows:
-    """Columnar collector for the two tables a training log fills."""
+    """Row collector for the two tables a training log fills (tuples; one frame at the end)."""
 
-    tp: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in _TP_COLS})
-    tm: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in _TM_COLS})
-    # where the current segment is; set by the scanner before each recogniser call
-    seg: tuple[str | None, int, int] = (None, 0, 0)  # (launcher instance, lineno, segment no)
+    tp: list[tuple[Any, ...]] = field(default_factory=list)
+    tm: list[tuple[Any, ...]] = field(default_factory=list)
+    #: where the current segment is: (launcher instance, lineno, segment number); set by the
+    #: scanner before the recognisers run
+    seg: tuple[str | None, int, int] = (None, 0, 0)
 
     def rate(self, pattern: str, name: str, metric: str, value: float, scope: str,
              step: int | None = None, epoch: float | None = None, label: str | None = None,
              ) -> None:
-        prefix, lineno, seg = self.seg
-        for k, v in zip(_TP_COLS, (prefix, pattern, name, label, metric, value, scope, step,
-                                   epoch, lineno, seg), strict=True):
-            self.tp[k].append(v)
+        self.tp.append((*self.seg, pattern, name, metric, value, scope, step, epoch, label))
 
     def metric(self, pattern: str, name: str, value: float, step: int | None = None,
                epoch: float | None = None) -> None:
-        prefix, lineno, seg = self.seg
-        for k, v in zip(_TM_COLS, (prefix, pattern, name, value, step, epoch, lineno, seg),
-                        strict=True):
-            self.tm[k].append(v)
-
+        self.tm.append((*self.seg, pattern, name, value, step, epoch))
 
 
 Recogniser = Callable[[str, Rows], bool]
@@ -77,15 +72,18 @@ def _snake(key: str) -> str:
 def _unit_metric(word: str) -> str:
     """Map a unit word ('samples', 'img', 'it', 'tokens', 'B') to a metric column value."""
     w = word.lower() if word in ("B", "bytes") else word.lower().rstrip("s")
-    return {
-        "sample": "samples_per_s", "example": "samples_per_s", "ex": "samples_per_s",
-        "exp": "samples_per_s", "byte": "bytes_per_s", "bytes": "bytes_per_s",
-        "sequence": "sequences_per_s", "seq": "sequences_per_s",
-        "image": "images_per_s", "img": "images_per_s",
-        "token": "tokens_per_s", "tok": "tokens_per_s",
-        "it": "iterations_per_s", "iteration": "iterations_per_s", "step": "steps_per_s",
-        "b": "bytes_per_s", "batche": "batches_per_s", "batch": "batches_per_s",
-    }.get(w, f"{_snake(word)}_per_s")
+    return _UNITS.get(w) or f"{_snake(word)}_per_s"
+
+
+_UNITS = {
+    "sample": "samples_per_s", "example": "samples_per_s", "ex": "samples_per_s",
+    "exp": "samples_per_s", "byte": "bytes_per_s", "bytes": "bytes_per_s",
+    "sequence": "sequences_per_s", "seq": "sequences_per_s",
+    "image": "images_per_s", "img": "images_per_s",
+    "token": "tokens_per_s", "tok": "tokens_per_s",
+    "it": "iterations_per_s", "iteration": "iterations_per_s", "step": "steps_per_s",
+    "b": "bytes_per_s", "batche": "batches_per_s", "batch": "batches_per_s",
+}
 
 
 # --- SambaFlow -------------------------------------------------------------------------
@@ -292,13 +290,15 @@ def keras(text: str, rows: Rows) -> bool:
 
 # --- tqdm and the progress bars built on it (HF, Lightning) ------------------------------------
 
+# the bracket '[elapsed<left, rate unit/s, postfix]' starts with a literal, which re finds fast;
+# the count 'n/total' right before it is read from the end of the preceding text
 _TQDM = re.compile(
-    r"(?:(?P<pct>\d{1,3})%\|[^|\r\n]{0,200}\|\s*)?"
-    r"(?P<n>\d+(?:\.\d+)?[kMGT]?)(?:/(?P<total>\d+(?:\.\d+)?[kMGT]?|\?))?[A-Za-z]{0,20}\s*"
-    r"\[(?P<elapsed>[\d:]+)(?:<(?P<left>[\d:?]+))?,\s*"
+    r"\[(?P<elapsed>\d[\d:]*)(?:<(?P<left>[\d:?]+))?,\s*"
     r"(?:(?P<rate>" + NUM + r")|\?)\s*(?P<scale>[kMGT]?)(?P<unit>[A-Za-z_]{1,30})/"
     r"(?P<per>s|[A-Za-z_]{1,30})(?P<post>[^\]]{0,500})\]"
 )
+_TQDM_COUNT = re.compile(r"(\d+(?:\.\d+)?[kMGT]?)(?:/(?:\d+(?:\.\d+)?[kMGT]?|\?))?[A-Za-z]{0,20}"
+                         r"\s*$")
 _SCALE = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _POSTFIX = re.compile(r"(\w+)=(" + NUM + r")(?=[,\]\s]|$)")
 _EPOCH_IN_DESC = re.compile(r"\bEpoch\s+(\d+)")
@@ -311,6 +311,10 @@ def tqdm_bar(text: str, rows: Rows) -> bool:
     m = _TQDM.search(text)
     if not m:
         return False
+    before = text[max(0, m.start() - 240):m.start()]
+    cm = _TQDM_COUNT.search(before, max(0, len(before) - 40))
+    if not cm:
+        return False
     if m["rate"] is None:  # '?it/s': no rate yet
         return True
     rate = _F(m["rate"])
@@ -322,16 +326,31 @@ def tqdm_bar(text: str, rows: Rows) -> bool:
         unit, value = m["per"], 1.0 / rate
     else:
         return False
-    desc = _BAR_NOISE.sub("", text[max(0, m.start() - 200):m.start()]).strip().rstrip(":|")
-    desc = desc.strip()[-80:]
-    em = _EPOCH_IN_DESC.search(desc)
-    epoch = _F(em.group(1)) if em else None
-    label = _DIGITS.sub("#", desc) or None
-    step = _tqdm_count(m["n"])
+    label, epoch = _bar_label(_strip_bar(before[:cm.start()]))
+    step = _tqdm_count(cm.group(1))
     rows.rate("tqdm", "tqdm", _unit_metric(unit), value, "instance", step, epoch, label)
-    for key, val in _POSTFIX.findall(m["post"]):
-        rows.metric("tqdm", _snake(key), _F(val), step, epoch)
+    if "=" in m["post"]:
+        for key, val in _POSTFIX.findall(m["post"]):
+            rows.metric("tqdm", _snake(key), _F(val), step, epoch)
     return True
+
+
+def _strip_bar(desc: str) -> str:
+    """'Training:  45%|####5     | ' -> 'Training:  ' (drop the percentage and the bar)."""
+    cut = desc.rfind("%|")
+    if cut < 0:
+        return desc
+    while cut > 0 and desc[cut - 1].isdigit():
+        cut -= 1
+    return desc[:cut]
+
+
+@functools.lru_cache(maxsize=4096)
+def _bar_label(desc: str) -> tuple[str | None, float | None]:
+    """A bar's description as a label (numbers -> '#', so epochs group) and its epoch."""
+    desc = _BAR_NOISE.sub("", desc).strip().rstrip(":|").strip()[-80:]
+    em = _EPOCH_IN_DESC.search(desc)
+    return _DIGITS.sub("#", desc) or None, _F(em.group(1)) if em else None
 
 
 def _tqdm_count(n: str) -> int:
@@ -419,13 +438,26 @@ def _epoch_hint(text: str) -> float | None:
     return _F(m.group(1)) if m else None
 
 
-#: specific recognisers, tried in order; every one that matches contributes
-SPECIFIC: tuple[Recogniser, ...] = (
-    sambaflow, py_dict, hf_metrics_table, deepspeed, deepspeed_flops, megatron,
-    horovod_benchmark, keras, tqdm_bar, example_losses, key_value,
+#: specific recognisers, each with the literals one of which its line must contain (a cheap
+#: ``in`` test that spares the regex); every one that matches contributes
+SPECIFIC: tuple[tuple[tuple[str, ...], Recogniser], ...] = (
+    (("e2e samples_per_sec",), sambaflow),
+    (("{'",), py_dict),
+    (("_per_second",), hf_metrics_table),
+    (("SamplesPerSec",), deepspeed),
+    (("samples/second:",), deepspeed_flops),
+    (("per iteration",), megatron),
+    (("img/sec", "Img/sec", "images/sec"), horovod_benchmark),
+    (("TimeHistory",), keras),
+    (("/s]", "/s,", "s/it", "s/s"), tqdm_bar),
+    (("Loss:",), example_losses),
+    (("oss=",), key_value),
 )
 #: fallbacks, used only when no specific recogniser matched the segment
-FALLBACK: tuple[Recogniser, ...] = (generic_rate, generic_loss)
+FALLBACK: tuple[tuple[tuple[str, ...], Recogniser], ...] = (
+    (("/s",), generic_rate),
+    (("oss",), generic_loss),
+)
 
 #: literals the scanner looks for; every recogniser above needs one of them in its line
 KEYWORDS: tuple[bytes, ...] = (

@@ -18,8 +18,11 @@ step, epoch) in a source is instance ``k``.
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
 import re
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import pandas as pd
@@ -37,6 +40,9 @@ except ImportError:  # pragma: no cover - platforms without google-re2 wheels
 
 KEYWORDS = rules.KEYWORDS
 _SCAN = _re_engine.compile(b"|".join(re.escape(k) for k in KEYWORDS))
+#: files at least this large are scanned by WORKERS forked processes, each over a range of lines
+PARALLEL_BYTES = 128 << 20
+WORKERS = min(2, os.cpu_count() or 1)
 #: how far to look for a line or segment boundary before giving up (very long lines)
 WINDOW = 1 << 16
 #: recognisers see at most this much text either side of the keyword (bounds regex work)
@@ -65,12 +71,14 @@ def sniff(source: Source, head: bytes) -> float:
 
 def parse(source: Source) -> ParseResult:
     """Parse one training log into ``throughput`` and ``train_metrics``."""
-    collector = rules.Rows()
     problems: list[Problem] = []
     with source.buffer(problems) as buf:
-        _Scanner(buf, source.name, collector, problems).run()
-    tp = pd.DataFrame(collector.tp)
-    tm = pd.DataFrame(collector.tm)
+        n = len(buf)
+        if n >= PARALLEL_BYTES and WORKERS > 1 and "fork" in mp.get_all_start_methods():
+            parts = _scan_parallel(buf, source.name)
+        else:
+            parts = [_scan_range(buf, source.name, 0, n, last=True)]
+    tp, tm = _merge(parts, problems)
     tp, tm = _collapse_tqdm_repeats(tp, tm)
     tables = {
         "throughput": _finish(tp, source.name, schema.THROUGHPUT),
@@ -79,64 +87,135 @@ def parse(source: Source) -> ParseResult:
     return ParseResult(tables, problems, _variant(tp, tm))
 
 
+_Part = tuple[pd.DataFrame, pd.DataFrame, list[Problem], int]
+
+
+def _scan_range(buf: Any, name: str, start: int, end: int, last: bool) -> _Part:
+    """Scan ``buf[start:end]`` (which starts at a line start) into frames with local line numbers.
+
+    Returns the two frames, the problems, and the number of newlines in the range.
+    """
+    rows = rules.Rows()
+    problems: list[Problem] = []
+    scanner = _Scanner(buf, name, rows, problems, start, end)
+    scanner.run(last)
+    tp = pd.DataFrame.from_records(rows.tp, columns=rules.TP_COLS)
+    tm = pd.DataFrame.from_records(rows.tm, columns=rules.TM_COLS)
+    return tp, tm, problems, scanner.newlines
+
+
+_FORKED: tuple[Any, str] | None = None
+
+
+def _scan_forked(bounds: tuple[int, int, bool]) -> _Part:
+    assert _FORKED is not None
+    return _scan_range(_FORKED[0], _FORKED[1], *bounds)
+
+
+def _scan_parallel(buf: Any, name: str) -> list[_Part]:
+    """Split at line boundaries into WORKERS ranges, scan them in forked processes."""
+    global _FORKED
+    n, cuts = len(buf), [0]
+    for k in range(1, WORKERS):
+        nl = buf.find(b"\n", n * k // WORKERS)
+        cuts.append(nl + 1 if nl >= 0 else n)
+    cuts.append(n)
+    bounds = [(a, b, i == WORKERS - 1) for i, (a, b) in enumerate(zip(cuts, cuts[1:]))]
+    _FORKED = (buf, name)
+    try:
+        ctx = mp.get_context("fork")
+        with ProcessPoolExecutor(WORKERS, mp_context=ctx) as pool:
+            return list(pool.map(_scan_forked, bounds))
+    finally:
+        _FORKED = None
+
+
+def _merge(parts: list[_Part], problems: list[Problem]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Concatenate the ranges' frames, shifting line numbers by the lines before each range."""
+    offset, tps, tms = 0, [], []
+    for tp, tm, probs, newlines in parts:
+        tp["lineno"] += offset
+        tm["lineno"] += offset
+        problems.extend(Problem(p.source, p.message, None if p.line is None else p.line + offset,
+                                p.severity) for p in probs)
+        tps.append(tp)
+        tms.append(tm)
+        offset += newlines
+    if len(parts) == 1:
+        return tps[0], tms[0]
+    return pd.concat(tps, ignore_index=True), pd.concat(tms, ignore_index=True)
+
+
 class _Scanner:
     """One pass over a buffer: find keywords, cut segments, resolve prefixes, run recognisers."""
 
-    def __init__(self, buf: Any, name: str, rows: rules.Rows, problems: list[Problem]) -> None:
+    def __init__(self, buf: Any, name: str, rows: rules.Rows, problems: list[Problem],
+                 start: int, end: int) -> None:
         self.buf, self.name, self.rows, self.problems = buf, name, rows, problems
-        self.n = len(buf)
-        self.line, self.counted, self.segno = 1, 0, 0
+        self.start, self.n = start, end
+        self.line, self.counted, self.newlines = 1, start, 0
         self.bad_utf8: int | None = None
         self.long_line: int | None = None
 
-    def run(self) -> None:
-        next_free = 0
-        for m in _SCAN.finditer(self.buf):
+    def run(self, last: bool = True) -> None:
+        """The hot loop: kept flat, with locals, because dense logs have a hit on every line.
+
+        ``last``: this range ends the file (check the final newline) rather than ending where
+        another range starts (count its newlines for the next range's line numbers).
+        """
+        buf, start, n, rows = self.buf, self.start, self.n, self.rows
+        rfind, find = buf.rfind, buf.find
+        line, counted, next_free = 1, start, start
+        for m in _SCAN.finditer(buf, start, n):
             pos = m.start()
             if pos < next_free:
                 continue
-            self.line += _count_newlines(self.buf, self.counted, pos)
-            self.counted = pos
-            next_free = self._segment(pos)
-        self._report()
+            line += _count_newlines(buf, counted, pos)
+            counted = pos
+            lo = pos - WINDOW if pos - WINDOW > start else start
+            nl = rfind(b"\n", lo, pos)
+            line_start = nl + 1 if nl >= 0 else self._long(lo, line, lo > start)
+            hi = pos + WINDOW if pos + WINDOW < n else n
+            line_end = find(b"\n", pos, hi)
+            if line_end < 0:
+                line_end = self._long(hi, line, hi < n)
+            cr = find(b"\r", pos, line_end)
+            seg_end = cr if cr >= 0 else line_end
+            cr = rfind(b"\r", line_start, pos)
+            seg_start = cr + 1 if cr >= 0 else line_start
+            self.line = line
+            prefix, body = self._prefixed_text(pos, line_start, seg_start, seg_end)
+            if "per iteration" in body and not body.rstrip().endswith("|"):
+                more, seg_end = self._continuation(seg_end)
+                body += more
+            rows.seg = (prefix, line, seg_start)
+            _recognise(body, rows)
+            next_free = seg_end
+        self.line, self.counted = line, counted
+        self._report(last)
+        if not last:
+            self.newlines = line - 1 + _count_newlines(buf, counted, n)
 
-    def _segment(self, pos: int) -> int:
-        buf = self.buf
-        line_start = self._line_start(pos)
-        cr = buf.rfind(b"\r", line_start, pos)
-        seg_start = cr + 1 if cr >= 0 else line_start
-        seg_end = self._seg_end(pos)
-        lo, hi = max(seg_start, pos - MAX_SEGMENT), min(seg_end, pos + MAX_SEGMENT)
-        text = self._decode(buf[lo:hi])
+    def _long(self, cut: int, line: int, is_long: bool) -> int:
+        """Record a line longer than the look-around window; return where to cut it."""
+        if is_long and self.long_line is None:
+            self.long_line = line
+        return cut
+
+    def _prefixed_text(self, pos: int, line_start: int, seg_start: int, seg_end: int,
+                       ) -> tuple[str | None, str]:
+        """The launcher instance and the segment's text without the prefix."""
+        lo = seg_start if pos - seg_start <= MAX_SEGMENT else pos - MAX_SEGMENT
+        hi = seg_end if seg_end - pos <= MAX_SEGMENT else pos + MAX_SEGMENT
+        text = self._decode(self.buf[lo:hi])
         prefix, body = _split_prefix(text) if lo == seg_start else (None, text)
         if prefix is None and seg_start != line_start:
-            prefix, _ = _split_prefix(self._decode(buf[line_start:min(line_start + 80, pos)]))
-        if prefix is None:
+            head = self.buf[line_start:min(line_start + 80, pos)]
+            prefix = _split_prefix(self._decode(head))[0]
+        if prefix is None and "<std" in text:
             tag = _TAG_ANYWHERE.search(text)
             prefix = tag.group(1) if tag else None
-        if "per iteration" in body and not body.rstrip().endswith("|"):
-            more, seg_end = self._continuation(seg_end)
-            body += more
-        self.rows.seg = (prefix, self.line, self.segno)
-        self.segno += 1
-        _recognise(body, self.rows)
-        return seg_end
-
-    def _line_start(self, pos: int) -> int:
-        lo = max(0, pos - WINDOW)
-        nl = self.buf.rfind(b"\n", lo, pos)
-        if nl >= 0:
-            return nl + 1
-        if lo > 0 and self.long_line is None:
-            self.long_line = self.line
-        return lo
-
-    def _seg_end(self, pos: int) -> int:
-        hi = min(self.n, pos + WINDOW)
-        ends = [e for e in (self.buf.find(b"\n", pos, hi), self.buf.find(b"\r", pos, hi)) if e >= 0]
-        if not ends and hi < self.n and self.long_line is None:
-            self.long_line = self.line
-        return min(ends) if ends else hi
+        return prefix, body
 
     def _continuation(self, end: int) -> tuple[str, int]:
         """Join up to 3 hard-wrapped lines of a Megatron iteration record (BLOOM chronicles)."""
@@ -163,7 +242,7 @@ class _Scanner:
                 self.bad_utf8 = self.line
         return _ANSI.sub("", text) if "\x1b" in text else text
 
-    def _report(self) -> None:
+    def _report(self, last: bool) -> None:
         if self.bad_utf8 is not None:
             self.problems.append(Problem(
                 self.name, "bytes that are not UTF-8 (first at this line) were replaced by U+FFFD;"
@@ -172,7 +251,7 @@ class _Scanner:
             self.problems.append(Problem(
                 self.name, f"line longer than {WINDOW // 1024} KiB without a newline: "
                 "read in windows around each match", self.long_line))
-        if self.n and self.buf[self.n - 1:self.n] != b"\n":
+        if last and self.n > self.start and self.buf[self.n - 1:self.n] != b"\n":
             last = self.line + _count_newlines(self.buf, self.counted, self.n)
             self.problems.append(Problem(
                 self.name, "file does not end with a newline (job killed or file truncated?):"
@@ -189,14 +268,20 @@ def _split_prefix(text: str) -> tuple[str | None, str]:
 
 def _recognise(body: str, rows: rules.Rows) -> None:
     matched = False
-    for recogniser in rules.SPECIFIC:
-        matched = recogniser(body, rows) or matched
+    for guards, recogniser in rules.SPECIFIC:
+        for g in guards:
+            if g in body:
+                matched = recogniser(body, rows) or matched
+                break
     if not matched:
-        for fallback in rules.FALLBACK:
-            fallback(body, rows)
+        for guards, fallback in rules.FALLBACK:
+            if guards[0] in body:
+                fallback(body, rows)
 
 
 def _count_newlines(buf: Any, start: int, end: int) -> int:
+    if end - start <= _COUNT_CHUNK:
+        return int(buf[start:end].count(b"\n"))
     total = 0
     for lo in range(start, end, _COUNT_CHUNK):
         total += buf[lo:min(end, lo + _COUNT_CHUNK)].count(b"\n")
