@@ -120,7 +120,7 @@ def _scan_parallel(buf: Any, name: str) -> list[_Part]:
         nl = buf.find(b"\n", n * k // WORKERS)
         cuts.append(nl + 1 if nl >= 0 else n)
     cuts.append(n)
-    bounds = [(a, b, i == WORKERS - 1) for i, (a, b) in enumerate(zip(cuts, cuts[1:]))]
+    bounds = [(cuts[i], cuts[i + 1], i == WORKERS - 1) for i in range(WORKERS)]
     _FORKED = (buf, name)
     try:
         ctx = mp.get_context("fork")
@@ -252,10 +252,10 @@ class _Scanner:
                 self.name, f"line longer than {WINDOW // 1024} KiB without a newline: "
                 "read in windows around each match", self.long_line))
         if last and self.n > self.start and self.buf[self.n - 1:self.n] != b"\n":
-            last = self.line + _count_newlines(self.buf, self.counted, self.n)
+            final = self.line + _count_newlines(self.buf, self.counted, self.n)
             self.problems.append(Problem(
                 self.name, "file does not end with a newline (job killed or file truncated?):"
-                " the last line was read as it is and may be cut short", last))
+                " the last line was read as it is and may be cut short", final))
 
 
 def _split_prefix(text: str) -> tuple[str | None, str]:
