@@ -57,31 +57,50 @@ def load(paths: PathArg, format: str = "auto", *, progress: ProgressFn | None = 
 def _load_one(src: Source, forced: registry.Parser | None,
               frames: dict[str, list[pd.DataFrame]]) -> tuple[_Outcome, list[Problem]]:
     try:
-        parser = forced or registry.detect(src)
+        chosen = [forced] if forced else registry.detect_all(src)
     except UnknownFormatError as exc:
         return _Outcome(src, None, None, "unknown", 0, str(exc)), [
             Problem(src.name, f"skipped: {exc}", severity="error")]
     except OSError as exc:
         return _Outcome(src, None, None, "failed", 0, str(exc)), [
             Problem(src.name, f"cannot read: {exc}", severity="error")]
+    results = [_parse_one(parser, src) for parser in chosen]
+    problems = [p for r in results for p in r.problems]
+    for result in results:
+        for name, df in result.tables.items():
+            if len(df):
+                frames.setdefault(name, []).append(df)
+    return _outcome(src, chosen, results, problems), problems
+
+
+def _parse_one(parser: registry.Parser, src: Source) -> registry.ParseResult:
+    """Run one parser; a crash becomes an error problem (a parser bug must not stop the report)."""
     try:
-        result = parser.parse(src)
-    except Exception as exc:  # a parser bug must not take the whole report down
+        return parser.parse(src)
+    except Exception as exc:
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        msg = f"{parser.name} parser failed: {type(exc).__name__}: {exc} " \
-              f"(at {os.path.basename(where.filename)}:{where.lineno}; please report)"
-        return _Outcome(src, parser.name, None, "failed", 0, msg), [
-            Problem(src.name, msg, severity="error")]
-    for name, df in result.tables.items():
-        if len(df):
-            frames.setdefault(name, []).append(df)
-    errors = [p for p in result.problems if p.severity == "error"]
-    status = "partial" if errors else "ok"
-    message = errors[0].message if errors else ""
-    if result.rows == 0 and not errors:
-        status, message = "empty", f"no {parser.name} records found"
-    return _Outcome(src, parser.name, result.variant, status, result.rows, message), \
-        result.problems
+        msg = (f"{parser.name} parser failed: {type(exc).__name__}: {exc} "
+               f"(at {os.path.basename(where.filename)}:{where.lineno}; please report)")
+        return registry.ParseResult(problems=[Problem(src.name, msg, severity="error")],
+                                    variant="failed")
+
+
+def _outcome(src: Source, chosen: list[registry.Parser], results: list[registry.ParseResult],
+             problems: list[Problem]) -> _Outcome:
+    rows = sum(r.rows for r in results)
+    # a companion parser that found nothing is not worth naming
+    used = [(p, r) for p, r in zip(chosen, results, strict=True) if r.rows or r.problems] or \
+        [(chosen[0], results[0])]
+    fmt = "+".join(p.name for p, _ in used)
+    variant = "; ".join(r.variant for _, r in used if r.variant) or None
+    errors = [p for p in problems if p.severity == "error"]
+    if any(r.variant == "failed" for _, r in used) and rows == 0:
+        return _Outcome(src, fmt, variant, "failed", 0, errors[0].message)
+    if errors:
+        return _Outcome(src, fmt, variant, "partial", rows, errors[0].message)
+    if rows == 0:
+        return _Outcome(src, fmt, variant, "empty", 0, f"no {fmt} records found")
+    return _Outcome(src, fmt, variant, "ok", rows, "")
 
 
 def _sources_frame(outcomes: list[_Outcome]) -> pd.DataFrame:

@@ -24,6 +24,8 @@ from .sources import Source
 SURE = 0.9
 #: below this a parser's claim is not enough to pick it
 MIN_SCORE = 0.05
+#: an embeddable parser this confident also runs beside the best match
+COMPANION_SCORE = 0.5
 
 
 @dataclass
@@ -53,6 +55,9 @@ class Parser:
     sniff: SniffFn
     parse: ParseFn
     extensions: tuple[str, ...] = ()
+    #: its records can sit inside other text (a log that also holds an sntilestat table, a doc
+    #: page with several tools' output): it also runs beside the best match when it is sure
+    embeddable: bool = False
 
 
 _PARSERS: dict[str, Parser] = {}
@@ -90,17 +95,32 @@ def detect(source: Source, head: bytes | None = None) -> Parser:
 
     Raises :class:`UnknownFormatError` when nothing claims it or two formats tie.
     """
+    return detect_all(source, head)[0]
+
+
+def detect_all(source: Source, head: bytes | None = None) -> list[Parser]:
+    """The best parser for ``source``, then the embeddable ones that are also sure of it.
+
+    A SambaNova doc page can hold both training-log lines and an sntilestat table; a slurm
+    log can hold sntilestat output. Raises :class:`UnknownFormatError` when nothing claims
+    the input or the two best non-embeddable formats tie.
+    """
     if head is None:
         head = source.head()
-    scores = sorted(((p.sniff(source, head), p.name) for p in parsers().values()), reverse=True)
+    found = parsers()
+    scores = sorted(((p.sniff(source, head), p.name) for p in found.values()), reverse=True)
     best_score, best = scores[0] if scores else (0.0, "")
     if best_score < MIN_SCORE:
         raise UnknownFormatError(_unknown_reason(head))
-    if len(scores) > 1 and scores[1][0] == best_score:
-        raise UnknownFormatError(
-            f"ambiguous: looks like both {best!r} and {scores[1][1]!r}; pass --format"
-        )
-    return _PARSERS[best]
+    chosen = [found[best]]
+    for score, name in scores[1:]:
+        both_embeddable = found[name].embeddable and chosen[0].embeddable
+        if score == best_score and not both_embeddable:
+            raise UnknownFormatError(
+                f"ambiguous: looks like both {best!r} and {name!r}; pass --format")
+        if both_embeddable and score >= COMPANION_SCORE:
+            chosen.append(found[name])
+    return chosen
 
 
 def _unknown_reason(head: bytes) -> str:

@@ -22,7 +22,8 @@ from typing import IO, Any
 
 from .errors import Problem
 
-HEAD_BYTES = 8192
+#: what sniffing reads: enough for a doc page or a log's preamble
+HEAD_BYTES = 1 << 16
 
 _OPENERS: dict[str, Callable[..., IO[bytes]]] = {
     ".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open,  # type: ignore[dict-item]
@@ -56,9 +57,24 @@ class Source:
         return opener(self.path, "rb") if opener else open(self.path, "rb")
 
     def head(self, n: int = HEAD_BYTES) -> bytes:
-        """The first ``n`` bytes of the decompressed content (what sniffing looks at)."""
-        with self.open() as fh:
-            return fh.read(n)
+        """The first ``n`` bytes of the decompressed content (what sniffing looks at).
+
+        A damaged compressed file gives what precedes the damage.
+        """
+        if not self.compression:
+            with open(self.path, "rb") as fh:
+                return fh.read(n)
+        dec = _DECOMPRESSORS[self.compression]()
+        out = b""
+        with open(self.path, "rb") as fh:
+            while len(out) < n and (raw := fh.read(1 << 16)):
+                try:
+                    out += dec.decompress(raw, n - len(out))
+                except (OSError, EOFError, lzma.LZMAError, zlib.error):
+                    break
+                if dec.eof:
+                    break
+        return out[:n]
 
     @contextlib.contextmanager
     def buffer(self, problems: list[Problem] | None = None) -> Iterator[bytes | mmap.mmap]:

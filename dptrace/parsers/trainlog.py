@@ -335,4 +335,5 @@ register(Parser(
     sniff=sniff,
     parse=parse,
     extensions=(".out", ".err", ".log", ".txt"),
+    embeddable=True,
 ))
