@@ -115,7 +115,38 @@ PROBLEMS = Table(
     ),
 )
 
-TABLES: dict[str, Table] = {t.name: t for t in (THROUGHPUT, TRAIN_METRICS, SOURCES, PROBLEMS)}
+_PCT = "share of the sampling interval the tile spent"
+TILES = Table(
+    "tiles",
+    "SambaNova sntilestat: one row per tile per snapshot (a capture of `watch sntilestat` "
+    "holds many snapshots).",
+    (
+        _SOURCE,
+        _c("snapshot", "Int64", "0, 1, ... in order within the source"),
+        _c("time", "datetime64[ns]", "when the snapshot was taken, from a `watch` header; "
+           "else null"),
+        _c("host", "string", "host named by a `watch` header; else null"),
+        _c("xrdu", "Int64", "XRDU number from /XRDU_x/RDU_y/TILE_z"),
+        _c("rdu", "Int64", "RDU number within the XRDU"),
+        _c("tile", "Int64", "tile number within the RDU (SN10: 0-3, SN30: 0-7)"),
+        _c("idle_pct", "float64", f"{_PCT} idle", "%"),
+        _c("exec_pct", "float64", f"{_PCT} executing", "%"),
+        _c("pload_pct", "float64", f"{_PCT} loading a program", "%"),
+        _c("aload_pct", "float64", f"{_PCT} loading arguments", "%"),
+        _c("chkpt_pct", "float64", f"{_PCT} checkpointing", "%"),
+        _c("quiesce_pct", "float64", f"{_PCT} quiescing", "%"),
+        _c("pid", "Int64", "process owning the tile; null for an idle tile"),
+        _c("user", "string", "owner of the process; null for an idle tile"),
+        _c("command", "string", "command, as sntilestat cut it (fixed width) or as wrapped in "
+           "copies, joined"),
+        _LINENO,
+    ),
+    key=("source", "snapshot", "xrdu", "rdu", "tile"),
+)
+
+TABLES: dict[str, Table] = {
+    t.name: t for t in (THROUGHPUT, TRAIN_METRICS, TILES, SOURCES, PROBLEMS)
+}
 
 
 def register_table(table: Table) -> Table:
@@ -142,6 +173,8 @@ def conform(data: pd.DataFrame | Mapping[str, Any], table: Table) -> pd.DataFram
 
 def _as_dtype(values: Any, dtype: str) -> pd.Series:
     s = pd.Series(values).reset_index(drop=True)
+    if dtype.startswith("datetime64"):
+        return pd.to_datetime(s, errors="coerce").astype(dtype)
     if dtype == "float64":
         return pd.to_numeric(s, errors="coerce").astype("float64")
     if dtype == "Int64":

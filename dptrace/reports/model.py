@@ -78,7 +78,13 @@ def problems_section(ds: Dataset, opts: dict) -> Section | None:
     )
 
 
-SECTIONS: list[SectionFn] = [inputs_section, throughput_section, problems_section]
+def _sections() -> list[SectionFn]:
+    from .tiles_sections import tiles_section
+
+    return [inputs_section, throughput_section, tiles_section, problems_section]
+
+
+SECTIONS: list[SectionFn] = _sections()
 
 
 def build(ds: Dataset, **opts: object) -> Report:

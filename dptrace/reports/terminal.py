@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pandas as pd
 from rich.bar import Bar
@@ -185,4 +186,11 @@ def _s(value: object) -> str:
                                                       math.isnan(value)) else str(value)
 
 
-_DRAWERS = {"inputs": _draw_inputs, "throughput": _draw_throughput, "problems": _draw_problems}
+def _drawers() -> dict[str, Callable[[Section], RenderableType]]:
+    from .tiles_sections import draw_tiles
+
+    return {"inputs": _draw_inputs, "throughput": _draw_throughput, "tiles": draw_tiles,
+            "problems": _draw_problems}
+
+
+_DRAWERS = _drawers()

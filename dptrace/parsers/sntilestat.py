@@ -1,0 +1,253 @@
+"""SambaNova ``sntilestat``: tile utilisation, one snapshot or a ``watch`` capture of many.
+
+Fills ``tiles`` (see :mod:`dptrace.schema`). Real lines (``tests/fixtures/sntilestat``)::
+
+    TILE                 %idle %exec %pload %aload %chkpt %quiesce    PID     USER COMMAND
+    /XRDU_0/RDU_0/TILE_0   8.0  91.6    0.3    0.1    0.0      0.0 2750333  vsastry /opt/sambaflow/apps/nlp/transformers_on_rdu/venv/b
+    /XRDU_0/RDU_1/TILE_0 100.0   0.0    0.0    0.0    0.0      0.0
+
+Quirks handled: idle tiles end after ``%quiesce``; COMMAND is cut at a fixed width; copies
+from PDFs collapse the whitespace and wrap COMMAND onto continuation lines; excerpts lack
+the header or hold a literal ``...``; ``watch sntilestat`` adds ``Every 2.0s: sntilestat
+host: date`` headers and, captured with ``script``, terminal escape codes.
+
+Fast path: one literal-led regex ``findall`` over the whole buffer returns every row's
+fields as bytes in C; columns are converted with numpy; snapshots are numbered where the
+tile order starts again. Files with collapsed whitespace or malformed rows take a line
+loop that can join wrapped commands and name the bad lines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from ..errors import Problem
+from ..registry import Parser, ParseResult, looks_binary, register
+from ..sources import Source
+from . import _sntilestat_fixed as _fixed
+
+PCT_COLUMNS = ("idle_pct", "exec_pct", "pload_pct", "aload_pct", "chkpt_pct", "quiesce_pct")
+_HEADER_NAMES = ("%idle", "%exec", "%pload", "%aload", "%chkpt", "%quiesce")
+_F = rb"[ \t]+(\d+(?:\.\d+)?)"
+_ROW = re.compile(rb"/XRDU_(\d+)/RDU_(\d+)/TILE_(\d+)" + _F * 6 +
+                  rb"(?:[ \t]+(\d+)[ \t]+(\S+)(?:[ \t]+([^\r\n]*))?)?[ \t]*(?=[\r\n]|$)")
+_ANY_ROW = re.compile(rb"/XRDU_\d")
+_HEADER = re.compile(rb"TILE[ \t]+%idle[ \t]+[^\r\n]*")
+_WATCH = re.compile(rb"Every\s+[\d.]+s:[^\r\n]*?\s(\S+):\s+(\w{3}\s+\w{3}\s+\d+\s+[\d:]+)"
+                    rb"(?:\s+[A-Z]{2,5})?\s+(\d{4})")
+_ESCAPES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=>78]")
+_CLEAR = re.compile(rb"\x1b\[[0-9;]*H|\x1b\[2J")
+
+
+def sniff(source: Source, head: bytes) -> float:
+    """Sure when the head holds an sntilestat header or tile rows."""
+    if not head or looks_binary(head):
+        return 0.0
+    if _HEADER.search(head) or re.search(rb"(?m)^\s*/XRDU_\d+/RDU_\d+/TILE_\d+\s+\d", head):
+        return 0.95
+    return 0.0
+
+
+def parse(source: Source) -> ParseResult:
+    """Parse one file of sntilestat output into ``tiles``."""
+    problems: list[Problem] = []
+    with source.buffer(problems) as raw:
+        buf = _clean(bytes(raw) if not isinstance(raw, bytes) else raw)
+    headers = _HEADER.findall(buf)
+    extra = _unknown_columns(headers)
+    collapsed = any(b"  " not in h for h in headers)
+    fast = None if (extra or collapsed) else _fast_rows(buf, headers)
+    stamps = _WATCH.findall(buf)
+    variant = "watch capture" if stamps else "snapshot"
+    if fast is None:
+        rows = _slow_rows(buf, source.name, problems, extra)
+        variant += ", collapsed whitespace" if collapsed else ""
+    else:
+        rows = fast
+    df = _frame(rows, stamps, source.name)
+    _note_elisions(buf, source.name, problems)
+    return ParseResult({"tiles": schema.conform(df, schema.TILES)}, problems, variant)
+
+
+def _clean(buf: bytes) -> bytes:
+    """Terminal captures: cursor homes and clears become line breaks; other escapes go."""
+    if b"\x1b" not in buf:
+        return buf
+    return _ESCAPES.sub(b"", _CLEAR.sub(b"\n", buf))
+
+
+def _unknown_columns(headers: list[bytes]) -> list[str]:
+    names: set[str] = set()
+    for h in headers:
+        names.update(t.decode("ascii", "replace") for t in h.split() if t.startswith(b"%"))
+    return sorted(names - set(_HEADER_NAMES))
+
+
+@dataclass
+class _Rows:
+    """Raw fields as row tuples, or already as columns; and each row's line when known."""
+
+    fields: list[tuple[bytes, ...]] = field(default_factory=list)
+    lines: list[int] | None = None
+    columns: dict[str, Any] | None = None
+
+
+def _fast_rows(buf: bytes, headers: list[bytes]) -> _Rows | None:
+    """Aligned output: numpy at the header's columns; else one C-level regex findall.
+
+    None when some tile row is malformed (the line loop then names it).
+    """
+    if headers and len(set(headers)) == 1:
+        columns = _fixed.read(buf, headers[0])
+        if columns is not None and len(columns["pid"]) == buf.count(b"/XRDU_"):  # type: ignore[arg-type]
+            return _Rows(columns=columns)
+    found = _ROW.findall(buf)
+    if len(found) != len(_ANY_ROW.findall(buf)):
+        return None
+    return _Rows(found)
+
+
+def _slow_rows(buf: bytes, name: str, problems: list[Problem], extra: list[str]) -> _Rows:
+    """Line by line: join wrapped commands, name malformed rows with their line."""
+    if extra:
+        problems.append(Problem(name, f"header has column(s) dptrace does not know: "
+                                f"{', '.join(extra)}; their values are not kept"))
+    npct = 6 + len(extra)
+    out = _Rows(lines=[])
+    assert out.lines is not None
+    wrap_ok = False
+    for lineno, line in enumerate(buf.split(b"\n"), 1):
+        text = line.strip()
+        if not text.startswith(b"/XRDU_"):
+            if wrap_ok and _is_continuation(text):
+                last = out.fields[-1]
+                out.fields[-1] = last[:-1] + (last[-1] + b" " + text,)
+                continue
+            wrap_ok = False
+            continue
+        row = _split_row(text, npct)
+        if isinstance(row, str):
+            problems.append(Problem(name, f"tile row skipped: {row}", lineno, "error"))
+            wrap_ok = False
+            continue
+        out.fields.append(row)
+        out.lines.append(lineno)
+        wrap_ok = bool(row[-1])
+    return out
+
+
+def _is_continuation(text: bytes) -> bool:
+    return bool(text) and not text.startswith((b"TILE", b"```", b"...", b"Every", b"$", b"#"))
+
+
+def _split_row(text: bytes, npct: int) -> tuple[bytes, ...] | str:
+    m = re.match(rb"/XRDU_(\d+)/RDU_(\d+)/TILE_(\d+)(?:\s+|$)", text)
+    if not m:
+        return f"bad tile path {text.split()[0].decode('utf-8', 'replace')!r}"
+    parts = text[m.end():].split(None, npct + 2)
+    if len(parts) < npct:
+        return f"{len(parts)} of {npct} percentage columns (row cut short?)"
+    pct = parts[:npct]
+    bad = [p for p in pct if not re.fullmatch(rb"\d+(?:\.\d+)?", p)]
+    if bad:
+        return f"percentage {bad[0].decode('utf-8', 'replace')!r} is not a number"
+    rest = parts[npct:]
+    pid = rest[0] if rest and rest[0].isdigit() else b""
+    user = rest[1] if len(rest) > 1 else b""
+    command = rest[2] if len(rest) > 2 else b""
+    return (*m.groups(), *pct[:6], pid, user, command)
+
+
+def _frame(rows: _Rows, stamps: list[tuple[bytes, bytes, bytes]], name: str) -> pd.DataFrame:
+    if rows.columns is not None:
+        data = dict(rows.columns)
+    elif rows.fields:
+        data = _from_tuples(rows.fields)
+    else:
+        return schema.TILES.empty()
+    df = pd.DataFrame(data)
+    df["snapshot"] = _snapshots(df)
+    df["lineno"] = rows.lines
+    df["source"] = name
+    _add_times(df, stamps)
+    return df
+
+
+def _from_tuples(fields: list[tuple[bytes, ...]]) -> dict[str, Any]:
+    cols = list(zip(*fields, strict=True))
+    return {
+        "xrdu": _ints(cols[0]), "rdu": _ints(cols[1]), "tile": _ints(cols[2]),
+        **{c: np.array(v).astype("float64") for c, v in zip(PCT_COLUMNS, cols[3:9], strict=True)},
+        "pid": _nullable_ints(cols[9]),
+        "user": _texts(cols[10]),
+        "command": _texts(cols[11]),
+    }
+
+
+def _ints(col: tuple[bytes, ...]) -> np.ndarray:
+    return np.array(col).astype("int64")
+
+
+def _nullable_ints(col: tuple[bytes, ...]) -> pd.arrays.IntegerArray:
+    arr = np.array(col)
+    missing = arr == b""
+    arr[missing] = b"0"
+    return pd.arrays.IntegerArray(arr.astype("int64"), missing)
+
+
+def _texts(col: tuple[bytes, ...]) -> pd.Categorical:
+    """Decode each distinct value once (users and commands repeat on every row)."""
+    codes, uniques = pd.factorize(pd.Series(col, dtype="object"))
+    labels = [u.decode("utf-8", "replace").rstrip() or None for u in uniques]
+    values = pd.Series(labels, dtype="object").take(codes).to_numpy()
+    return pd.Categorical(values)
+
+
+def _snapshots(df: pd.DataFrame) -> np.ndarray:
+    """A new snapshot starts wherever the tile order does not increase."""
+    order = (df["xrdu"].to_numpy() * 1000 + df["rdu"].to_numpy()) * 1000 + df["tile"].to_numpy()
+    restart = np.r_[False, np.diff(order) <= 0]
+    return np.cumsum(restart)
+
+
+def _add_times(df: pd.DataFrame, stamps: list[tuple[bytes, bytes, bytes]]) -> None:
+    """Times and hosts from ``watch`` headers, matched to snapshots in order."""
+    df["time"], df["host"] = pd.NaT, None
+    if not stamps:
+        return
+    hosts = [h.decode("utf-8", "replace") for h, _, _ in stamps]
+    texts = [" ".join(t.decode().split()) + " " + y.decode() for _, t, y in stamps]
+    times = pd.to_datetime(texts, format="%a %b %d %H:%M:%S %Y", errors="coerce")
+    n = int(df["snapshot"].max()) + 1
+    k = min(n, len(stamps))
+    # a capture can start or end mid-screen; when counts differ, align from the start
+    idx = df["snapshot"].to_numpy()
+    valid = idx < k
+    df.loc[valid, "time"] = np.asarray(times[:k])[idx[valid]]
+    df.loc[valid, "host"] = np.asarray(hosts[:k], dtype=object)[idx[valid]]
+
+
+def _note_elisions(buf: bytes, name: str, problems: list[Problem]) -> None:
+    for m in re.finditer(rb"\n[ \t]*\.\.\.[ \t]*\r?(?=\n|$)", buf):
+        if b"/XRDU_" not in buf[buf.rfind(b"\n", 0, m.start()) + 1:m.start()]:
+            continue  # an elision in some other listing
+        line = buf.count(b"\n", 0, m.start()) + 2
+        problems.append(Problem(name, "the listing elides rows here ('...'): tiles after it "
+                                "are missing from the table", line))
+
+
+register(Parser(
+    name="sntilestat",
+    description="SambaNova sntilestat tile utilisation: one listing, several, or a `watch` "
+                "capture with terminal escapes",
+    tables=("tiles",),
+    sniff=sniff,
+    parse=parse,
+    embeddable=True,
+))

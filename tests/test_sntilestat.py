@@ -1,0 +1,129 @@
+"""sntilestat: real doc listings, a `watch` capture, bad rows; numbers checked by hand."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import dptrace
+from dptrace.analysis import tiles as tl
+from dptrace.cli import main
+
+FIX = Path(__file__).parent / "fixtures" / "sntilestat"
+
+
+def load(name: str) -> dptrace.Dataset:
+    return dptrace.load(FIX / name)
+
+
+def test_sn30_multinode_64_busy_tiles_16_instances():
+    ds = load("ug_sn30_multinode_from_docs.md")
+    t = ds["tiles"]
+    assert len(t) == 64 and t["pid"].notna().all()
+    assert (t["snapshot"] == 0).all()
+    inst = tl.instances(t).set_index("pid")
+    assert len(inst) == 16 and set(inst["tiles"]) == {4}
+    # PID 2750338 owns /XRDU_0/RDU_1/TILE_0..3: %exec 89.9, 89.9, 89.8, 89.9 (doc lines 162-165)
+    assert inst.loc[2750338, "exec_mean_pct"] == pytest.approx(89.875)
+    assert inst.loc[2750338, "exec_min_pct"] == 89.8
+    assert inst.loc[2750338, "rdu_list"] == "0/1"
+    assert inst["lowest"].sum() == 1 and inst.loc[2750338, "lowest"]
+    # PID 2750333, TILE_0..3 of 0/0: pload 0.3, 0.3, 0.3, 0.3 -> 0.3; aload 0.1 0.1 0.3 0.3 -> 0.2
+    assert inst.loc[2750333, "pload_mean_pct"] == pytest.approx(0.3)
+    assert inst.loc[2750333, "aload_mean_pct"] == pytest.approx(0.2)
+    assert t["command"].iloc[0] == "/opt/sambaflow/apps/nlp/transformers_on_rdu/venv/b"
+
+
+def test_same_doc_also_gives_the_throughput_lines():
+    ds = load("ug_sn30_multinode_from_docs.md")
+    assert ds.sources["format"].item() == "sntilestat+trainlog"
+    tp = ds["throughput"]
+    samba = tp[tp["pattern"] == "sambaflow"]
+    assert len(samba) == 8 and samba["value"].sum() == pytest.approx(5278.341076, rel=1e-9)
+
+
+def test_sn10_collapsed_whitespace_wrapped_command():
+    ds = load("aitbdocs_sambanova_Miscellaneous_from_docs.md")
+    t = ds["tiles"]
+    first = t[t["snapshot"] == 0]
+    busy = first[first["pid"].notna()]
+    assert len(busy) == 4 and set(busy["pid"]) == {49880}
+    # lines 84-95: the command wraps onto two continuation lines
+    assert busy["command"].iloc[0] == ("python res_ffn_mnist.py run "
+                                       "--pef=pef/res_ffn_mnist/res_ffn_mnist.pef --num-epochs 100")
+    # %exec 7.0, 6.9, 4.7, 6.3 -> 6.225; %pload 10.4 11.3 11.4 11.7 -> 11.2
+    assert busy["exec_pct"].mean() == pytest.approx(6.225)
+    assert busy["pload_pct"].mean() == pytest.approx(11.2)
+    assert (first.loc[first["pid"].isna(), "idle_pct"] == 100.0).all()
+    assert "collapsed" in ds.sources["variant"].item()
+
+
+def test_headerless_excerpt_with_ellipsis():
+    ds = load("ug_sn30_single_from_docs.md")
+    t = ds["tiles"]
+    assert len(t) == 6 and t["pid"].notna().sum() == 4
+    assert t["exec_pct"].head(4).tolist() == [96.9] * 4
+    probs = ds.problems
+    assert probs["line"].tolist() == [344] and "elides" in probs["message"].item()
+
+
+def test_all_idle_listing():
+    ds = load("ug_sn30_miscellaneous_idle_from_docs.md")
+    t = ds["tiles"]
+    assert t["pid"].isna().all() and (t["idle_pct"] == 100.0).all()
+    assert tl.instances(t).empty
+    assert tl.idle_tiles(t)["always_idle"].sum() == len(t)
+
+
+def test_watch_capture_snapshots_times_and_series():
+    ds = load("watch_sntilestat_sn30.typescript")
+    t = ds["tiles"]
+    assert len(t) == 3 * 64
+    assert t["time"].drop_duplicates().tolist() == [
+        pd.Timestamp("2023-04-17 10:20:01"), pd.Timestamp("2023-04-17 10:20:03"),
+        pd.Timestamp("2023-04-17 10:20:05")]
+    assert set(t["host"]) == {"sn30-r1-h1"}
+    series = tl.exec_series(t).set_index(["snapshot", "pid"])["exec_mean_pct"]
+    # 8 tiles of 2750338 at 91.6 + 0.1*(t%3): (91.6*8 + 0.1*(0+1+2+0+1+2+0+1)) / 8 = 91.6875
+    assert series[(0, 2750338)] == pytest.approx(91.6875)
+    assert series[(1, 2750338)] == pytest.approx(61.6875)  # slowed by 30 in snapshot 1
+    assert (2, 2750347) not in series.index  # RDU 3/1 idle in snapshot 2
+    idle = tl.idle_tiles(t)
+    assert len(idle) == 8 and not idle["always_idle"].any()
+
+
+def test_bad_rows_reported_with_lines(tmp_path):
+    text = (
+        "TILE                 %idle %exec %pload %aload %chkpt %quiesce    PID     USER COMMAND\n"
+        "/XRDU_0/RDU_0/TILE_0   8.0  91.6    0.3    0.1    0.0      0.0 2750333  vsastry /opt/x\n"
+        "/XRDU_0/RDU_0/TILE_1   8.0  91.6    0.3\n"
+        "/XRDU_0/RDU_0/TILE_2   8.0  9x.6    0.3    0.1    0.0      0.0 2750333  vsastry /opt/x\n"
+        "/XRDU_0/RDU_0/TILE_3 100.0   0.0    0.0    0.0    0.0      0.0\n")
+    p = tmp_path / "tiles.txt"
+    p.write_text(text)
+    ds = dptrace.load(p)
+    assert ds["tiles"]["tile"].tolist() == [0, 3]
+    errs = ds.problems[ds.problems["severity"] == "error"]
+    assert errs["line"].tolist() == [3, 4]
+    assert "3 of 6 percentage columns" in errs["message"].iloc[0]
+    assert "'9x.6' is not a number" in errs["message"].iloc[1]
+    assert ds.sources["status"].item() == "partial"
+
+
+def test_unknown_extra_column(tmp_path):
+    text = ("TILE                 %idle %exec %pload %aload %chkpt %quiesce %hbm    PID     USER COMMAND\n"
+            "/XRDU_0/RDU_0/TILE_0   8.0  91.6    0.3    0.1    0.0      0.0  12.5 2750333  vsastry /opt/x\n")
+    p = tmp_path / "tiles.txt"
+    p.write_text(text)
+    ds = dptrace.load(p)
+    row = ds["tiles"].iloc[0]
+    assert row["pid"] == 2750333 and row["command"] == "/opt/x" and row["quiesce_pct"] == 0.0
+    assert "%hbm" in ds.problems["message"].item()
+
+
+def test_report_section(capsys):
+    code = main(["report", str(FIX / "ug_sn30_multinode_from_docs.md"), "--width", "130"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "SambaNova tiles" in out and "89.9 #3" in out
+    assert "lowest %exec: PID 2750338 at 89.9%" in out
