@@ -173,11 +173,15 @@ def conform(data: pd.DataFrame | Mapping[str, Any], table: Table) -> pd.DataFram
 
 def _as_dtype(values: Any, dtype: str) -> pd.Series:
     s = pd.Series(values).reset_index(drop=True)
+    if str(s.dtype) == dtype:
+        return s
     if dtype.startswith("datetime64"):
         return pd.to_datetime(s, errors="coerce").astype(dtype)
     if dtype == "float64":
         return pd.to_numeric(s, errors="coerce").astype("float64")
     if dtype == "Int64":
+        if pd.api.types.is_integer_dtype(s.dtype):
+            return s.astype("Int64")
         return pd.to_numeric(s, errors="coerce").astype("Int64")
     return s.astype(dtype)
 

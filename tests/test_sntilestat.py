@@ -127,3 +127,21 @@ def test_report_section(capsys):
     assert code == 0
     assert "SambaNova tiles" in out and "89.9 #3" in out
     assert "lowest %exec: PID 2750338 at 89.9%" in out
+
+
+def test_fast_paths_agree_with_the_line_loop(monkeypatch):
+    from pandas.testing import assert_frame_equal
+
+    from dptrace.parsers import sntilestat
+
+    path = FIX / "watch_sntilestat_sn30.typescript"
+    fast = dptrace.load(path)["tiles"]
+    monkeypatch.setattr(sntilestat._fixed, "read", lambda buf, header: None)
+    regex = dptrace.load(path)["tiles"]
+    monkeypatch.setattr(sntilestat, "_fast_rows", lambda buf, headers: None)
+    loop = dptrace.load(path)["tiles"]
+    cols = [c for c in fast.columns if c != "lineno"]
+    for other in (regex, loop):
+        assert_frame_equal(fast[cols].astype({"user": str, "command": str}),
+                           other[cols].astype({"user": str, "command": str}))
+    assert loop["lineno"].iloc[0] == 5  # the line loop also knows the lines

@@ -35,76 +35,81 @@ def layout(header: bytes) -> list[tuple[int, int]] | None:
 
 
 def read(buf: bytes, header: bytes) -> dict[str, object] | None:
-    """Columns xrdu, rdu, tile, the six *_pct, pid, user, command (positions ``starts``)."""
+    """Columns xrdu, rdu, tile, the six *_pct, pid, user, command; None if not aligned."""
     spans = layout(header.rstrip(b"\r"))
     arr = np.frombuffer(buf, dtype=np.uint8)
-    starts = _find(arr, b"/XRDU_")
+    starts, ends = _row_lines(arr, b"/XRDU_")
     if spans is None or not len(starts):
         return None
-    ends = _line_ends(arr, starts)
-    if (ends - starts > _MAX_ROW).any() or (starts + spans[5][1] > ends).any():
+    numeric_end = spans[5][1]
+    if (ends - starts > _MAX_ROW).any() or (starts + numeric_end > ends).any():
         return None
-    path = _gather(arr, starts, 0, 20)
-    if not _path_ok(path, arr, starts, ends):
+    rows = _rows(arr, starts, numeric_end + 1)  # one copy of each row's fixed part
+    if not _aligned(rows, spans):
         return None
     try:
-        data = _fields(arr, starts, ends, spans)
-        _owner(data, buf, starts + spans[-1][1], ends)
+        data = _fields(rows, spans)
+        _owner(data, buf, arr, starts + numeric_end, ends)
     except ValueError:  # a field that is not a number where the header says one is
         return None
-    numbers = path[:, [6, 12, 19]].astype(np.int64) - 48
+    numbers = rows[:, [6, 12, 19]].astype(np.int64) - 48
     data["xrdu"], data["rdu"], data["tile"] = numbers[:, 0], numbers[:, 1], numbers[:, 2]
     return data
 
 
-def _find(arr: np.ndarray, needle: bytes) -> np.ndarray:
-    """Start offsets of ``needle`` in ``arr`` that begin a line (after optional blanks)."""
-    n = len(arr) - len(needle) + 1
-    if n <= 0:
-        return np.empty(0, dtype=np.int64)
-    hits = np.flatnonzero(arr[:n] == needle[0])
-    for k, byte in enumerate(needle[1:], 1):
-        hits = hits[arr[hits + k] == byte]
-    prev = arr[np.maximum(hits - 1, 0)]
-    at_line_start = (hits == 0) | np.isin(prev, (10, 13, 32, 9))
-    return hits[at_line_start].astype(np.int64)
+def _rows(arr: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
+    """``width`` bytes from each start as a (rows x width) matrix, via a strided view."""
+    if len(arr) < int(starts.max()) + width:
+        arr = np.concatenate([arr, np.full(width, 32, dtype=np.uint8)])
+    return np.lib.stride_tricks.sliding_window_view(arr, width)[starts]
 
 
-def _line_ends(arr: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    breaks = np.flatnonzero((arr == 10) | (arr == 13))
-    idx = np.searchsorted(breaks, starts)
-    return np.where(idx < len(breaks), breaks[np.minimum(idx, len(breaks) - 1)], len(arr))
+def _aligned(rows: np.ndarray, spans: list[tuple[int, int]]) -> bool:
+    """The path fills 20 bytes; every numeric field is blank-led; a blank or EOL follows."""
+    digits = rows[:, [6, 12, 19]]
+    ok = bool(((digits >= 48) & (digits <= 57)).all() and (rows[:, _PATH] == 32).all())
+    ok = ok and bool((rows[:, 7:12] == np.frombuffer(b"/RDU_", np.uint8)).all())
+    ok = ok and bool((rows[:, 13:19] == np.frombuffer(b"/TILE_", np.uint8)).all())
+    ok = ok and all(bool((rows[:, lo] == 32).all()) for lo, _ in spans)
+    return ok and bool(np.isin(rows[:, -1], (32, 10, 13)).all())
 
 
-def _gather(arr: np.ndarray, starts: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    return arr[starts[:, None] + np.arange(lo, hi)[None, :]]
+def _row_lines(arr: np.ndarray, needle: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end offsets of the lines that begin with ``needle`` (one pass over ``arr``)."""
+    breaks = np.flatnonzero(arr == 10)
+    first = np.r_[0, breaks + 1]
+    line_end = np.r_[breaks, len(arr)]
+    keep = first + len(needle) <= len(arr)
+    first, line_end = first[keep], line_end[keep]
+    for k, byte in enumerate(needle):
+        hit = arr[first + k] == byte
+        first, line_end = first[hit], line_end[hit]
+    return first.astype(np.int64), line_end.astype(np.int64)
 
 
-def _path_ok(path: np.ndarray, arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
-    digits = path[:, [6, 12, 19]]
-    after = np.where(starts + 20 < ends, arr[np.minimum(starts + 20, len(arr) - 1)], 32)
-    return bool(((digits >= 48) & (digits <= 57)).all() and (after == 32).all()
-                and (path[:, 7:12] == np.frombuffer(b"/RDU_", np.uint8)).all()
-                and (path[:, 13:19] == np.frombuffer(b"/TILE_", np.uint8)).all())
-
-
-def _fields(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-            spans: list[tuple[int, int]]) -> dict[str, object]:
+def _fields(rows: np.ndarray, spans: list[tuple[int, int]]) -> dict[str, object]:
     names = ("idle_pct", "exec_pct", "pload_pct", "aload_pct", "chkpt_pct", "quiesce_pct")
-    out: dict[str, object] = {}
-    for name, (lo, hi) in zip(names, spans[:6], strict=True):
-        out[name] = _decimal(_column(arr, starts, ends, lo, hi))
-    return out
+    return {name: _decimal(rows[:, lo:hi]) for name, (lo, hi) in zip(names, spans, strict=True)}
 
 
-def _owner(data: dict[str, object], buf: bytes, tails: np.ndarray, ends: np.ndarray) -> None:
+def _owner(data: dict[str, object], buf: bytes, arr: np.ndarray, tails: np.ndarray,
+           ends: np.ndarray) -> None:
     """PID, USER and COMMAND from what follows %quiesce (empty for an idle tile).
 
-    The tails repeat from snapshot to snapshot, so each distinct one is split once.
+    The tails repeat from snapshot to snapshot: rows are grouped by a 64-bit hash of their
+    tail bytes (numpy), and each distinct tail is split once.
     """
-    codes, uniques = pd.factorize(pd.Series(
-        [buf[a:b] for a, b in zip(tails.tolist(), ends.tolist(), strict=True)], dtype=object))
-    parts = [u.split(None, 2) for u in uniques]
+    length = ends - tails
+    width = -(-max(int(length.max()), 1) // 8) * 8
+    block = np.where(np.arange(width)[None, :] < length[:, None], _rows(arr, tails, width), 0)
+    words = np.ascontiguousarray(block, dtype=np.uint8).view(np.uint64)
+    digest = length.astype(np.uint64)
+    for k in range(words.shape[1]):  # polynomial hash over the tail's 8-byte words
+        digest = digest * np.uint64(1099511628211) + words[:, k]
+    codes, _ = pd.factorize(digest)
+    first = np.unique(codes, return_index=True)[1]
+    parts = [buf[a:b].split(None, 2) for a, b in zip(tails[first].tolist(),
+                                                     ends[first].tolist(), strict=True)]
     pids = [p[0] if p else b"" for p in parts]
     if not all(p.isdigit() for p in pids if p):
         raise ValueError("PID is not a number")
@@ -131,20 +136,7 @@ def _decimal(block: np.ndarray) -> np.ndarray:
             and (digit | (whole == 32)).all()):
         width = block.shape[1]
         return np.ascontiguousarray(block).view(f"S{width}").ravel().astype("float64")
-    powers = 10 ** np.arange(whole.shape[1] - 1, -1, -1, dtype=np.int64)
-    units = np.where(digit, whole.astype(np.int64) - 48, 0) @ powers
-    return units + (frac.astype(np.int64) - 48) / 10.0
-
-
-def _column(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, lo: int, hi: int,
-            ) -> np.ndarray:
-    """Bytes lo:hi of every row (spaces past a row's end), checked to be one aligned token."""
-    block = _gather(arr, starts, lo, hi)
-    block = np.where((starts[:, None] + np.arange(lo, hi)[None, :]) < ends[:, None], block, 32)
-    if (block[:, 0] != 32).any():  # a value ran into its left neighbour: not aligned
-        raise ValueError("misaligned column")
-    after = starts + hi
-    nxt = np.where(after < ends, arr[np.minimum(after, len(arr) - 1)], 32)
-    if (nxt != 32).any():
-        raise ValueError("misaligned column")
-    return block.astype(np.uint8)
+    tenths = np.zeros(len(block), dtype=np.int32)
+    for k in range(whole.shape[1]):
+        tenths = tenths * 10 + np.where(digit[:, k], whole[:, k] - 48, 0)
+    return (tenths * 10 + (frac.astype(np.int32) - 48)) / 10.0

@@ -58,14 +58,15 @@ def parse(source: Source) -> ParseResult:
     """Parse one file of sntilestat output into ``tiles``."""
     problems: list[Problem] = []
     with source.buffer(problems) as raw:
-        buf = _clean(bytes(raw) if not isinstance(raw, bytes) else raw)
+        buf = bytes(raw) if not isinstance(raw, bytes) else raw
     headers = _HEADER.findall(buf)
     extra = _unknown_columns(headers)
     collapsed = any(b"  " not in h for h in headers)
     fast = None if (extra or collapsed) else _fast_rows(buf, headers)
     stamps = _WATCH.findall(buf)
     variant = "watch capture" if stamps else "snapshot"
-    if fast is None:
+    if fast is None:  # terminal escapes matter only here: rows follow newlines in watch output
+        buf = _clean(buf)
         rows = _slow_rows(buf, source.name, problems, extra)
         variant += ", collapsed whitespace" if collapsed else ""
     else:
@@ -76,7 +77,10 @@ def parse(source: Source) -> ParseResult:
 
 
 def _clean(buf: bytes) -> bytes:
-    """Terminal captures: cursor homes and clears become line breaks; other escapes go."""
+    """Terminal captures: escapes go; cursor moves that start a row become line breaks."""
+    if b"\x1b" not in buf:
+        return buf
+    buf = buf.replace(b"\x1b[H\x1b[2J", b"")  # watch's clear-screen (keeps line numbers)
     if b"\x1b" not in buf:
         return buf
     return _ESCAPES.sub(b"", _CLEAR.sub(b"\n", buf))
@@ -84,7 +88,7 @@ def _clean(buf: bytes) -> bytes:
 
 def _unknown_columns(headers: list[bytes]) -> list[str]:
     names: set[str] = set()
-    for h in headers:
+    for h in set(headers):
         names.update(t.decode("ascii", "replace") for t in h.split() if t.startswith(b"%"))
     return sorted(names - set(_HEADER_NAMES))
 
@@ -173,7 +177,8 @@ def _frame(rows: _Rows, stamps: list[tuple[bytes, bytes, bytes]], name: str) -> 
         return schema.TILES.empty()
     df = pd.DataFrame(data)
     df["snapshot"] = _snapshots(df)
-    df["lineno"] = rows.lines
+    df["lineno"] = pd.array(rows.lines if rows.lines is not None else [None] * len(df),
+                            dtype="Int64")
     df["source"] = name
     _add_times(df, stamps)
     return df
@@ -234,6 +239,8 @@ def _add_times(df: pd.DataFrame, stamps: list[tuple[bytes, bytes, bytes]]) -> No
 
 
 def _note_elisions(buf: bytes, name: str, problems: list[Problem]) -> None:
+    if b"..." not in buf:
+        return
     for m in re.finditer(rb"\n[ \t]*\.\.\.[ \t]*\r?(?=\n|$)", buf):
         if b"/XRDU_" not in buf[buf.rfind(b"\n", 0, m.start()) + 1:m.start()]:
             continue  # an elision in some other listing
