@@ -8,7 +8,7 @@ Public API (importing this module does no parsing work)::
 """
 
 from .analysis.throughput import throughput_summary
-from .api import load, read_trainlog
+from .api import load, read_mpitrace, read_trainlog
 from .dataset import Dataset
 from .errors import DptraceError, ParseError, UnknownFormatError
 
@@ -18,6 +18,7 @@ __all__ = [
     "ParseError",
     "UnknownFormatError",
     "load",
+    "read_mpitrace",
     "read_trainlog",
     "throughput_summary",
 ]

@@ -136,3 +136,29 @@ def _problems_frame(problems: list[Problem]) -> pd.DataFrame:
 def read_trainlog(paths: PathArg, *, progress: ProgressFn | None = None) -> Dataset:
     """Parse training logs (slurm-*.out, rank logs) into ``throughput`` and ``train_metrics``."""
     return load(paths, format="trainlog", progress=progress)
+
+
+def read_mpitrace(paths: PathArg, *, progress: ProgressFn | None = None) -> Dataset:
+    """Parse IBM mpitrace profiles (``mpi_profile.<job>.<rank>``) into the ``mpi_*`` tables.
+
+    The same tables as ``load(paths, format="mpitrace")``, but built once from column lists
+    over all files instead of one frame per file: about 5x faster for thousands of ranks.
+    """
+    from .parsers.mpitrace import read_many
+
+    sources, problems = expand(paths)
+    tables, parsed = read_many(sources, problems, progress)
+    outcomes = [_batch_outcome(p.source, "mpitrace", p.variant, p.rows, p.problems, p.failed)
+                for p in parsed]
+    return Dataset(tables, _sources_frame(outcomes), _problems_frame(problems))
+
+
+def _batch_outcome(src: Source, fmt: str, variant: str | None, rows: int,
+                   problems: list[Problem], failed: str | None = None) -> _Outcome:
+    if failed:
+        return _Outcome(src, fmt, None, "failed", 0, failed)
+    errors = [p for p in problems if p.severity == "error"]
+    status, message = ("partial", errors[0].message) if errors else ("ok", "")
+    if rows == 0 and not errors:
+        status, message = "empty", f"no {fmt} records found"
+    return _Outcome(src, fmt, variant, status, rows, message)

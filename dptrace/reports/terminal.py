@@ -187,10 +187,11 @@ def _s(value: object) -> str:
 
 
 def _drawers() -> dict[str, Callable[[Section], RenderableType]]:
+    from .mpi_sections import DRAWERS as MPI_DRAWERS
     from .tiles_sections import draw_tiles
 
-    return {"inputs": _draw_inputs, "throughput": _draw_throughput, "tiles": draw_tiles,
-            "problems": _draw_problems}
+    return {"inputs": _draw_inputs, "throughput": _draw_throughput, **MPI_DRAWERS,
+            "tiles": draw_tiles, "problems": _draw_problems}
 
 
 _DRAWERS = _drawers()

@@ -1,0 +1,281 @@
+"""Communication from mpitrace tables: per-rank share, imbalance, top routines, message sizes.
+
+Pure functions of the ``mpi_*`` tables (see :mod:`dptrace.schema`); each returns a new
+DataFrame and names its columns in its docstring. Jobs are never mixed: every result is
+per ``job``.
+
+Reading the numbers:
+- mpitrace times are wall time inside MPI calls, waiting included. A rank that arrives
+  late at a collective makes the others wait, so high communication time often means
+  load imbalance elsewhere, not a slow network; the bandwidths below are estimates.
+- Routine and message tables exist only for ranks that wrote a profile (by default rank
+  0 and the min/median/max ranks); sums are over those ranks, and means are per rank.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+#: messages up to this size (bytes) count as small (Horovod negotiation is 8 bytes)
+SMALL_BYTES = 64
+#: flag a job when small Allreduces hold more than this share of its MPI time
+SMALL_SHARE = 0.5
+#: rank 0's table rounds to 0.01 s; a larger difference from the rank's own file is a mismatch
+TABLE_TOLERANCE_S = 0.006
+#: mpitrace prints times in ms; below this a bin's time is too coarse for a bandwidth
+MIN_BW_TIME_S = 0.01
+
+#: routine -> (size multiplier: 'n' when mpitrace logs one rank's block, bus-bandwidth factor)
+#: factors from nccl-tests (doc/PERFORMANCE.md); the size is nccl-tests' buffer size.
+COLLECTIVES: dict[str, tuple[str, str]] = {
+    "MPI_Allreduce": ("1", "2(n-1)/n"),
+    "MPI_Reduce_scatter": ("1", "(n-1)/n"),
+    "MPI_Allgather": ("n", "(n-1)/n"),
+    "MPI_Allgatherv": ("n", "(n-1)/n"),
+    "MPI_Alltoall": ("n", "(n-1)/n"),
+    "MPI_Alltoallv": ("n", "(n-1)/n"),
+    "MPI_Bcast": ("1", "1"),
+    "MPI_Reduce": ("1", "1"),
+}
+_KEY = ["job", "rank"]
+
+
+def _factor(formula: str, n: float) -> float:
+    if not n or np.isnan(n):
+        return np.nan
+    return {"1": 1.0, "n": n, "2(n-1)/n": 2 * (n - 1) / n, "(n-1)/n": (n - 1) / n}[formula]
+
+
+def _obj(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """Copy with categorical key columns as plain objects (groupby/merge without surprises)."""
+    out = df.copy()
+    for c in cols:
+        if c in out and isinstance(out[c].dtype, pd.CategoricalDtype):
+            out[c] = out[c].astype(object)
+    return out
+
+
+def rank_times(ranks: pd.DataFrame) -> pd.DataFrame:
+    """One row per (job, rank) from ``mpi_ranks``, merging a rank's own file with rank 0's table.
+
+    When both exist and agree (within rank 0's 0.01 s rounding), the own file's 3-decimal
+    values are kept, with host, cpu and switches from the table. When they disagree the
+    files come from different runs with the same job id: rank 0's table is kept (one run,
+    all ranks) and ``mismatch`` is True.
+
+    Columns: job, rank, nranks, host, cpu, comm_time_s, elapsed_s, comm_share
+    (comm_time_s / elapsed_s), user_s, system_s, max_rss_mib, switches, comm_role,
+    origin (own, rank0_table or own+rank0_table), mismatch, own_comm_time_s, own_elapsed_s.
+    """
+    cols = ["nranks", "host", "cpu", "comm_time_s", "elapsed_s", "user_s", "system_s",
+            "max_rss_mib", "switches", "comm_role"]
+    df = _obj(ranks, ["job", "origin", "comm_role"])
+    own = df[df["origin"] == "own"].drop_duplicates(_KEY)
+    tab = df[df["origin"] == "rank0_table"].drop_duplicates(_KEY)
+    m = tab[_KEY + cols].merge(own[_KEY + cols], on=_KEY, how="outer", suffixes=("_t", "_o"))
+    has_t, has_o = m["elapsed_s_t"].notna(), m["elapsed_s_o"].notna()
+    diff = ((m["elapsed_s_t"] - m["elapsed_s_o"]).abs() > TABLE_TOLERANCE_S) | \
+           ((m["comm_time_s_t"] - m["comm_time_s_o"]).abs() > TABLE_TOLERANCE_S)
+    use_own = has_o & ~(has_t & diff)
+    out = pd.DataFrame({"job": m["job"], "rank": m["rank"]})
+    for c in cols:
+        out[c] = m[f"{c}_o"].where(use_own & m[f"{c}_o"].notna(), m[f"{c}_t"])
+    out["comm_share"] = out["comm_time_s"] / out["elapsed_s"]
+    out["origin"] = np.where(has_t & has_o, "own+rank0_table", np.where(has_o, "own",
+                                                                         "rank0_table"))
+    out["mismatch"] = (has_t & has_o & diff).astype(bool)
+    out["own_comm_time_s"], out["own_elapsed_s"] = m["comm_time_s_o"], m["elapsed_s_o"]
+    order = ["job", "rank", "nranks", "host", "cpu", "comm_time_s", "elapsed_s", "comm_share",
+             "user_s", "system_s", "max_rss_mib", "switches", "comm_role", "origin",
+             "mismatch", "own_comm_time_s", "own_elapsed_s"]
+    out = out[order].sort_values(["job", "rank"], kind="stable").reset_index(drop=True)
+    for c in ("rank", "nranks", "cpu", "switches"):
+        out[c] = out[c].astype("Int64")
+    return out
+
+
+def job_summary(rt: pd.DataFrame, jobs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per job from :func:`rank_times`: spread of communication time over ranks.
+
+    With ``jobs`` (the ``mpi_jobs`` table), the min/median/max ranks mpitrace itself named
+    replace the computed ones when their times agree (within rank 0's table rounding):
+    mpitrace breaks ties with unrounded times.
+
+    Columns: job, nranks, ranks_listed, complete (every rank listed), elapsed_max_s,
+    comm_mean_s, comm_min_s, min_rank, comm_median_s, median_rank, comm_max_s, max_rank,
+    comm_cov (population std / mean), comm_imbalance (max / mean), comm_share_mean (mean of
+    comm/elapsed over ranks), comm_share_min, comm_share_max, mismatches.
+    The median rank is mpitrace's: sorted by time, the ((n-1)//2)-th.
+    """
+    rows = [_job_row(job, g) for job, g in rt.groupby("job", sort=False)]
+    out = pd.DataFrame(rows, columns=_JOB_COLS)
+    return out if jobs is None or jobs.empty else _stated_ranks(out, jobs)
+
+
+def _stated_ranks(out: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
+    stated = _obj(jobs, ["job"]).drop_duplicates("job").set_index("job")
+    for key, rank_col in (("min", "min_rank"), ("median", "median_rank"), ("max", "max_rank")):
+        said = out["job"].map(stated[f"{key}_comm_rank"])
+        said_s = out["job"].map(stated[f"{key}_comm_s"])
+        agree = said.notna() & ((said_s - out[f"comm_{key}_s"]).abs() <= TABLE_TOLERANCE_S)
+        out[rank_col] = out[rank_col].where(~agree, said)
+    return out
+
+
+_JOB_COLS = ["job", "nranks", "ranks_listed", "complete", "elapsed_max_s", "comm_mean_s",
+             "comm_min_s", "min_rank", "comm_median_s", "median_rank", "comm_max_s", "max_rank",
+             "comm_cov", "comm_imbalance", "comm_share_mean", "comm_share_min",
+             "comm_share_max", "mismatches"]
+
+
+def _job_row(job: object, g: pd.DataFrame) -> list[object]:
+    g = g[g["comm_time_s"].notna()].sort_values(["comm_time_s", "rank"], kind="stable")
+    comm = g["comm_time_s"].astype("float64")
+    n = len(g)
+    nranks = g["nranks"].max() if n else pd.NA
+    mean = comm.mean() if n else np.nan
+    pick = (lambda i: (comm.iloc[i], g["rank"].iloc[i])) if n else (lambda i: (np.nan, pd.NA))
+    (lo, lo_r), (med, med_r), (hi, hi_r) = pick(0), pick((n - 1) // 2), pick(n - 1)
+    share = g["comm_share"].astype("float64")
+    return [job, nranks, n, bool(n and nranks is not pd.NA and n == nranks),
+            g["elapsed_s"].max(), mean, lo, lo_r, med, med_r, hi, hi_r,
+            comm.std(ddof=0) / mean if mean else np.nan, hi / mean if mean else np.nan,
+            share.mean(), share.min(), share.max(), int(g["mismatch"].sum())]
+
+
+def top_routines(routines: pd.DataFrame, by: str = "time_s", n: int | None = 10,
+                 ) -> pd.DataFrame:
+    """Per job, routines ranked by total ``by`` (time_s, calls or bytes) over the ranks present.
+
+    Columns: job, routine, ranks (rank profiles with the routine), calls, calls_per_rank,
+    bytes, bytes_per_rank, avg_bytes (bytes / calls), time_s, time_s_per_rank, time_share
+    (of the job's MPI time in these profiles), order (1 = top). ``n=None`` keeps all.
+    """
+    df = _obj(routines, ["job", "routine"])
+    g = df.groupby(["job", "routine"], sort=False)
+    out = g.agg(ranks=("rank", "size"), calls=("calls", "sum"), bytes=("bytes", "sum"),
+                time_s=("time_s", "sum")).reset_index()
+    for c in ("calls", "bytes", "time_s"):
+        out[f"{c}_per_rank"] = out[c] / out["ranks"]
+    out["avg_bytes"] = out["bytes"] / out["calls"].where(out["calls"] > 0)
+    out["time_share"] = out["time_s"] / out.groupby("job")["time_s"].transform("sum")
+    out = out.sort_values(["job", by], ascending=[True, False], kind="stable")
+    out["order"] = out.groupby("job").cumcount() + 1
+    if n is not None:
+        out = out[out["order"] <= n]
+    cols = ["job", "routine", "ranks", "calls", "calls_per_rank", "bytes", "bytes_per_rank",
+            "avg_bytes", "time_s", "time_s_per_rank", "time_share", "order"]
+    return out[cols].reset_index(drop=True)
+
+
+def message_sizes(messages: pd.DataFrame) -> pd.DataFrame:
+    """Per job, routine and size bin: calls, bytes and time over the ranks present, with bandwidth.
+
+    Columns: job, routine, nranks, bin, bin_lo_bytes, bin_hi_bytes, ranks (rank profiles
+    with this routine's distribution), calls, calls_per_rank (calls / ranks), bytes,
+    avg_bytes, time_s, time_s_per_rank, time_share (of the routine's time over all bins),
+    calls_share, algbw_bytes_per_s, busbw_bytes_per_s, busbw_factor.
+
+    Bandwidth is an **estimate** in nccl-tests' terms: algbw = size / time, with size the
+    collective's buffer (mpitrace's bytes x n for Allgather(v) and Alltoall(v), where it logs
+    one rank's block), and busbw = algbw x 2(n-1)/n (Allreduce), (n-1)/n (Allgather,
+    ReduceScatter, Alltoall) or 1 (Bcast, Reduce). mpitrace's times include waiting for
+    late ranks, so these are lower bounds on what the network achieved. Other routines
+    (point-to-point, non-blocking) and bins with less than 10 ms in total (printed to the
+    ms) get no bandwidth.
+    """
+    df = _obj(messages, ["job", "routine"])
+    keys = ["job", "routine", "bin"]
+    g = df.groupby(keys, sort=False)
+    out = g.agg(nranks=("nranks", "max"), bin_lo_bytes=("bin_lo_bytes", "first"),
+                bin_hi_bytes=("bin_hi_bytes", "first"), calls=("calls", "sum"),
+                bytes=("bytes", "sum"), time_s=("time_s", "sum")).reset_index()
+    profiles = df.groupby(["job", "routine"])["rank"].nunique(dropna=False).rename("ranks")
+    out = out.join(profiles, on=["job", "routine"])
+    out = out.sort_values(["job", "routine", "bin"], kind="stable").reset_index(drop=True)
+    out["calls_per_rank"] = out["calls"] / out["ranks"]
+    out["time_s_per_rank"] = out["time_s"] / out["ranks"]
+    out["avg_bytes"] = out["bytes"] / out["calls"].where(out["calls"] > 0)
+    per_routine = out.groupby(["job", "routine"])
+    out["time_share"] = out["time_s"] / per_routine["time_s"].transform("sum").replace(0, np.nan)
+    out["calls_share"] = out["calls"] / per_routine["calls"].transform("sum")
+    _bandwidth(out)
+    cols = ["job", "routine", "nranks", "bin", "bin_lo_bytes", "bin_hi_bytes", "ranks", "calls",
+            "calls_per_rank", "bytes", "avg_bytes", "time_s", "time_s_per_rank", "time_share",
+            "calls_share", "algbw_bytes_per_s", "busbw_bytes_per_s", "busbw_factor"]
+    return out[cols]
+
+
+def _bandwidth(out: pd.DataFrame) -> None:
+    n = out["nranks"].astype("float64")
+    spec = out["routine"].map(COLLECTIVES)
+    mult = [_factor(s[0], k) if isinstance(s, tuple) else np.nan for s, k in zip(spec, n,
+                                                                                  strict=True)]
+    fac = [_factor(s[1], k) if isinstance(s, tuple) else np.nan for s, k in zip(spec, n,
+                                                                                 strict=True)]
+    time = out["time_s"].astype("float64").where(out["time_s"] >= MIN_BW_TIME_S)
+    out["algbw_bytes_per_s"] = out["bytes"].astype("float64") * np.array(mult) / time
+    out["busbw_factor"] = np.array(fac, dtype="float64")
+    out["busbw_bytes_per_s"] = out["algbw_bytes_per_s"] * out["busbw_factor"]
+
+
+def small_messages(messages: pd.DataFrame, routines: pd.DataFrame,
+                   limit_bytes: int = SMALL_BYTES, share: float = SMALL_SHARE) -> pd.DataFrame:
+    """Per job: how much MPI time sits in Allreduces of at most ``limit_bytes`` bytes.
+
+    Columns: job, ranks, mpi_time_s (all routines, ranks with a profile), small_time_s,
+    small_calls, small_share (small_time_s / mpi_time_s), dominated (small_share > share).
+    With Horovod, such Allreduces are its tensor negotiation, not gradients; with NCCL
+    the gradient traffic never shows in MPI at all.
+    """
+    r = _obj(routines, ["job", "routine"])
+    m = _obj(messages, ["job", "routine"])
+    small = m[(m["routine"] == "MPI_Allreduce") & (m["bin_hi_bytes"] <= limit_bytes)]
+    total = r.groupby("job").agg(ranks=("rank", "nunique"), mpi_time_s=("time_s", "sum"))
+    part = small.groupby("job").agg(small_time_s=("time_s", "sum"), small_calls=("calls", "sum"))
+    out = total.join(part, how="left").reset_index()
+    out["small_time_s"] = out["small_time_s"].fillna(0.0)
+    out["small_calls"] = out["small_calls"].fillna(0).astype("Int64")
+    out["small_share"] = out["small_time_s"] / out["mpi_time_s"].where(out["mpi_time_s"] > 0)
+    out["dominated"] = (out["small_share"] > share).fillna(False).astype(bool)
+    return out[["job", "ranks", "mpi_time_s", "small_time_s", "small_calls", "small_share",
+                "dominated"]]
+
+
+def checks(ranks: pd.DataFrame, rt: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Cross-file consistency per job: things a reader should know before trusting a number.
+
+    ``ranks`` is ``mpi_ranks``; ``rt`` its :func:`rank_times` (computed when not given).
+    Columns: job, check, detail. Checks: a rank's own file disagreeing with rank 0's table
+    (files of different runs under one job id); two rank files claiming the same
+    min/median/max role; rank 0's table listing fewer ranks than the job has.
+    """
+    rt = rank_times(ranks) if rt is None else rt
+    own = _obj(ranks, ["job", "comm_role"])
+    own = own[own["origin"] == "own"]
+    rows: list[tuple[object, str, str]] = []
+    for job, g in rt.groupby("job", sort=False):
+        bad = g[g["mismatch"]]
+        if len(bad):
+            ex = bad.iloc[0]
+            rows.append((job, "files disagree", f"{len(bad)} rank(s) ({_ranks(bad)}): own file "
+                         f"and rank 0's table differ, e.g. rank {ex['rank']} elapsed "
+                         f"{ex['own_elapsed_s']:.2f} s vs {ex['elapsed_s']:.2f} s: profiles "
+                         "of different runs with the same job id?"))
+        own_roles = own.loc[own["job"] == job, "comm_role"].dropna().astype(str)
+        for role in ("minimum", "median", "maximum"):
+            n = int(own_roles.str.contains(role).sum())
+            if n > 1:
+                rows.append((job, "role claimed twice", f"{n} rank files say they had the "
+                             f"{role} communication time"))
+        nr = g["nranks"].max()
+        listed = int((g["origin"] != "own").sum())
+        if listed and pd.notna(nr) and listed < nr:
+            rows.append((job, "ranks missing", f"rank 0's table lists {listed} of {nr} ranks"))
+    return pd.DataFrame(rows, columns=["job", "check", "detail"])
+
+
+def _ranks(df: pd.DataFrame, limit: int = 8) -> str:
+    r = [str(x) for x in df["rank"].tolist()]
+    return ", ".join(r[:limit]) + (", ..." if len(r) > limit else "")

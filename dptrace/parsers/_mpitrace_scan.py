@@ -1,0 +1,555 @@
+"""Line scanner for mpitrace profiles: cuts a text into profile blocks and reads each block.
+
+One pass over the lines with a small state machine; every value goes into plain lists
+of tuples (:class:`Block`), which :mod:`dptrace.parsers.mpitrace` turns into tables. The
+hot states (routine rows, bin rows, the per-rank table) use ``str.split`` and ``int`` /
+``float`` only; regexes are tried on the few other lines. Every line inside a profile is
+either understood, blank, a separator, or reported as a problem with its line number.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import Problem
+
+# states
+HEAD, ROUTINES, TOTALS, MSG, COMMSIZE, STACK, SUMMARY, HISTO, RANKTABLE, SKIP, AFTER = range(11)
+#: a pseudo-state recorded in Block.seen when the size distributions were closed by a separator
+MSG_CLOSED = -MSG
+
+_DATA = re.compile(r"Data for MPI rank (\d+) of (\d+):\s*(\(all communicators\))?")
+_TIMES = re.compile(r"Times (and statistics )?from (MPI_Init\(\)|MPI_Pcontrol\(1\)|"
+                    r"summary_start\(\)) to (\S+?)\.?$")
+_ROUTINE_HDR = re.compile(r"MPI Routine\s+#calls\s+avg\. bytes\s+time\(sec\)$")
+_ROLE = re.compile(r"MPI task (\d+) of (\d+) had the (minimum|median|maximum) "
+                   r"communication time\.?$")
+_TOTAL = re.compile(r"(total communication time|total elapsed time|exclusive elapsed time|"
+                    r"user cpu time|system time|synchronization time|total MPI-IO time)"
+                    r"\s*=\s*([-+\d.eE]+) seconds\b")
+_MEM = re.compile(r"(?:max resident set size|maximum memory size)\s*=\s*([\d.]+)\s*"
+                  r"([KMG]i?B(?:ytes)?)\.?$")
+_AGGREGATE = re.compile(r"aggregate memory\s*=\s*[\d.]+\s*\w+\.?$")
+_LARGEST = re.compile(r"Rank (\d+) reported the largest (memory utilization|elapsed time)\s*:"
+                      r"\s*([\d.]+)\s*([KMG]i?B(?:ytes)?|sec)$")
+_SECTION = re.compile(
+    r"(?P<msg>Message size distributions:)|(?P<onnode>On-node message size distributions:|"
+    r"Summary for on-node communication|Call Graph Section:)|"
+    r"(?P<commsize>Profile data by communicator size:)|(?P<stack>Profile by call stack)|"
+    r"(?P<summary>(?:Communication )?[Ss]ummary for all tasks:)|"
+    r"(?P<histo>Histogram of times spent in MPI)|"
+    r"(?P<ranktable>MPI timing summary for all ranks:|MPI tasks sorted by communication time:)")
+_MSG_HDR = re.compile(r"(\w+)\s+#calls\s+avg\. bytes\s+time\(sec\)$")
+_COMM_LINE = re.compile(r"(minimum|median|maximum)\s+communication time\s*=\s*([\d.]+) sec "
+                        r"for task (\d+)$")
+_IO_LINE = re.compile(r"(minimum|average|maximum) MPI-IO time\s*=\s*[\d.]+ seconds$")
+_COMMSIZE_BIN = re.compile(r"Data for communicator sizes (\d+) to (\d+)\s*,\s*avg size\s*=\s*"
+                           r"([\d.]+):?$")
+_COMMSIZE_END = re.compile(r"MPI time for this communicator bin\s*=\s*[\d.]+ sec\.?$")
+_STACK_HEAD = re.compile(r"time in MPI routines\s*=\s*([\d.]+) sec, call stack index\s*=\s*"
+                         r"(\d+)$")
+_STACK_NOISE = ("call stack:", "filename", "address =", "Use addr2line", "For addresses",
+                "addr2line", "Or translate", "Ensure -g", "MPI Routine")
+_SHORT = {"minimum": "min", "median": "median", "maximum": "max"}
+_FENCE = ("```", "~~~", "</details", "<details", "</p>", "<p>")
+_HOST_COLS = {"hostname", "host"}
+_UNIT_MIB = {"KB": 1 / 1024, "KBytes": 1 / 1024, "KiB": 1 / 1024, "MB": 1.0, "MBytes": 1.0,
+             "MiB": 1.0, "GB": 1024.0, "GBytes": 1024.0, "GiB": 1024.0}
+_REGION = {"MPI_Init()": "init_finalize", "MPI_Pcontrol(1)": "pcontrol",
+           "summary_start()": "summary_start"}
+
+
+@dataclass
+class Block:
+    """One profile (one rank's output) as plain lists; line numbers are 1-based."""
+
+    start_line: int
+    rank: int | None = None
+    nranks: int | None = None
+    all_comms: bool = False
+    generation: str | None = None   # "statistics" (older) or "times" (newer)
+    region: str | None = None
+    mem_unit: str | None = None
+    routines: list[tuple[str, int, float, float]] = field(default_factory=list)
+    own: dict[str, Any] = field(default_factory=dict)
+    roles: list[str] = field(default_factory=list)
+    messages: list[tuple[str, int, float, float]] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+    histogram: list[tuple[float, int]] = field(default_factory=list)
+    table: list[tuple[Any, ...]] = field(default_factory=list)
+    comm_sizes: list[tuple[Any, ...]] = field(default_factory=list)
+    stacks: list[tuple[Any, ...]] = field(default_factory=list)
+    seen: set[int] = field(default_factory=set)
+    state: int = HEAD
+    last_line: int = 0
+    ended_by: str = "eof"
+    elided: bool = False
+    underlined: bool = False
+    msg_lines: dict[str, int] = field(default_factory=dict)
+
+
+class Scanner:
+    """Reads ``text`` into :class:`Block` objects, reporting problems into ``problems``."""
+
+    def __init__(self, text: str, name: str, problems: list[Problem]) -> None:
+        self.lines = text.split("\n")
+        self.name, self.problems = name, problems
+        self.blocks: list[Block] = []
+        self.cur: Block | None = None
+        self.msg_routine: str | None = None
+        self.table_cols: list[str] | None = None
+        self.table_reader: Callable[[list[str]], tuple[Any, ...]] | None = None
+        self.limit = 0
+        self.sub: tuple[int, int, float] | None = None   # communicator-size bin
+        self.stack: tuple[int, float] | None = None
+        self.lineno = 0
+        #: number of the last line when the text does not end with a newline (maybe cut)
+        self.cut_line = 0
+
+    def problem(self, message: str, severity: str = "error", line: int | None = None) -> None:
+        self.problems.append(Problem(self.name, message, line or self.lineno, severity))
+
+    def run(self) -> list[Block]:
+        lines = self.lines
+        if lines and lines[-1] == "":
+            lines.pop()
+        elif lines and lines[-1].strip():
+            self.cut_line = len(lines)
+        self.limit = len(lines) - (1 if self.cut_line else 0)
+        i, n = 0, len(lines)
+        while i < n:
+            line = lines[i].strip()
+            i += 1
+            self.lineno = i
+            if line[:1] == ">":
+                line = line.lstrip("> ")
+            cur = self.cur
+            if cur is None:
+                self._outside(line)
+            elif line:
+                self._inside(cur, line)
+                if self.cur is cur:
+                    cur.last_line = i
+                    if cur.state == MSG:
+                        i = self._bulk_bins(cur, i)
+                    elif cur.state == RANKTABLE and self.table_reader is not None:
+                        i = self._bulk_ranks(cur, i)
+            elif cur.state == MSG:
+                self.msg_routine = None
+        if self.cur is not None:
+            self._end("eof")
+        return self.blocks
+
+    def _bulk_bins(self, cur: Block, i: int) -> int:
+        """Read size-bin rows and routine headings from line index ``i`` on, in a tight loop.
+
+        Stops at the first other line (separator, section, anything odd), which the general
+        loop then handles; returns the index of that line.
+        """
+        lines, out, limit, routine = self.lines, cur.messages, self.limit, self.msg_routine
+        while i < limit:
+            parts = lines[i].split()
+            k = len(parts)
+            if k == 3 and routine is not None and parts[0].isdigit():
+                try:
+                    out.append((routine, int(parts[0]), float(parts[1]), float(parts[2])))
+                except ValueError:
+                    break
+            elif k == 0:
+                routine = None
+            elif k == 5 and parts[1] == "#calls" and parts[4] == "time(sec)":
+                routine = parts[0]
+                cur.msg_lines[routine] = i + 1
+            else:
+                break
+            i += 1
+            if k:
+                cur.last_line = i
+        self.msg_routine = routine
+        return i
+
+    def _bulk_ranks(self, cur: Block, i: int) -> int:
+        """Read rows of the per-rank table from line index ``i`` on (see :meth:`_bulk_bins`)."""
+        lines, out, limit, read = self.lines, cur.table, self.limit, self.table_reader
+        assert read is not None
+        ncol = len(self.table_cols or ())
+        start = i
+        while i < limit:
+            parts = lines[i].split()
+            if len(parts) != ncol or not parts[0].isdigit():
+                break
+            try:
+                out.append(read(parts))
+            except ValueError:
+                break
+            i += 1
+        if i > start:
+            cur.last_line = i
+        return i
+
+    # -- block boundaries ---------------------------------------------------------------
+    def _outside(self, line: str) -> None:
+        if line.startswith("Data for MPI rank"):
+            self._start_data(line)
+        elif line.startswith("Times ") and _TIMES.match(line):
+            self._start(Block(self.lineno))
+            self._times(self.cur, line)  # type: ignore[arg-type]
+
+    def _start(self, block: Block) -> None:
+        if self.cur is not None:
+            self._end("next")
+        self.cur, self.msg_routine, self.table_cols, self.table_reader = block, None, None, None
+        self.blocks.append(block)
+
+    def _start_data(self, line: str) -> None:
+        m = _DATA.match(line)
+        if not m:
+            if self.cur is not None:
+                self.problem(f"unreadable profile header {line!r}")
+            return
+        self._start(Block(self.lineno, int(m[1]), int(m[2]), bool(m[3])))
+
+    def _end(self, how: str) -> None:
+        assert self.cur is not None
+        self.cur.ended_by = how
+        self.cur = None
+
+    # -- inside a block -----------------------------------------------------------------
+    def _inside(self, cur: Block, line: str) -> None:
+        if self.lineno == self.cut_line and not line.startswith(_FENCE):
+            self.problem(f"the file does not end with a newline, so its last line {line!r} may "
+                         "be cut short: skipped it")
+            return
+        state = cur.state
+        if state == MSG and self._bin_row(cur, line):
+            return
+        if state == RANKTABLE and self._rank_row(cur, line):
+            return
+        if state == ROUTINES and self._routine_row(cur, line):
+            return
+        first = line[0]
+        if first == "-" and line.count("-") == len(line):
+            self._separator(cur)
+        elif first == "D" and line.startswith("Data for MPI rank"):
+            self._start_data(line)
+        elif first in "`~<" and line.startswith(_FENCE):
+            self._end("fence")
+        elif line == "..." or line == "…":
+            cur.elided = True
+            self._end("elided")
+        elif not self._section(cur, line):
+            self._by_state(cur, line)
+
+    def _separator(self, cur: Block) -> None:
+        if cur.state == ROUTINES:
+            if not cur.underlined and not cur.routines:   # the line under the heading
+                cur.underlined = True
+                return
+            cur.state = TOTALS
+            cur.seen.add(TOTALS)
+        elif cur.state == MSG:
+            self.msg_routine = None
+            cur.state = AFTER
+            cur.seen.add(MSG_CLOSED)
+
+    def _section(self, cur: Block, line: str) -> bool:
+        if cur.state in (HEAD, ROUTINES):
+            return False
+        m = _SECTION.match(line)
+        if not m:
+            return False
+        kind = m.lastgroup
+        state = {"msg": MSG, "onnode": SKIP, "commsize": COMMSIZE, "stack": STACK,
+                 "summary": SUMMARY, "histo": HISTO, "ranktable": RANKTABLE}[kind or ""]
+        if kind == "onnode":
+            self.problem(f"section {line!r} (old mpitrace) is not read: skipped it", "warning")
+        if kind == "msg" and MSG in cur.seen:
+            self.problem("a second 'Message size distributions' section in one profile",
+                         "warning")
+        cur.state = state
+        cur.seen.add(state)
+        self.msg_routine, self.table_cols, self.table_reader = None, None, None
+        self.sub, self.stack = None, None
+        return True
+
+    def _by_state(self, cur: Block, line: str) -> None:
+        state = cur.state
+        if state == HEAD:
+            self._head(cur, line)
+        elif state == TOTALS:
+            self._totals(cur, line)
+        elif state == MSG:
+            self._msg_other(cur, line)
+        elif state == SUMMARY:
+            self._summary(cur, line)
+        elif state == HISTO:
+            self._histo(cur, line)
+        elif state == RANKTABLE:
+            self._rank_header(cur, line)
+        elif state == COMMSIZE:
+            self._commsize(cur, line)
+        elif state == STACK:
+            self._stack(cur, line)
+        elif state == ROUTINES:
+            self.problem(f"unparseable line in the routine table: {line!r}")
+        elif state == AFTER:
+            self.problem(f"unrecognised line after the message size distributions: {line!r}",
+                         "warning")
+
+    # -- header and routine table -------------------------------------------------------
+    def _head(self, cur: Block, line: str) -> None:
+        if _ROUTINE_HDR.match(line):
+            cur.state = ROUTINES
+            cur.seen.add(ROUTINES)
+        elif line.startswith("Times ") and _TIMES.match(line):
+            self._times(cur, line)
+        else:
+            self.problem(f"unexpected line before the routine table: {line!r}", "warning")
+
+    def _times(self, cur: Block, line: str) -> None:
+        m = _TIMES.match(line)
+        assert m is not None
+        if cur.generation is not None:   # a second header: a new profile without Data line
+            self._start(Block(self.lineno))
+            cur = self.cur  # type: ignore[assignment]
+        cur.generation = "statistics" if m[1] else "times"
+        cur.region = _REGION.get(m[2], m[2])
+
+    def _routine_row(self, cur: Block, line: str) -> bool:
+        parts = line.split()
+        if len(parts) != 4 or not parts[1].isdigit():
+            return False
+        try:
+            cur.routines.append((parts[0], int(parts[1]), float(parts[2]), float(parts[3])))
+        except ValueError:
+            return False
+        return True
+
+    # -- totals -------------------------------------------------------------------------
+    def _totals(self, cur: Block, line: str) -> None:
+        m = _TOTAL.match(line)
+        if m:
+            cur.own[m[1]] = float(m[2])
+            return
+        m = _MEM.match(line)
+        if m:
+            cur.own["max_rss_mib"] = float(m[1]) * _UNIT_MIB.get(m[2], float("nan"))
+            cur.mem_unit = m[2]
+            return
+        m = _ROLE.match(line)
+        if m:
+            cur.roles.append(m[3])
+            if cur.nranks is None:
+                cur.rank, cur.nranks = int(m[1]), int(m[2])
+            return
+        if self._largest(cur, line) or _AGGREGATE.match(line):
+            return
+        self.problem(f"unrecognised line after the routine table: {line!r}", "warning")
+
+    def _largest(self, cur: Block, line: str) -> bool:
+        m = _LARGEST.match(line)
+        if not m:
+            return False
+        if m[2] == "elapsed time":
+            cur.summary["max_elapsed_rank"], cur.summary["max_elapsed_s"] = int(m[1]), float(m[3])
+        else:
+            mib = float(m[3]) * _UNIT_MIB.get(m[4], float("nan"))
+            cur.summary["max_rss_rank"], cur.summary["max_rss_mib"] = int(m[1]), mib
+        return True
+
+    # -- message size distributions -----------------------------------------------------
+    def _bin_row(self, cur: Block, line: str) -> bool:
+        parts = line.split()
+        if len(parts) != 3 or not parts[0].isdigit() or self.msg_routine is None:
+            return False
+        try:
+            cur.messages.append((self.msg_routine, int(parts[0]), float(parts[1]),
+                                 float(parts[2])))
+        except ValueError:
+            return False
+        return True
+
+    def _msg_other(self, cur: Block, line: str) -> None:
+        m = _MSG_HDR.match(line)
+        if m and m[1] != "MPI":
+            self.msg_routine = m[1]
+            cur.msg_lines[m[1]] = self.lineno
+        elif self.msg_routine is None and line.split()[0].isdigit():
+            self.problem(f"size-bin row without a routine heading: {line!r}")
+        else:
+            self.problem(f"unparseable line in the message size distributions: {line!r}")
+
+    # -- rank 0's job summary -----------------------------------------------------------
+    def _summary(self, cur: Block, line: str) -> None:
+        m = _COMM_LINE.match(line)
+        if m:
+            key = _SHORT[m[1]]
+            cur.summary[f"{key}_comm_s"], cur.summary[f"{key}_comm_rank"] = float(m[2]), int(m[3])
+        elif not (self._largest(cur, line) or _IO_LINE.match(line)):
+            self.problem(f"unrecognised line in the job summary: {line!r}", "warning")
+
+    def _histo(self, cur: Block, line: str) -> None:
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit():
+            try:
+                cur.histogram.append((float(parts[0]), int(parts[1])))
+                return
+            except ValueError:
+                pass
+        if not line.startswith("time-bin"):
+            self.problem(f"unparseable line in the histogram of times spent in MPI: {line!r}")
+
+    def _rank_header(self, cur: Block, line: str) -> None:
+        if line.startswith("taskid"):
+            self.table_cols = line.split()
+            try:
+                self.table_reader = _rank_reader(self.table_cols)
+            except ValueError as exc:
+                self.problem(f"per-rank table heading not understood ({exc}): {line!r}")
+        else:
+            self.problem(f"unparseable line in the per-rank table: {line!r}")
+
+    def _rank_row(self, cur: Block, line: str) -> bool:
+        cols, read = self.table_cols, self.table_reader
+        if cols is None or read is None:
+            return False
+        parts = line.split()
+        if len(parts) != len(cols) or not parts[0].isdigit():
+            return False
+        try:
+            cur.table.append(read(parts))
+        except ValueError:
+            return False
+        return True
+
+    # -- optional sections --------------------------------------------------------------
+    def _commsize(self, cur: Block, line: str) -> None:
+        m = _COMMSIZE_BIN.match(line)
+        if m:
+            self.sub = (int(m[1]), int(m[2]), float(m[3]))
+            return
+        parts = line.split()
+        if self.sub is not None and len(parts) == 4 and parts[1].isdigit():
+            try:
+                cur.comm_sizes.append((*self.sub, parts[0], int(parts[1]), float(parts[2]),
+                                       float(parts[3])))
+                return
+            except ValueError:
+                pass
+        if not (_ROUTINE_HDR.match(line) or _COMMSIZE_END.match(line)):
+            self.problem(f"unparseable line in the communicator-size profile: {line!r}")
+
+    def _stack(self, cur: Block, line: str) -> None:
+        m = _STACK_HEAD.match(line)
+        if m:
+            self.stack = (int(m[2]), float(m[1]))
+            return
+        parts = line.split()
+        if self.stack is not None and len(parts) == 3 and parts[1].isdigit():
+            try:
+                cur.stacks.append((*self.stack, parts[0], int(parts[1]), float(parts[2])))
+                return
+            except ValueError:
+                pass
+        if not line.startswith(_STACK_NOISE) and self.stack is not None:
+            self.problem(f"unparseable line in the call-stack profile: {line!r}")
+
+
+def _rank_reader(cols: list[str]) -> Callable[[list[str]], tuple[Any, ...]]:
+    """A function turning one row of the per-rank table into
+    (rank, host, cpu, comm, elapsed, user, system, rss_mib, switches); absent columns: None."""
+    where = {c: i for i, c in enumerate(cols)}
+    host = next((where[c] for c in cols if c in _HOST_COLS), None)
+    size = next((c for c in cols if c.startswith("size(")), None)
+    scale = _UNIT_MIB.get(size[5:-1], float("nan")) if size else float("nan")
+    fields: list[tuple[int | None, Callable[[str], Any]]] = [
+        (where.get("taskid"), int), (host, str), (where.get("cpu"), int),
+        (where.get("comm(s)"), float), (where.get("elapsed(s)"), float),
+        (where.get("user(s)"), float), (where.get("system(s)"), float),
+        (where.get(size) if size else None, lambda v: float(v) * scale),
+        (where.get("switches"), int)]
+    if fields[0][0] is None:
+        raise ValueError("per-rank table without a taskid column")
+
+    def read(parts: list[str]) -> tuple[Any, ...]:
+        return tuple(None if i is None else conv(parts[i]) for i, conv in fields)
+
+    return read
+
+
+_HOW = {"eof": "the file ends", "fence": "the pasted output ends",
+        "next": "the next profile starts", "elided": "the output is elided with '...'"}
+
+
+def check_block(b: Block, name: str, problems: list[Problem]) -> None:
+    """Report where a profile stops short: which section it was in, at which line."""
+    sev = "error" if b.ended_by == "eof" else "warning"
+    how = _HOW[b.ended_by]
+    where = f"{how} after line {b.last_line}"
+
+    def add(message: str, severity: str = sev) -> None:
+        problems.append(Problem(name, message, b.last_line, severity))
+
+    if ROUTINES not in b.seen:
+        return add(f"profile has no routine table: {where}")
+    if TOTALS not in b.seen:
+        return add(f"{where}, inside the routine table")
+    if not b.own:
+        return add(f"{where}, right after the routine table (no totals)")
+    if not {"total communication time", "total elapsed time"} <= b.own.keys():
+        return add(f"{where}, inside the totals that follow the routine table")
+    if MSG not in b.seen:
+        return add(f"{where}, before the message size distributions")
+    if _check_messages(b, add, where):
+        return None
+    if SUMMARY in b.seen or RANKTABLE in b.seen:
+        _check_summary(b, add, where)
+    elif b.rank == 0 and b.state in (MSG, AFTER):
+        add(f"rank 0's profile has no job summary ('Summary for all tasks'): {where}",
+            "warning")
+
+
+def _check_messages(b: Block, add: Any, where: str) -> bool:
+    """Bins against the routine table; True when the profile was cut inside this section."""
+    calls: dict[str, int] = {}
+    for routine, n, _, _ in b.messages:
+        calls[routine] = calls.get(routine, 0) + n
+    table = {r: n for r, n, _, _ in b.routines}
+    last = b.messages[-1][0] if b.messages else None
+    open_end = b.state == MSG
+    missing = [r for r, _, avg, _ in b.routines if avg > 0 and r not in calls]
+    short = last if open_end and last in table and calls[last] < table[last] else None
+    if short or (open_end and missing):
+        what = [f"inside the size distribution of {short} (its bins hold {calls[short]:,} of "
+                f"{table[short]:,} calls)"] if short else ["inside the message size distributions"]
+        if missing:
+            what.append(f"no bins for {', '.join(missing)}")
+        add(f"{where}, {'; '.join(what)}")
+        return True
+    if missing:
+        add(f"no message size bins for {', '.join(missing)} although the routine table gives "
+            "them bytes (bins cut from this copy?)", "warning")
+    for routine, n in calls.items():
+        if routine in table and table[routine] != n:
+            add(f"the size bins of {routine} add up to {n:,} calls, the routine table "
+                f"says {table[routine]:,}", "warning")
+    return False
+
+
+def _check_summary(b: Block, add: Any, where: str) -> None:
+    if b.state == SUMMARY:
+        return add(f"{where}, inside the job summary (no per-rank table)")
+    if b.state == HISTO and len(b.histogram) < 15:
+        return add(f"{where}, inside the histogram of times spent in MPI")
+    if RANKTABLE not in b.seen:
+        return None
+    n = len(b.table)
+    if b.nranks is not None and n < b.nranks:
+        return add(f"the per-rank table lists {n:,} of {b.nranks:,} ranks: {where}")
+    if b.nranks is not None and n > b.nranks:
+        return add(f"the per-rank table lists {n:,} ranks, the job has {b.nranks:,}",
+                   "warning")
+    return None

@@ -1,0 +1,281 @@
+"""Report sections for mpitrace profiles: communication per job, message sizes per collective.
+
+Section functions (registered in :data:`dptrace.reports.model.SECTIONS`) return a
+``Section`` only when the Dataset has mpitrace tables; :data:`DRAWERS` (registered in
+:mod:`dptrace.reports.terminal`) draw them with rich. JSON output comes from the same
+section tables.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import pandas as pd
+from rich.bar import Bar
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from ..analysis import communication as comm
+from ..dataset import Dataset
+
+if TYPE_CHECKING:
+    from .model import Section
+
+#: ranks drawn per job before showing only the extremes
+MAX_RANKS = 16
+#: routines listed per job in the terminal (all are in --json)
+TOP_ROUTINES = 8
+
+
+def communication_section(ds: Dataset, opts: dict) -> Section | None:
+    from .model import Section
+
+    ranks, routines = ds["mpi_ranks"], ds["mpi_routines"]
+    if ranks.empty and routines.empty:
+        return None
+    rt = comm.rank_times(ranks)
+    return Section(
+        "communication", "Communication (mpitrace)",
+        "Per job: time in MPI per rank (comm) against its elapsed time; min/median/max ranks as "
+        "mpitrace picks them; COV = std/mean and imbalance = max/mean of comm over the ranks "
+        "listed. Routine totals cover the ranks that wrote a profile. mpitrace times include "
+        "waiting at collectives: a high share often means imbalance elsewhere.",
+        {"jobs": comm.job_summary(rt, ds["mpi_jobs"]), "ranks": rt,
+         "routines": comm.top_routines(routines, n=None),
+         "small_messages": comm.small_messages(ds["mpi_messages"], routines),
+         "checks": comm.checks(ranks, rt)},
+    )
+
+
+def message_sizes_section(ds: Dataset, opts: dict) -> Section | None:
+    from .model import Section
+
+    messages = ds["mpi_messages"]
+    if messages.empty:
+        return None
+    return Section(
+        "message_sizes", "Message sizes per collective (mpitrace)",
+        "Power-of-two size bins (bin k holds sizes above the lower bound up to the upper), "
+        "summed over the ranks with a profile. Bandwidth is an estimate in nccl-tests terms "
+        "(algbw = size/time; busbw = algbw x 2(n-1)/n for Allreduce, (n-1)/n for Allgather, "
+        "ReduceScatter and Alltoall, 1 for Bcast and Reduce); times include waiting, so it is "
+        "a lower bound. Bins with under 10 ms get none (mpitrace prints ms).",
+        {"bins": comm.message_sizes(messages)},
+    )
+
+
+# -- drawing -------------------------------------------------------------------------------
+
+def human_bytes(n: float) -> str:
+    """1536 -> '1.5 KiB' (binary units, as mpitrace's bins are powers of two)."""
+    if n is None or (isinstance(n, float) and math.isnan(n)):
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if n == int(n) else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def bin_label(bin_: int, hi: int) -> str:
+    """'0 B', '1-4 B', '5-8 B' ... '2-4 MiB': the range of sizes the bin holds."""
+    if bin_ == 0:
+        return "0 B"
+    if bin_ == 1:
+        return "1-4 B"
+    lo_s, hi_s = human_bytes(hi // 2).split(), human_bytes(hi).split()
+    if lo_s[1] == hi_s[1]:
+        return f"{lo_s[0]}-{hi_s[0]} {hi_s[1]}"
+    return f"{' '.join(lo_s)}-{' '.join(hi_s)}"
+
+
+def human_rate(bps: float) -> str:
+    """Bytes per second in decimal units (nccl-tests convention): '6.62 GB/s'."""
+    if bps is None or (isinstance(bps, float) and math.isnan(bps)):
+        return "-"
+    for unit, scale in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if bps >= scale:
+            return f"{bps / scale:.3g} {unit}"
+    return f"{bps:.3g} B/s"
+
+
+def _num(v: object, digits: int = 3) -> str:
+    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def _pct(v: object) -> str:
+    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{100 * float(v):.1f}%"  # type: ignore[arg-type]
+
+
+def draw_communication(section: Section) -> RenderableType:
+    t = section.tables
+    parts: list[RenderableType] = [Text(section.title, style="bold"),
+                                   Text(section.caption, style="dim")]
+    for job in t["jobs"]["job"].tolist() or t["routines"]["job"].unique().tolist():
+        parts.append(_job_panel(job, t))
+    for job in t["routines"]["job"].unique().tolist():
+        if job not in set(t["jobs"]["job"]):
+            parts.append(_job_panel(job, t))
+    return Group(*parts)
+
+
+def _job_panel(job: str, t: dict[str, pd.DataFrame]) -> Panel:
+    body: list[RenderableType] = []
+    jrow = t["jobs"][t["jobs"]["job"] == job]
+    if len(jrow):
+        body.append(_summary_text(jrow.iloc[0]))
+        if jrow["ranks_listed"].iloc[0] > 1:
+            body.append(_rank_table(t["ranks"][t["ranks"]["job"] == job]))
+    small = t["small_messages"][t["small_messages"]["job"] == job]
+    if len(small) and bool(small["dominated"].iloc[0]):
+        s = small.iloc[0]
+        body.append(Text(f"! {_pct(s['small_share'])} of the MPI time is in Allreduces of "
+                         f"<= {comm.SMALL_BYTES} B ({s['small_calls']:,} calls): with Horovod "
+                         "that is tensor negotiation, not gradients; with NCCL the gradient "
+                         "traffic is not in MPI at all.", style="yellow"))
+    routines = t["routines"][t["routines"]["job"] == job]
+    if len(routines):
+        body.append(_routine_table(routines))
+    for r in t["checks"][t["checks"]["job"] == job].itertuples(index=False):
+        body.append(Text(f"! {r.check}: {r.detail}", style="bold yellow"))
+    return Panel(Group(*body), title=Text(f"job {job}", style="bold cyan"), title_align="left")
+
+
+def _summary_text(j: pd.Series) -> Table:
+    g = Table(box=None, show_header=False, pad_edge=False)
+    g.add_column(style="bold")
+    g.add_column()
+    listed = f"{j['ranks_listed']} of {j['nranks']} ranks listed" if pd.notna(j["nranks"]) \
+        else f"{j['ranks_listed']} ranks listed"
+    if j["ranks_listed"] < 2:
+        g.add_row("ranks", listed + ": no per-rank table, so no spread")
+        g.add_row("comm", f"{_num(j['comm_mean_s'])} s of {_num(j['elapsed_max_s'])} s elapsed "
+                  f"({_pct(j['comm_share_mean'])})")
+        return g
+    g.add_row("ranks", listed + ("" if j["complete"] else " (not all: stats cover these)"))
+    g.add_row("elapsed", f"{_num(j['elapsed_max_s'], 2)} s (max over ranks)")
+    g.add_row("comm per rank", f"mean {_num(j['comm_mean_s'])} s; min {_num(j['comm_min_s'])} "
+              f"(rank {j['min_rank']}), median {_num(j['comm_median_s'])} (rank "
+              f"{j['median_rank']}), max {_num(j['comm_max_s'])} (rank {j['max_rank']})")
+    g.add_row("spread", f"COV {_pct(j['comm_cov'])}, imbalance max/mean "
+              f"{_num(j['comm_imbalance'], 3)}")
+    g.add_row("comm share", f"mean {_pct(j['comm_share_mean'])} of elapsed (min "
+              f"{_pct(j['comm_share_min'])}, max {_pct(j['comm_share_max'])})")
+    return g
+
+
+def _rank_table(rt: pd.DataFrame) -> Table:
+    table = Table(box=None, pad_edge=False, show_edge=False)
+    for col, just in (("rank", "right"), ("host", "left"), ("comm s", "right"),
+                      ("elapsed s", "right"), ("comm share", "right"), ("", "left"),
+                      ("role", "left")):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    shown = _extremes(rt)
+    top = float(rt["comm_share"].max()) if rt["comm_share"].notna().any() else 0.0
+    for r in shown.itertuples(index=False):
+        if pd.isna(r.rank):
+            table.add_row("…", "", "", "", "", "", "")
+            continue
+        share = float(r.comm_share) if pd.notna(r.comm_share) else 0.0
+        style = "bold red" if r.mismatch else ""
+        table.add_row(Text(str(r.rank), style=style), str(r.host if pd.notna(r.host) else ""),
+                      _num(r.comm_time_s, 2), _num(r.elapsed_s, 2), _pct(r.comm_share),
+                      Bar(size=top or 1.0, begin=0, end=share, width=20),
+                      _role(r.comm_role, bool(r.mismatch)))
+    return table
+
+
+def _role(role: object, mismatch: bool) -> Text:
+    text = str(role) if pd.notna(role) else ""
+    if mismatch:
+        return Text.assemble(text, (" (own file differs)", "bold red"))
+    return Text(text)
+
+
+def _extremes(rt: pd.DataFrame) -> pd.DataFrame:
+    """All ranks up to MAX_RANKS; else the 4 lowest and highest comm times and the roles."""
+    if len(rt) <= MAX_RANKS:
+        return rt
+    s = rt.sort_values("comm_time_s", kind="stable")
+    keep = pd.concat([s.head(4), s[s["comm_role"].notna()], s.tail(4)])
+    keep = keep[~keep.index.duplicated()].sort_values("comm_time_s", kind="stable")
+    gap = pd.DataFrame([{c: None for c in rt.columns}])
+    return pd.concat([keep.head(4), gap, keep.iloc[4:-4], gap, keep.tail(4)],
+                     ignore_index=True)
+
+
+def _routine_table(routines: pd.DataFrame) -> Table:
+    table = Table(box=None, pad_edge=False, show_edge=False, title_justify="left",
+                  title=Text("top routines (summed over the ranks with a profile)", style="dim"))
+    for col in ("routine", "ranks", "calls", "calls/rank", "avg size", "bytes", "time s",
+                "time/rank s", "share"):
+        table.add_column(col, justify="left" if col == "routine" else "right")
+    for r in routines.head(TOP_ROUTINES).itertuples(index=False):
+        table.add_row(str(r.routine), str(r.ranks), f"{int(r.calls):,}", _num(r.calls_per_rank, 1),
+                      human_bytes(r.avg_bytes), human_bytes(r.bytes), _num(r.time_s),
+                      _num(r.time_s_per_rank), _pct(r.time_share))
+    if len(routines) > TOP_ROUTINES:
+        rest = routines.iloc[TOP_ROUTINES:]
+        table.add_row(Text(f"+{len(rest)} more", style="dim"), "", "", "", "", "",
+                      _num(rest["time_s"].sum()), "", _pct(rest["time_share"].sum()))
+    return table
+
+
+def draw_message_sizes(section: Section) -> RenderableType:
+    bins = section.tables["bins"]
+    parts: list[RenderableType] = [Text(section.title, style="bold"),
+                                   Text(section.caption, style="dim")]
+    for job, jb in bins.groupby("job", sort=False):
+        parts.append(_sizes_panel(str(job), jb))
+    return Group(*parts)
+
+
+def _sizes_panel(job: str, jb: pd.DataFrame) -> Panel:
+    totals = jb.groupby("routine", sort=False)["time_s"].sum().sort_values(ascending=False,
+                                                                          kind="stable")
+    body: list[RenderableType] = []
+    minor = []
+    for routine, total in totals.items():
+        rb = jb[jb["routine"] == routine]
+        if total <= 0 and routine not in comm.COLLECTIVES or total <= 0 and len(rb) <= 2:
+            minor.append(f"{routine} ({int(rb['calls'].sum()):,} calls, "
+                         f"{human_bytes(float(rb['avg_bytes'].mean()))})")
+            continue
+        body.append(_bins_table(str(routine), rb))
+    if minor:
+        body.append(Text("no measurable time: " + ", ".join(minor), style="dim"))
+    n = jb["nranks"].max()
+    sub = f"{n} ranks" if pd.notna(n) else ""
+    return Panel(Group(*body), title=Text(f"job {job}", style="bold cyan"), title_align="left",
+                 subtitle=Text(sub, style="dim"), subtitle_align="right")
+
+
+def _bins_table(routine: str, rb: pd.DataFrame) -> Table:
+    ranks = int(rb["ranks"].max())
+    calls = int(rb["calls"].sum())
+    title = Text.assemble((routine, "bold"), f"  {calls:,} call{'s' if calls != 1 else ''}, "
+                          f"{_num(float(rb['time_s'].sum()))} s over {ranks} rank profile"
+                          f"{'s' if ranks > 1 else ''}")
+    table = Table(title=title, title_justify="left", box=None, pad_edge=False, show_edge=False)
+    for col in ("size", "calls", "calls/rank", "time s", "share of time", "", "algbw", "busbw"):
+        table.add_column(col, justify="left" if col in ("size", "") else "right")
+    top = float(rb["time_share"].max()) if rb["time_share"].notna().any() else 0.0
+    for r in rb.itertuples(index=False):
+        share = float(r.time_share) if pd.notna(r.time_share) else 0.0
+        table.add_row(bin_label(int(r.bin), int(r.bin_hi_bytes)), f"{int(r.calls):,}",
+                      _num(r.calls_per_rank, 1), _num(r.time_s), _pct(r.time_share),
+                      Bar(size=top or 1.0, begin=0, end=share, width=24),
+                      human_rate(r.algbw_bytes_per_s), human_rate(r.busbw_bytes_per_s))
+    return table
+
+
+DRAWERS = {"communication": draw_communication, "message_sizes": draw_message_sizes}
