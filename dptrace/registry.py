@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -41,8 +42,22 @@ class ParseResult:
         return sum(len(df) for df in self.tables.values())
 
 
+class SourceReport(Protocol):
+    """What a batch parser tells about each of its sources."""
+
+    source: Source
+    variant: str | None
+    rows: int
+    problems: list[Problem]
+    failed: str | None
+
+
 SniffFn = Callable[[Source, bytes], float]
 ParseFn = Callable[[Source], ParseResult]
+#: parse many sources of one format at once, building each table once: returns the tables
+#: and one report per source, in order (thousands of rank files: no frame per file)
+ParseManyFn = Callable[[Sequence[Source], list[Problem], Any],
+                       tuple[dict[str, pd.DataFrame], Sequence[SourceReport]]]
 
 
 @dataclass(frozen=True)
@@ -55,6 +70,8 @@ class Parser:
     sniff: SniffFn
     parse: ParseFn
     extensions: tuple[str, ...] = ()
+    #: optional batch entry point, used by ``load`` for a group of sources of this format
+    parse_many: ParseManyFn | None = None
     #: its records can sit inside other text (a log that also holds an sntilestat table, a doc
     #: page with several tools' output): it also runs beside the best match when it is sure
     embeddable: bool = False

@@ -143,14 +143,14 @@ def expand(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     sources: list[Source] = []
     problems: list[Problem] = []
-    seen: set[Path] = set()
+    seen: set[str] = set()
     for item in items:
         found = list(_expand_one(os.fspath(item)))
         if not found:
             problems.append(Problem(os.fspath(item), "no such file, directory or glob match",
                                     severity="error"))
         for src in found:
-            key = src.path.resolve()
+            key = os.path.abspath(src.path)  # no resolve(): a syscall per path component
             if key not in seen:
                 seen.add(key)
                 sources.append(src)

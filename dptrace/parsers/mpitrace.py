@@ -343,5 +343,6 @@ register(Parser(
     tables=TABLES,
     sniff=sniff,
     parse=parse,
+    parse_many=read_many,
     embeddable=True,   # documents paste profiles next to training logs
 ))
