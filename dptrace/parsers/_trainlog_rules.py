@@ -153,11 +153,12 @@ def _dict_metric_name(key: str) -> str:
     return key
 
 
-_HF_TABLE = re.compile(r"^\s*(?P<k>(?:train_)?\w+_per_second)\s*=\s*(?P<v>" + NUM + r")\s*$")
+# the logger may prefix the line: '[INFO|trainer_pt_utils.py:912] 2021-05-25 ... >>   train_...'
+_HF_TABLE = re.compile(r"(?:^|\s)(?P<k>(?:train_)?\w+_per_second)\s*=\s*(?P<v>" + NUM + r")\s*$")
 
 
 def hf_metrics_table(text: str, rows: Rows) -> bool:
-    m = _HF_TABLE.match(text)
+    m = _HF_TABLE.search(text)
     if not m or m["k"].startswith(("eval_", "test_", "predict_")):
         return False
     word = m["k"][: -len("_per_second")].split("_")[-1]
@@ -389,7 +390,8 @@ def key_value(text: str, rows: Rows) -> bool:
     if not any("loss" in k.lower() for k in pairs):
         return False
     took = _TOOK.search(text)
-    step = int(_F(pairs.pop("step")[0])) if "step" in pairs else None
+    step_key = next((k for k in ("step", "global_step", "iter", "iteration") if k in pairs), None)
+    step = int(_F(pairs.pop(step_key)[0])) if step_key else None
     epoch = _F(pairs.pop("epoch")[0]) if "epoch" in pairs else None
     if took:
         epoch = _F(took.group(1))

@@ -210,8 +210,8 @@ class _Scanner:
         text = self._decode(self.buf[lo:hi])
         prefix, body = _split_prefix(text) if lo == seg_start else (None, text)
         if prefix is None and seg_start != line_start:
-            head = self.buf[line_start:min(line_start + 80, pos)]
-            prefix = _split_prefix(self._decode(head))[0]
+            head = self.buf[line_start:min(line_start + 80, pos)]  # may cut a character
+            prefix = _split_prefix(head.decode("utf-8", "ignore"))[0]
         if prefix is None and "<std" in text:
             tag = _TAG_ANYWHERE.search(text)
             prefix = tag.group(1) if tag else None
@@ -290,7 +290,11 @@ def _count_newlines(buf: Any, start: int, end: int) -> int:
 
 def _collapse_tqdm_repeats(tp: pd.DataFrame, tm: pd.DataFrame,
                            ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Drop a tqdm update identical to the previous one of the same bar (tqdm's close() redraw)."""
+    """Drop a tqdm update identical (count and rate) to the previous one of the same bar.
+
+    tqdm's close() redraws the last update. A redraw with a different rate is kept: without
+    a launcher prefix it cannot be told from another rank's bar on the same line.
+    """
     if tp.empty:
         return tp, tm
     bar = tp[tp["pattern"] == "tqdm"]
@@ -304,7 +308,7 @@ def _collapse_tqdm_repeats(tp: pd.DataFrame, tm: pd.DataFrame,
     return tp[~tp["seg"].isin(drop_segs)], tm[~tm["seg"].isin(drop_segs)]
 
 
-_KEY = ("pattern", "name", "label", "step", "epoch")
+_KEY = ("pattern", "name", "label", "metric", "step", "epoch")
 
 
 def _finish(df: pd.DataFrame, source: str, table: schema.Table) -> pd.DataFrame:
