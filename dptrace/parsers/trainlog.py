@@ -55,6 +55,9 @@ _PREFIX = re.compile(
     r"|\[(?P<role>[A-Za-z_]+\d+)\]:"
     r"|\[(?P<bare>\d{1,6})\]\s)"
 )
+#: the keywords again, for text already decoded (one tqdm update at a time)
+_SCAN_TEXT = re.compile("|".join(re.escape(k.decode()) for k in KEYWORDS))
+_PREFIX_START = frozenset(" \t[0123456789")
 _TAG_ANYWHERE = re.compile(r"\[\d+,(\d+)\]<std(?:out|err|diag)>:")
 _NAME_HINT = re.compile(r"(slurm-\d+.*\.(out|err)|\.log|\.out|\.err|std(out|err))(\.|$)", re.I)
 
@@ -166,10 +169,9 @@ class _Scanner:
         buf, start, n, rows = self.buf, self.start, self.n, self.rows
         rfind, find = buf.rfind, buf.find
         line, counted, next_free = 1, start, start
-        for m in _SCAN.finditer(buf, start, n):
+        search = _SCAN.search
+        while (m := search(buf, next_free, n)) is not None:
             pos = m.start()
-            if pos < next_free:
-                continue
             line += _count_newlines(buf, counted, pos)
             counted = pos
             lo = pos - WINDOW if pos - WINDOW > start else start
@@ -179,22 +181,51 @@ class _Scanner:
             line_end = find(b"\n", pos, hi)
             if line_end < 0:
                 line_end = self._long(hi, line, hi < n)
-            cr = find(b"\r", pos, line_end)
-            seg_end = cr if cr >= 0 else line_end
-            cr = rfind(b"\r", line_start, pos)
-            seg_start = cr + 1 if cr >= 0 else line_start
             self.line = line
+            if find(b"\r", line_start, line_end) >= 0:  # tqdm: many updates on one line
+                next_free = max(self._cr_line(pos, line_start, line_end, line), pos + 1)
+                continue
+            seg_start, seg_end = line_start, line_end
             prefix, body = self._prefixed_text(pos, line_start, seg_start, seg_end)
             if "per iteration" in body and not body.rstrip().endswith("|"):
                 more, seg_end = self._continuation(seg_end)
                 body += more
             rows.seg = (prefix, line, seg_start)
             _recognise(body, rows)
-            next_free = seg_end
+            next_free = max(seg_end, pos + 1)
         self.line, self.counted = line, counted
         self._report(last)
         if not last:
             self.newlines = line - 1 + _count_newlines(buf, counted, n)
+
+    def _cr_line(self, pos: int, line_start: int, line_end: int, line: int) -> int:
+        """All ``\\r``-separated updates of one physical line: decoded once, prefix found once.
+
+        Returns where the scan may go on. A line longer than the look-around window is cut
+        at update boundaries, so no update is read in halves.
+        """
+        buf = self.buf
+        whole_start = line_start == self.start or buf[line_start - 1:line_start] == b"\n"
+        if not whole_start:
+            line_start = buf.find(b"\r", line_start, pos) + 1 or line_start
+        if line_end < self.n and buf[line_end:line_end + 1] != b"\n":
+            cut = buf.rfind(b"\r", pos, line_end)
+            line_end = cut if cut > pos else line_end
+        text = self._decode(buf[line_start:line_end])
+        line_prefix = _split_prefix(text)[0] if whole_start else None
+        rows, offset = self.rows, line_start
+        for seg in text.split("\r"):
+            if seg and _SCAN_TEXT.search(seg):
+                prefix, body = _split_prefix(seg) if seg[:1] in _PREFIX_START else (None, seg)
+                if prefix is None:
+                    prefix = line_prefix
+                    if prefix is None and "<std" in seg:
+                        tag = _TAG_ANYWHERE.search(seg)
+                        prefix = tag.group(1) if tag else None
+                rows.seg = (prefix, line, offset)
+                _recognise(body, rows)
+            offset += len(seg) + 1
+        return line_end
 
     def _long(self, cut: int, line: int, is_long: bool) -> int:
         """Record a line longer than the look-around window; return where to cut it."""
