@@ -441,8 +441,11 @@ def _epoch_hint(text: str) -> float | None:
 
 
 #: specific recognisers, each with the literals one of which its line must contain (a cheap
-#: ``in`` test that spares the regex); every one that matches contributes
+#: ``in`` test that spares the regex). The first that recognises a segment owns it: a tqdm
+#: bar's ``loss=`` postfix is not read again as a key=value line. tqdm comes first because
+#: most hits in large logs are its updates.
 SPECIFIC: tuple[tuple[tuple[str, ...], Recogniser], ...] = (
+    (("/s]", "/s,", "s/it", "s/s"), tqdm_bar),
     (("e2e samples_per_sec",), sambaflow),
     (("{'",), py_dict),
     (("_per_second",), hf_metrics_table),
@@ -451,7 +454,6 @@ SPECIFIC: tuple[tuple[tuple[str, ...], Recogniser], ...] = (
     (("per iteration",), megatron),
     (("img/sec", "Img/sec", "images/sec"), horovod_benchmark),
     (("TimeHistory",), keras),
-    (("/s]", "/s,", "s/it", "s/s"), tqdm_bar),
     (("Loss:",), example_losses),
     (("oss=",), key_value),
 )

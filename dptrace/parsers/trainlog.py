@@ -215,7 +215,7 @@ class _Scanner:
         line_prefix = _split_prefix(text)[0] if whole_start else None
         rows, offset = self.rows, line_start
         for seg in text.split("\r"):
-            if seg and _SCAN_TEXT.search(seg):
+            if seg and ("/s]" in seg or "s/it" in seg or _SCAN_TEXT.search(seg)):
                 prefix, body = _split_prefix(seg) if seg[:1] in _PREFIX_START else (None, seg)
                 if prefix is None:
                     prefix = line_prefix
@@ -298,16 +298,16 @@ def _split_prefix(text: str) -> tuple[str | None, str]:
 
 
 def _recognise(body: str, rows: rules.Rows) -> None:
-    matched = False
+    """The first specific recogniser that knows the segment reads it; else the fallbacks."""
     for guards, recogniser in rules.SPECIFIC:
         for g in guards:
             if g in body:
-                matched = recogniser(body, rows) or matched
+                if recogniser(body, rows):
+                    return
                 break
-    if not matched:
-        for guards, fallback in rules.FALLBACK:
-            if guards[0] in body:
-                fallback(body, rows)
+    for guards, fallback in rules.FALLBACK:
+        if guards[0] in body:
+            fallback(body, rows)
 
 
 def _count_newlines(buf: Any, start: int, end: int) -> int:
