@@ -316,6 +316,21 @@ def tqdm_bar(text: str, rows: Rows) -> bool:
     cm = _TQDM_COUNT.search(before, max(0, len(before) - 40))
     if not cm:
         return False
+    return tqdm_row(rows, before[:cm.start()], cm.group(1), m)
+
+
+#: one whole tqdm update (a ``\r``-separated segment): what precedes the count (launcher
+#: prefix, description, percentage and bar), the count, the bracket, and what follows
+TQDM_SEGMENT = re.compile(
+    r"(?P<pre>[^\r]{0,240}?)(?P<n>\d+(?:\.\d+)?[kMGT]?)(?:/(?:\d+(?:\.\d+)?[kMGT]?|\?))?"
+    r"[A-Za-z]{0,20}[ \t]*\[\d[\d:]*(?:<[\d:?]+)?,[ \t]*(?:(?P<rate>" + NUM + r")|\?)[ \t]*"
+    r"(?P<scale>[kMGT]?)(?P<unit>[A-Za-z_]{1,30})/(?P<per>s|[A-Za-z_]{1,30})(?P<post>[^\]\r]{0,500})"
+    r"\][^\r]*"
+)
+
+
+def tqdm_row(rows: Rows, desc: str, count: str, m: re.Match[str]) -> bool:
+    """Add the row of one tqdm update: ``desc`` precedes the count, ``m`` has the bracket."""
     if m["rate"] is None:  # '?it/s': no rate yet
         return True
     rate = _F(m["rate"])
@@ -327,8 +342,8 @@ def tqdm_bar(text: str, rows: Rows) -> bool:
         unit, value = m["per"], 1.0 / rate
     else:
         return False
-    label, epoch = _bar_label(_strip_bar(before[:cm.start()]))
-    step = _tqdm_count(cm.group(1))
+    label, epoch = _bar_label(_strip_bar(desc))
+    step = _tqdm_count(count)
     rows.rate("tqdm", "tqdm", _unit_metric(unit), value, "instance", step, epoch, label)
     if "=" in m["post"]:
         for key, val in _POSTFIX.findall(m["post"]):

@@ -214,8 +214,17 @@ class _Scanner:
         text = self._decode(buf[line_start:line_end])
         line_prefix = _split_prefix(text)[0] if whole_start else None
         rows, offset = self.rows, line_start
+        whole_update = rules.TQDM_SEGMENT.fullmatch
         for seg in text.split("\r"):
-            if seg and ("/s]" in seg or "s/it" in seg or _SCAN_TEXT.search(seg)):
+            tq = whole_update(seg) if "[" in seg else None
+            if tq is not None:  # the common case, kept cheap: one regex per update
+                pre = tq["pre"]
+                prefix, desc = _split_prefix(pre) if pre[:1] in _PREFIX_START else (None, pre)
+                if prefix is None:
+                    prefix = line_prefix if "<std" not in seg else _tag_or(seg, line_prefix)
+                rows.seg = (prefix, line, offset)
+                rules.tqdm_row(rows, desc, tq["n"], tq)
+            elif seg and ("/s]" in seg or "s/it" in seg or _SCAN_TEXT.search(seg)):
                 prefix, body = _split_prefix(seg) if seg[:1] in _PREFIX_START else (None, seg)
                 if prefix is None:
                     prefix = line_prefix
@@ -287,6 +296,11 @@ class _Scanner:
             self.problems.append(Problem(
                 self.name, "file does not end with a newline (job killed or file truncated?):"
                 " the last line was read as it is and may be cut short", final))
+
+
+def _tag_or(text: str, default: str | None) -> str | None:
+    tag = _TAG_ANYWHERE.search(text)
+    return tag.group(1) if tag else default
 
 
 def _split_prefix(text: str) -> tuple[str | None, str]:
