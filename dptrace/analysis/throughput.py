@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from pandas.core.groupby import DataFrameGroupBy
 
 SERIES = ["source", "pattern", "name", "label", "metric", "scope"]
 #: share of each instance's steps treated as warm-up
@@ -37,11 +38,10 @@ def mark_warmup(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION) -> pd.Serie
     if tp.empty:
         return pd.Series(False, index=tp.index, dtype=bool)
     stepped = tp[tp["step"].notna()]
-    keys = _keys(stepped, SERIES + ["instance"])
     ordered = stepped.assign(_s=stepped["step"].astype("float64")).sort_values("_s", kind="stable")
-    okeys = [k.loc[ordered.index] for k in keys]
-    pos = ordered.groupby(okeys, sort=False).cumcount()
-    size = ordered.groupby(okeys, sort=False)["_s"].transform("size")
+    groups = _group(ordered, SERIES + ["instance"])
+    pos = groups.cumcount()
+    size = groups["_s"].transform("size")
     cut = np.maximum(1, np.floor(size * fraction))
     warm = (size >= 3) & (pos < cut)
     return warm.reindex(tp.index, fill_value=False).astype(bool)
@@ -62,7 +62,7 @@ def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
                                               "below_median_pct", "straggler", "first_lineno"])
     df = tp.assign(_warm=mark_warmup(tp, fraction))
     df = df.assign(_steady=df["value"].where(~df["_warm"]))
-    g = df.groupby(_keys(df, SERIES + ["instance"]), sort=False)
+    g = _group(df, SERIES + ["instance"])
     out = pd.DataFrame({
         "rows": g.size(),
         "warmup_rows": g["_warm"].sum(),
@@ -72,9 +72,7 @@ def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
         "value": g["_steady"].mean(),
         "first_lineno": g["lineno"].min(),
     }).reset_index()
-    out.columns = SERIES + ["instance"] + list(out.columns[len(SERIES) + 1:])
-    out = _restore_nulls(out)
-    median = out.groupby(_keys(out, SERIES), sort=False)["value"].transform("median")
+    median = _group(out, SERIES)["value"].transform("median")
     out["below_median_pct"] = (median - out["value"]) / median * 100.0
     out["straggler"] = out["below_median_pct"] > straggler * 100.0
     return out.sort_values(["source", "first_lineno"], kind="stable").reset_index(drop=True)
@@ -94,10 +92,8 @@ def throughput_summary(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
     inst = per_instance(tp, fraction, straggler)
     if inst.empty:
         return pd.DataFrame(columns=SERIES + _SUMMARY_COLS)
-    rows = [_summarise(key, grp) for key, grp in
-            inst.groupby(_keys(inst, SERIES), sort=False)]
-    out = pd.DataFrame(rows, columns=SERIES + _SUMMARY_COLS)
-    return _restore_nulls(out)
+    rows = [_summarise(key, grp) for key, grp in _group(inst, SERIES)]
+    return pd.DataFrame(rows, columns=SERIES + _SUMMARY_COLS)
 
 
 _SUMMARY_COLS = ["instances", "rows", "sum", "mean", "hmean", "median", "min", "max", "std", "cv",
@@ -120,7 +116,7 @@ def _summarise(key: tuple, grp: pd.DataFrame) -> list:
         rule = f"sum over {n} {scope}{'s' if n > 1 else ''}"
     std = v.std(ddof=1)
     return [
-        *[None if k == "\0" else k for k in key], n, int(grp["rows"].sum()), v.sum(), mean, hmean,
+        *[None if pd.isna(k) else k for k in key], n, int(grp["rows"].sum()), v.sum(), mean, hmean,
         v.median(), v.min(), v.max(), std, std / mean if mean else np.nan,
         None if slow is None else slow["instance"], None if slow is None else slow["value"],
         None if slow is None else slow["below_median_pct"], int(grp["straggler"].sum()),
@@ -128,13 +124,6 @@ def _summarise(key: tuple, grp: pd.DataFrame) -> list:
     ]
 
 
-def _keys(df: pd.DataFrame, cols: list[str]) -> list[pd.Series]:
-    """Group keys with nulls replaced by a sentinel (groupby drops or mangles NA keys)."""
-    return [df[c].astype("object").where(df[c].notna(), "\0").rename(c) for c in cols]
-
-
-def _restore_nulls(df: pd.DataFrame) -> pd.DataFrame:
-    for c in SERIES + ["instance"]:
-        if c in df:
-            df[c] = df[c].where(df[c] != "\0", None)
-    return df
+def _group(df: pd.DataFrame, cols: list[str]) -> DataFrameGroupBy:
+    """Group by ``cols`` in order of appearance, keeping null keys (a bar without a label)."""
+    return df.groupby(cols, sort=False, dropna=False, observed=True)

@@ -345,7 +345,7 @@ def _collapse_tqdm_repeats(tp: pd.DataFrame, tm: pd.DataFrame,
     bar = tp[tp["pattern"] == "tqdm"]
     if bar.empty:
         return tp, tm
-    groups = bar.groupby([bar["prefix"].fillna("\0"), bar["label"].fillna("\0")], sort=False)
+    groups = bar.groupby(["prefix", "label"], sort=False, dropna=False)
     same = (bar["step"] == groups["step"].shift()) & (bar["value"] == groups["value"].shift())
     drop_segs = set(bar.loc[same, "seg"])
     if not drop_segs:
@@ -361,8 +361,8 @@ def _finish(df: pd.DataFrame, source: str, table: schema.Table) -> pd.DataFrame:
     if df.empty:
         return table.empty()
     df = df.reset_index(drop=True)
-    key = [df[c].astype("object").where(df[c].notna(), "\0") for c in _KEY if c in df]
-    order = df.groupby(key, sort=False).cumcount().astype(str)
+    key = [c for c in _KEY if c in df]
+    order = df.groupby(key, sort=False, dropna=False).cumcount().astype(str)
     df["instance"] = df["prefix"].where(df["prefix"].notna(), order)
     df["source"] = source
     out = schema.conform(df.drop(columns=["prefix", "seg"]), table)
