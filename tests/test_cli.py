@@ -79,3 +79,13 @@ def test_console_script_entry_point():
 
     eps = [e for e in entry_points(group="console_scripts") if e.name == "dptrace"]
     assert eps and eps[0].value == "dptrace.cli:main"
+
+
+def test_report_on_the_sambanova_seed_shows_the_done_when_numbers(capsys):
+    seed = Path(__file__).parent / "fixtures" / "trainlog" / "sambanova_dataparallel_seed003.txt"
+    assert main(["report", str(seed), "--width", "120"]) == 0
+    out = capsys.readouterr().out
+    # the 8 'e2e samples_per_sec' lines (seed lines 82-89): sum 5278.34, mean 659.79,
+    # slowest the first, 563.97
+    assert "sum over 8 instances" in out and "5,278.34" in out and "659.79" in out
+    assert "instance 0  563.97, 12.3% below median" in out
