@@ -69,6 +69,7 @@ def _snake(key: str) -> str:
     return re.sub(r"[^0-9a-z]+", "_", key.lower()).strip("_")
 
 
+@functools.lru_cache(maxsize=256)
 def _unit_metric(word: str) -> str:
     """Map a unit word ('samples', 'img', 'it', 'tokens', 'B') to a metric column value."""
     w = word.lower() if word in ("B", "bytes") else word.lower().rstrip("s")
@@ -478,14 +479,15 @@ FALLBACK: tuple[tuple[tuple[str, ...], Recogniser], ...] = (
     (("oss",), generic_loss),
 )
 
-#: literals the scanner looks for; every recogniser above needs one of them in its line
+#: what the scanner looks for (regex sources; all literals but one); every recogniser above
+#: needs one of them in its line
 KEYWORDS: tuple[bytes, ...] = (
     b"_per_s",        # e2e samples_per_sec, train_samples_per_second
     b"PerSec",        # DeepSpeed SamplesPerSec
     b"/sec",          # img/sec, images/sec, samples/second, examples/second
     b"/s]", b"/s,",   # tqdm rates ('7.1it/s]', '7.1it/s, loss=..]')
     b"s/it",          # tqdm slow rates
-    b"s/s",           # '123 tokens/s'
+    b"s/s\\b",        # '123 tokens/s' (a regex: not 'site-packages/setuptools')
     b"per iteration",  # Megatron
     b"oss:", b"oss=", b"oss':",  # loss lines
 )

@@ -39,7 +39,7 @@ except ImportError:  # pragma: no cover - platforms without google-re2 wheels
     _re_engine = re
 
 KEYWORDS = rules.KEYWORDS
-_SCAN = _re_engine.compile(b"|".join(re.escape(k) for k in KEYWORDS))
+_SCAN = _re_engine.compile(b"|".join(KEYWORDS))
 #: files at least this large are scanned by WORKERS forked processes, each over a range of lines
 PARALLEL_BYTES = 128 << 20
 WORKERS = min(2, os.cpu_count() or 1)
@@ -56,7 +56,7 @@ _PREFIX = re.compile(
     r"|\[(?P<bare>\d{1,6})\]\s)"
 )
 #: the keywords again, for text already decoded (one tqdm update at a time)
-_SCAN_TEXT = re.compile("|".join(re.escape(k.decode()) for k in KEYWORDS))
+_SCAN_TEXT = re.compile("|".join(k.decode() for k in KEYWORDS))
 _PREFIX_START = frozenset(" \t[0123456789")
 _TAG_ANYWHERE = re.compile(r"\[\d+,(\d+)\]<std(?:out|err|diag)>:")
 _NAME_HINT = re.compile(r"(slurm-\d+.*\.(out|err)|\.log|\.out|\.err|std(out|err))(\.|$)", re.I)
