@@ -343,13 +343,19 @@ def tqdm_row(rows: Rows, desc: str, count: str, m: re.Match[str]) -> bool:
         unit, value = m["per"], 1.0 / rate
     else:
         return False
-    label, epoch = _bar_label(_strip_bar(desc))
-    step = _tqdm_count(count)
+    label, epoch = _desc_label(desc)
+    step = int(count) if count.isdigit() else _tqdm_count(count)
     rows.rate("tqdm", "tqdm", _unit_metric(unit), value, "instance", step, epoch, label)
     if "=" in m["post"]:
         for key, val in _POSTFIX.findall(m["post"]):
             rows.metric("tqdm", _snake(key), _F(val), step, epoch)
     return True
+
+
+@functools.lru_cache(maxsize=8192)
+def _desc_label(desc: str) -> tuple[str | None, float | None]:
+    """Label and epoch of what precedes a bar's count (repeats a lot: cached)."""
+    return _bar_label(_strip_bar(desc))
 
 
 def _strip_bar(desc: str) -> str:
