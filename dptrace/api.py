@@ -6,6 +6,7 @@ import os
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -13,6 +14,9 @@ from . import registry, schema
 from .dataset import Dataset
 from .errors import Problem, UnknownFormatError
 from .sources import Source, expand
+
+if TYPE_CHECKING:
+    from .reports.model import Report
 
 PathArg = str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
 #: called before each source is parsed: (source, index, total)
@@ -181,3 +185,12 @@ def _batch_outcome(src: Source, fmt: str, variant: str | None, rows: int,
     if rows == 0 and not errors:
         status, message = "empty", f"no {fmt} records found"
     return _Outcome(src, fmt, variant, status, rows, message)
+
+
+def report(ds: Dataset, *, warmup: float = 0.1) -> Report:
+    """The report of ``ds``, for notebooks: ``.tables``, ``.figures`` (plotly), ``.to_html(path)``,
+    ``.to_json()``; Jupyter shows a compact summary. ``warmup`` is the share of each
+    instance's steps dropped before averaging throughput (as ``dptrace report --warmup``)."""
+    from .reports import model
+
+    return model.build(ds, warmup=warmup)

@@ -1,4 +1,4 @@
-"""Command line: ``dptrace report|schema|formats``. It only wires arguments to the library.
+"""Command line: ``dptrace report|export|schema|formats``. It only wires arguments to the library.
 
 Exit codes (also in ``dptrace --help`` and the README):
   0  every input was parsed
@@ -14,12 +14,13 @@ import sys
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import __version__, api, registry, schema
 from .dataset import Dataset
 from .errors import DptraceError
-from .reports import json_report, model, terminal
+from .reports import export, json_report, model, terminal
 
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_FAILURE = 0, 1, 2, 3
 #: inputs larger than this (in total) get a progress bar
@@ -45,13 +46,27 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--format", default="auto", help="force a format (see `dptrace formats`)")
     r.add_argument("--json", metavar="FILE", help="also write the report as JSON ('-': stdout, "
                    "replacing the terminal report)")
+    r.add_argument("--html", metavar="FILE", help="also write the self-contained HTML dashboard")
     r.add_argument("--warmup", type=float, default=0.1, metavar="FRACTION",
                    help="share of each instance's steps dropped as warm-up (default 0.1)")
     r.add_argument("--width", type=int, help="terminal width (default: detected)")
     r.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    _export_parser(sub)
     sub.add_parser("schema", help="print every table's columns, dtypes, units and meaning")
     sub.add_parser("formats", help="list the input formats dptrace reads")
     return p
+
+
+def _export_parser(sub: argparse._SubParsersAction) -> None:
+    e = sub.add_parser("export", help="parse inputs and write every table to a directory",
+                       epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    e.add_argument("paths", nargs="+", help="files, globs or directories (.gz/.bz2/.xz ok)")
+    e.add_argument("--to", required=True, metavar="DIR", help="directory for <table>.<format>")
+    e.add_argument("--format", default="csv", choices=export.FORMATS,
+                   help="file format (default csv; parquet needs 'dptrace[parquet]')")
+    e.add_argument("--input-format", default="auto", metavar="NAME",
+                   help="force the input format (see `dptrace formats`)")
+    e.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -63,11 +78,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _schema(console)
         if args.command == "formats":
             return _formats(console)
+        if args.command == "export":
+            return _export(args, err)
         return _report(args, console, err)
     except DptraceError as exc:
         if args.debug if hasattr(args, "debug") else False:
             raise
-        err.print(f"[red]dptrace:[/red] {exc}")
+        err.print(f"[red]dptrace:[/red] {escape(str(exc))}", soft_wrap=True)
         return EXIT_USAGE
     except Exception as exc:  # last resort: one clear line, traceback with --debug
         if getattr(args, "debug", False):
@@ -84,6 +101,8 @@ def _report(args: argparse.Namespace, console: Console, err: Console) -> int:
     report = model.build(ds, warmup=args.warmup)
     if args.json != "-":
         terminal.render(report, console)
+    if args.html:
+        report.to_html(args.html)
     if args.json:
         text = json_report.dumps(report, code)
         if args.json == "-":
@@ -94,11 +113,18 @@ def _report(args: argparse.Namespace, console: Console, err: Console) -> int:
     return code
 
 
+def _export(args: argparse.Namespace, err: Console) -> int:
+    export.check_format(args.format)
+    registry.get(args.input_format) if args.input_format != "auto" else None
+    ds = _load_with_progress(args.paths, args.input_format, err)
+    written = export.export(ds, args.to, args.format)
+    err.print(f"dptrace: wrote {len(written)} tables to {args.to}", markup=False)
+    return exit_code(ds)
+
+
 def exit_code(ds: Dataset) -> int:
     """0 all parsed, 1 something skipped, 3 nothing parsed at all."""
-    if not ds.tables:
-        return EXIT_FAILURE
-    return EXIT_PARTIAL if ds.skipped else EXIT_OK
+    return model.exit_code(ds)
 
 
 def _load_with_progress(paths: list[str], fmt: str, err: Console) -> Dataset:

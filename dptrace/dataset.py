@@ -56,9 +56,12 @@ class Dataset(Mapping[str, pd.DataFrame]):
         rows = "".join(
             f"<tr><td>{html.escape(k)}</td><td>{len(v)}</td></tr>" for k, v in self._tables.items()
         )
-        src = self.sources[["source", "format", "status", "rows"]].to_html(index=False)
+        # every cell comes from an input (file names, messages): pandas escapes them
+        src = self.sources[["source", "format", "status", "rows"]].to_html(index=False,
+                                                                             escape=True)
         probs = (
-            self.problems.head(20).to_html(index=False) if len(self.problems) else "<p>none</p>"
+            self.problems.head(20).to_html(index=False, escape=True) if len(self.problems)
+            else "<p>none</p>"
         )
         return (
             "<div class='dptrace-dataset'><h4>dptrace Dataset</h4>"

@@ -47,6 +47,7 @@ def communication_section(ds: Dataset, opts: dict) -> Section | None:
          "routines": comm.top_routines(routines, n=None),
          "small_messages": comm.small_messages(ds["mpi_messages"], routines),
          "checks": comm.checks(ranks, rt)},
+        figure_fn=_communication_figures,
     )
 
 
@@ -64,7 +65,20 @@ def message_sizes_section(ds: Dataset, opts: dict) -> Section | None:
         "ReduceScatter and Alltoall, 1 for Bcast and Reduce); times include waiting, so it is "
         "a lower bound. Bins with under 10 ms get none (mpitrace prints ms).",
         {"bins": comm.message_sizes(messages)},
+        figure_fn=_message_size_figures,
     )
+
+
+def _communication_figures(section: Section) -> dict:
+    from .figures_mpi import communication_figures
+
+    return communication_figures(section.tables)
+
+
+def _message_size_figures(section: Section) -> dict:
+    from .figures_mpi import message_size_figures
+
+    return message_size_figures(section.tables)
 
 
 # -- drawing -------------------------------------------------------------------------------

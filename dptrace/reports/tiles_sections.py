@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -30,7 +31,14 @@ def tiles_section(ds: Dataset, opts: dict) -> Section | None:
             "idle_tiles": tl.idle_tiles(tiles),
             "exec_series": tl.exec_series(tiles),
         },
+        figure_fn=partial(_tiles_figures, tiles=tiles),
     )
+
+
+def _tiles_figures(section: Section, tiles: pd.DataFrame) -> dict:
+    from .figures_tiles import tiles_figures
+
+    return tiles_figures(section.tables, tiles)
 
 
 def draw_tiles(section: Section) -> RenderableType:

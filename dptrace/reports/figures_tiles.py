@@ -1,0 +1,93 @@
+"""Plotly figures for SambaNova sntilestat: the tile heatmap per snapshot."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from .figures import esc, layout
+
+#: sources drawn; the rest are in the tables and exports
+MAX_SOURCES = 24
+#: red (idle) -> yellow -> green (busy)
+EXEC_SCALE = [[0.0, "#d73027"], [0.5, "#fee08b"], [0.8, "#a6d96a"], [1.0, "#1a9850"]]
+
+
+def tile_heatmap(tiles: pd.DataFrame, *, title: str = "") -> go.Figure:
+    """One source's ``tiles`` rows: %exec per tile, each cell labelled with its instance.
+
+    y: XRDU/RDU; x: TILE_k; z: ``exec_pct`` (0-100 %), null (grey) for tiles no process
+    owns. Instances are numbered #1, #2, ...
+    by first appearance of their PID, as ``analysis.tiles.grid`` numbers them. With several
+    snapshots the figure opens on the mean over snapshots and a slider steps through each.
+    """
+    numbers = {int(p): i + 1 for i, p in enumerate(dict.fromkeys(tiles["pid"].dropna()))}
+    rows, ncols = _rows(tiles), int(tiles["tile"].max()) + 1
+    frames = [("mean", _matrix(tiles, rows, ncols, numbers))]
+    snaps = sorted(int(s) for s in tiles["snapshot"].dropna().unique())
+    if len(snaps) > 1:
+        frames += [(_snap_label(tiles, s), _matrix(tiles[tiles["snapshot"] == s], rows, ncols,
+                                                   numbers)) for s in snaps]
+    z, text = frames[0][1]
+    fig = go.Figure(go.Heatmap(
+        z=z, text=text, texttemplate="%{text}", x=[f"TILE_{k}" for k in range(ncols)],
+        y=[f"{x}/{r}" for x, r in rows], zmin=0, zmax=100, colorscale=EXEC_SCALE,
+        colorbar={"title": {"text": "%exec"}, "ticksuffix": "%"}, xgap=2, ygap=2,
+        hovertemplate="XRDU/RDU %{y} %{x}<br>exec %{z:.1f}%<br>%{text}<extra></extra>"))
+    if len(frames) > 1:
+        fig.update_layout(sliders=[_slider(frames)])
+    fig.update_yaxes(type="category", autorange="reversed")
+    fig.update_xaxes(type="category", side="top")
+    height = 160 + 34 * len(rows) + (70 if len(frames) > 1 else 0)
+    layout(fig, title, "", "XRDU/RDU", height=height)
+    fig.update_layout(margin={"t": 100}, plot_bgcolor="#d9d9d9")
+    return fig
+
+
+def _rows(tiles: pd.DataFrame) -> list[tuple[int, int]]:
+    pairs = tiles[["xrdu", "rdu"]].drop_duplicates().astype("int64")
+    return sorted(map(tuple, pairs.to_numpy().tolist()))
+
+
+def _matrix(tiles: pd.DataFrame, rows: list[tuple[int, int]], ncols: int,
+            numbers: dict[int, int]) -> tuple[list[list[float | None]], list[list[str]]]:
+    """Mean %exec and instance label ('#n') of each (XRDU/RDU, tile) cell; None when idle."""
+    index = {r: i for i, r in enumerate(rows)}
+    z = np.full((len(rows), ncols), np.nan)
+    text = [[""] * ncols for _ in rows]
+    g = tiles.groupby(["xrdu", "rdu", "tile"], sort=False).agg(
+        exec_pct=("exec_pct", "mean"), pid=("pid", "last"))
+    for (x, r, t), cell in g.iterrows():
+        i = index[(int(x), int(r))]
+        if pd.notna(cell["pid"]):  # idle tiles stay empty: the grey background
+            z[i, int(t)] = cell["exec_pct"]
+            text[i][int(t)] = f"#{numbers[int(cell['pid'])]}"
+    return [[None if np.isnan(v) else round(float(v), 2) for v in row] for row in z], text
+
+
+def _snap_label(tiles: pd.DataFrame, snap: int) -> str:
+    when = tiles.loc[tiles["snapshot"] == snap, "time"].dropna()
+    return f"#{snap} {when.iloc[0]:%H:%M:%S}" if len(when) else f"#{snap}"
+
+
+def _slider(frames: list[tuple[str, tuple[list, list]]]) -> dict:
+    steps = [{"label": label, "method": "restyle", "args": [{"z": [z], "text": [text]}]}
+             for label, (z, text) in frames]
+    return {"active": 0, "steps": steps, "currentvalue": {"prefix": "snapshot: "},
+            "pad": {"t": 10}, "len": 1.0}
+
+
+def tiles_figures(tables: dict[str, pd.DataFrame], tiles: pd.DataFrame) -> dict[str, go.Figure]:
+    """Per source: the tile heatmap (mean and per snapshot)."""
+    figures: dict[str, go.Figure] = {}
+    overview = tables["overview"]
+    for k, row in enumerate(overview.head(MAX_SOURCES).itertuples(index=False), start=1):
+        mine = tiles[tiles["source"] == row.source]
+        host = mine["host"].dropna()
+        where = f" on {esc(host.iloc[0])}" if len(host) else ""
+        figures[f"source{k}_heatmap"] = tile_heatmap(
+            mine, title=f"<b>{esc(row.source)}</b>{where}<br><span style='font-size:12px'>"
+            f"%exec per tile; #n = instance (one PID), grey = idle; {row.instances} "
+            f"instance(s), {row.snapshots} snapshot(s)</span>")
+    return figures

@@ -1,0 +1,199 @@
+"""HTML face of the report: one self-contained file that works offline.
+
+- plotly.js is inlined once, from the installed plotly (``plotly.offline.get_plotlyjs()``),
+  deflated and base64-encoded: the 4.8 MB library becomes 2 MB, which keeps a report over
+  every fixture under 5 MB. A vendored 9 KB decoder (``assets/tiny-inflate.js``, MIT)
+  unpacks it synchronously at load, before the figures' own scripts run; nothing is fetched.
+- Each figure is ``fig.to_html(full_html=False, include_plotlyjs=False)``.
+- Tables are plain ``<table>`` elements (readable without JavaScript), escaped by pandas.
+- Every string from an input is escaped: ``html.escape`` here, ``DataFrame.to_html(
+  escape=True)`` for tables, :func:`dptrace.reports.figures.esc` inside figures.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+import zlib
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+
+from .. import __version__
+from ..dataset import Dataset
+from .model import Report, Section
+
+ASSETS = Path(__file__).parent / "assets"
+#: rows of a table written into the page (all rows are in --json and `dptrace export`)
+MAX_ROWS = 200
+#: tables longer than this start folded (<details> works without JavaScript)
+OPEN_ROWS = 25
+_CONFIG = {"displaylogo": False, "responsive": True}
+
+_CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#222;background:#f6f7f9}
+header,main{max-width:1200px;margin:0 auto;padding:0 20px}
+header{padding-top:16px}h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:0 0 4px}
+nav a{margin-right:12px}section{background:#fff;border:1px solid #e3e5e8;border-radius:6px;
+padding:14px 18px;margin:14px 0}.caption{color:#555;margin:0 0 10px;max-width:70em}
+table{border-collapse:collapse;font-size:12px;margin:4px 0}th,td{padding:2px 8px;
+border-bottom:1px solid #eee;text-align:right;vertical-align:top;white-space:nowrap}
+th{background:#f0f2f5;position:sticky;top:0}td:first-child,th:first-child{text-align:left}
+.facts th{text-align:left;background:none}.facts td{text-align:left;white-space:normal}
+details{margin:6px 0}summary{cursor:pointer;color:#345}.bad{color:#b00}.note{color:#777}
+.scroll{max-height:480px;overflow:auto}figure{margin:6px 0}
+"""
+
+
+def render(report: Report) -> str:
+    """The whole dashboard as one HTML document."""
+    body = "".join(_section(s) for s in report.sections)
+    nav = " ".join(f"<a href='#{_e(s.name)}'>{_e(s.title)}</a>" for s in report.sections)
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>dptrace report</title><style>{_CSS}</style>{plotly_loader()}</head><body>"
+        f"<header><h1>dptrace report</h1>{_facts_table(report)}<nav>{nav}</nav></header>"
+        f"<main>{body}</main></body></html>\n"
+    )
+
+
+def write_text(path: str | Path, text: str) -> None:
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def summary_html(report: Report) -> str:
+    """Compact notebook summary: the header facts and each section's tables (no plots)."""
+    items = "".join(
+        f"<li><b>{_e(s.title)}</b>: " + ", ".join(
+            f"<code>{_e(s.name)}.{_e(k)}</code> [{len(df)}]" for k, df in s.tables.items())
+        + "</li>" for s in report.sections)
+    return (f"<div class='dptrace-report'><b>dptrace Report</b>{_facts_table(report)}"
+            f"<ul>{items}</ul><span>.tables, .figures, .to_html(path), .to_json()</span></div>")
+
+
+@lru_cache(maxsize=1)
+def plotly_loader() -> str:
+    """A <script> that defines ``window.Plotly`` from the inlined, deflated plotly.js."""
+    from plotly.offline import get_plotlyjs
+
+    js = get_plotlyjs().encode("utf-8")
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    packed = base64.b64encode(deflate.compress(js) + deflate.flush()).decode("ascii")
+    inflate = (ASSETS / "tiny-inflate.js").read_text(encoding="utf-8")
+    return (
+        "<script>var dptraceInflate=(function(){var module={exports:{}};\n"
+        f"{inflate}\nreturn module.exports;}})();\n"
+        f"(function(){{var b=atob('{packed}'),n=b.length,src=new Uint8Array(n);"
+        "for(var i=0;i<n;i++)src[i]=b.charCodeAt(i);"
+        f"var out=dptraceInflate(src,new Uint8Array({len(js)}));"
+        "var s=document.createElement('script');"
+        "s.text=new TextDecoder('utf-8').decode(out);document.head.appendChild(s);})();"
+        "</script>"
+    )
+
+
+# -- header -----------------------------------------------------------------------------------
+
+def _facts_table(report: Report) -> str:
+    rows = "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in _facts(report))
+    return f"<table class='facts'>{rows}</table>"
+
+
+def _facts(report: Report) -> list[tuple[str, str]]:
+    """(label, HTML) pairs; every input-derived value is escaped here."""
+    ds = report.dataset
+    src = ds.sources
+    formats = src["format"].fillna("unknown").value_counts()
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    facts = [("inputs", f"{len(src)} file(s): " + _e(", ".join(
+        f"{n} {f}" for f, n in formats.items()))),
+        ("tables", _e(", ".join(f"{k} [{len(ds[k])}]" for k in ds.tables)) or "none")]
+    facts += [f for f in (_jobs_fact(ds), _instances_fact(report)) if f]
+    facts.append(("not parsed", _not_parsed(src, ds.problems)))
+    facts.append(("made by", f"dptrace {_e(__version__)}, {stamp}"))
+    return facts
+
+
+def _jobs_fact(ds: Dataset) -> tuple[str, str] | None:
+    jobs: dict[str, object] = {}
+    for name in ds.tables:
+        df = ds[name]
+        if "job" in df:
+            nranks = df["nranks"] if "nranks" in df else pd.Series(pd.NA, index=df.index)
+            for job, n in pd.DataFrame({"j": df["job"].astype(str), "n": nranks}).groupby(
+                    "j", sort=False)["n"].max().items():
+                jobs.setdefault(str(job), n)
+    if not jobs:
+        return None
+    shown = [f"{_e(j)} ({n} ranks)" if pd.notna(n) else _e(j)
+             for j, n in list(jobs.items())[:12]]
+    more = f", … {len(jobs) - 12} more" if len(jobs) > 12 else ""
+    return "job ids", f"{len(jobs)}: " + ", ".join(shown) + more
+
+
+def _instances_fact(report: Report) -> tuple[str, str] | None:
+    parts = []
+    tp = report.section("throughput")
+    if tp is not None:
+        s = tp.tables["summary"]
+        parts.append(f"throughput: {len(s)} series, up to {int(s['instances'].max())} "
+                     "instances in one")
+    tiles = report.section("tiles")
+    if tiles is not None:
+        o = tiles.tables["overview"]
+        parts.append(f"tiles: {int(o['instances'].sum())} instance(s) in {len(o)} listing(s)")
+    return ("instances", _e("; ".join(parts))) if parts else None
+
+
+def _not_parsed(src: pd.DataFrame, problems: pd.DataFrame) -> str:
+    bad = src[src["status"] != "ok"]
+    items = [f"<span class='bad'>{_e(r.source)}</span> ({_e(r.status)}"
+             + (f": {_e(r.message)}" if isinstance(r.message, str) and r.message else "") + ")"
+             for r in bad.itertuples(index=False)]
+    text = "; ".join(items) if items else "nothing: every input parsed"
+    if len(problems):
+        text += f" — <a href='#problems'>{len(problems)} problem(s)</a>"
+    return text
+
+
+# -- sections ---------------------------------------------------------------------------------
+
+def _section(section: Section) -> str:
+    figs = "".join(_figure(section.name, k, fig) for k, fig in section.figures.items())
+    tables = "".join(_table(k, df) for k, df in section.tables.items())
+    return (f"<section id='{_e(section.name)}'><h2>{_e(section.title)}</h2>"
+            f"<p class='caption'>{_e(section.caption)}</p>{figs}{tables}</section>")
+
+
+def _figure(section: str, name: str, fig: object) -> str:
+    div_id = f"fig-{section}-{name}".replace(" ", "_")
+    inner = fig.to_html(full_html=False, include_plotlyjs=False,  # type: ignore[attr-defined]
+                        div_id=_e(div_id), config=_CONFIG)
+    return f"<figure data-figure='{_e(section)}.{_e(name)}'>{inner}</figure>"
+
+
+def _table(name: str, df: pd.DataFrame) -> str:
+    if df.empty:
+        return ""
+    shown = df.head(MAX_ROWS)
+    note = (f"<p class='note'>first {MAX_ROWS} of {len(df)} rows; all rows: --json or "
+            "`dptrace export`</p>") if len(df) > MAX_ROWS else ""
+    body = shown.to_html(index=False, escape=True, border=0, na_rep="", float_format=_float,
+                         classes="data")
+    state = " open" if len(df) <= OPEN_ROWS else ""
+    return (f"<details{state}><summary>table <b>{_e(name)}</b> ({len(df)} rows)</summary>"
+            f"<div class='scroll'>{body}</div>{note}</details>")
+
+
+def _float(v: float) -> str:
+    if math.isnan(v):
+        return ""
+    return f"{v:,.0f}" if abs(v) >= 1e6 else f"{v:,.6g}"
+
+
+def _e(value: object) -> str:
+    return "" if value is None or value is pd.NA else html.escape(str(value))

@@ -1,0 +1,122 @@
+"""The HTML dashboard in a real browser: Debian's chromium, driven by Playwright for Python.
+
+Checks: no console errors, every figure drawn (.js-plotly-plot with SVG marks), no network
+request besides the file itself, and hostile input strings shown as text with no script
+run. Skipped only outside CI when /usr/bin/chromium is missing (CI installs it: .ci/run).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import dptrace
+
+CHROMIUM = "/usr/bin/chromium"
+HOSTILE = "<img src=x onerror=alert(1)>"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+if not Path(CHROMIUM).exists() and not os.environ.get("CI"):
+    pytest.skip("needs /usr/bin/chromium (apt-get install chromium); CI always runs this",
+                allow_module_level=True)
+
+#: per figure: how many marks plotly drew (bar paths, scatter lines, heatmap images)
+DRAWN_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => [
+  el.id,
+  el.querySelectorAll('.barlayer .trace path[d]:not([d="M0,0Z"])').length
+  + el.querySelectorAll('.scatterlayer .trace path.js-line[d]').length
+  + el.querySelectorAll('.scatterlayer .trace .points path[d]').length
+  + el.querySelectorAll('.heatmaplayer .hm image').length])"""
+
+
+def write_hostile_inputs(d: Path) -> None:
+    """A training log whose tqdm label and an sntilestat listing whose user, COMMAND and file
+    name are HTML."""
+    bar = "{r}: {h}:  {p}0%|##        | {p}0/100 [00:02<00:08,  9.{v}0it/s]"
+    (d / "slurm-hostile.out").write_text(
+        bar.format(r=0, h=HOSTILE, p=1, v=5) + "\r" + bar.format(r=0, h=HOSTILE, p=2, v=8)
+        + "\n" + bar.format(r=1, h=HOSTILE, p=2, v=1) + "\n")
+    rows = ["TILE                 %idle %exec %pload %aload %chkpt %quiesce    PID     USER "
+            "COMMAND"]
+    rows += [f"/XRDU_0/RDU_0/TILE_{t}   8.0  91.6    0.3    0.1    0.0      0.0 2750333  "
+             f"<b>eve</b> {HOSTILE}" for t in (0, 1)]
+    rows += [f"/XRDU_0/RDU_0/TILE_{t} 100.0   0.0    0.0    0.0    0.0      0.0" for t in (2, 3)]
+    (d / "tiles <img src=x onerror=alert(2)>.txt").write_text("\n".join(rows) + "\n")
+
+
+@pytest.fixture(scope="module")
+def dashboard(tmp_path_factory, fixtures_dir=Path(__file__).parent / "fixtures"):
+    d = tmp_path_factory.mktemp("hostile")
+    write_hostile_inputs(d)
+    ds = dptrace.load([fixtures_dir / "trainlog" / "ug_sn30_multinode_from_docs.md",
+                       fixtures_dir / "mpitrace" / "alcfws_theta_knl32",
+                       fixtures_dir / "mpitrace" / "mlprof_polaris2n_horovod",
+                       fixtures_dir / "sntilestat" / "watch_sntilestat_sn30.typescript", d])
+    report = dptrace.report(ds)
+    out = d.parent / "dashboard.html"
+    report.to_html(out)
+    return report, out
+
+
+@pytest.fixture(scope="module")
+def page_result(dashboard):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    report, out = dashboard
+    seen: dict[str, list] = {"errors": [], "requests": [], "dialogs": []}
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: m.type == "error" and seen["errors"].append(m.text))
+            page.on("pageerror", lambda e: seen["errors"].append(str(e)))
+            page.on("request", lambda r: seen["requests"].append(r.url))
+            page.on("dialog", lambda d: (seen["dialogs"].append(d.message), d.dismiss()))
+            page.goto(out.as_uri(), wait_until="load", timeout=120_000)
+            page.wait_for_timeout(500)
+            seen["drawn"] = page.evaluate(DRAWN_JS)
+            seen["text"] = page.evaluate("document.body.textContent")
+            seen["svg_text"] = page.evaluate(
+                "Array.from(document.querySelectorAll('.js-plotly-plot text'))"
+                ".map(t => t.textContent).join('\\n')")
+            seen["imgs"] = page.evaluate("document.querySelectorAll('img').length")
+            seen["bold"] = page.evaluate("document.querySelectorAll('td b').length")
+        finally:
+            browser.close()
+    return report, out, seen
+
+
+def test_no_console_errors(page_result):
+    assert page_result[2]["errors"] == []
+
+
+def test_every_figure_is_drawn(page_result):
+    report, _, seen = page_result
+    drawn = dict(seen["drawn"])
+    expected = {f"fig-{k.replace('.', '-')}" for k in report.figures}
+    assert set(drawn) == expected
+    assert len(expected) >= 8   # throughput, comm share x2, message sizes x2, tiles x2, steps
+    assert all(n > 0 for n in drawn.values()), drawn
+    kinds = {k.split(".")[0] for k in report.figures}
+    assert kinds == {"throughput", "communication", "message_sizes", "tiles"}
+
+
+def test_no_network_requests(page_result):
+    _, out, seen = page_result
+    assert seen["requests"] == [out.as_uri()]
+
+
+def test_hostile_strings_are_text(page_result):
+    _, _, seen = page_result
+    assert seen["dialogs"] == []
+    assert seen["imgs"] == 0 and seen["bold"] == 0
+    text = seen["text"]
+    assert HOSTILE in text                                 # COMMAND in the instances table
+    assert "<b>eve</b>" in text                            # USER
+    assert "tiles <img src=x onerror=alert(2)>.txt" in text    # a file name
+    assert "<img src=x onerror=alert(#)>" in text          # tqdm label (digits normalised)
+    # inside the figures, plotly draws them as text too (heatmap title: the file name)
+    assert "tiles <img src=x onerror=alert(2)>.txt" in seen["svg_text"]
+    assert "<img src=x onerror=alert(#)>" in seen["svg_text"]  # tqdm label in a bar title
