@@ -9,7 +9,7 @@ Public API (importing this module does no parsing work)::
 """
 
 from .analysis.throughput import throughput_summary
-from .api import load, read_mpitrace, read_trainlog, report
+from .api import load, read_horovod, read_mpitrace, read_trainlog, report
 from .dataset import Dataset
 from .errors import DptraceError, ParseError, UnknownFormatError
 
@@ -19,6 +19,7 @@ __all__ = [
     "ParseError",
     "UnknownFormatError",
     "load",
+    "read_horovod",
     "read_mpitrace",
     "read_trainlog",
     "report",

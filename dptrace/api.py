@@ -171,6 +171,11 @@ def read_trainlog(paths: PathArg, *, progress: ProgressFn | None = None) -> Data
     return load(paths, format="trainlog", progress=progress)
 
 
+def read_horovod(paths: PathArg, *, progress: ProgressFn | None = None) -> Dataset:
+    """Parse Horovod timelines (``HOROVOD_TIMELINE=timeline.json``) into the ``hvd_*`` tables."""
+    return load(paths, format="horovod", progress=progress)
+
+
 def read_mpitrace(paths: PathArg, *, progress: ProgressFn | None = None) -> Dataset:
     """Parse IBM mpitrace profiles (``mpi_profile.<job>.<rank>``) into the ``mpi_*`` tables."""
     return load(paths, format="mpitrace", progress=progress)

@@ -153,11 +153,12 @@ def problems_section(ds: Dataset, opts: dict) -> Section | None:
 
 
 def _sections() -> list[SectionFn]:
+    from .horovod_sections import horovod_section
     from .mpi_sections import communication_section, message_sizes_section
     from .tiles_sections import tiles_section
 
     return [inputs_section, throughput_section, communication_section, message_sizes_section,
-            tiles_section, problems_section]
+            horovod_section, tiles_section, problems_section]
 
 
 SECTIONS: list[SectionFn] = _sections()

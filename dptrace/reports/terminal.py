@@ -187,11 +187,12 @@ def _s(value: object) -> str:
 
 
 def _drawers() -> dict[str, Callable[[Section], RenderableType]]:
+    from .horovod_sections import DRAWERS as HOROVOD_DRAWERS
     from .mpi_sections import DRAWERS as MPI_DRAWERS
     from .tiles_sections import draw_tiles
 
     return {"inputs": _draw_inputs, "throughput": _draw_throughput, **MPI_DRAWERS,
-            "tiles": draw_tiles, "problems": _draw_problems}
+            **HOROVOD_DRAWERS, "tiles": draw_tiles, "problems": _draw_problems}
 
 
 _DRAWERS = _drawers()

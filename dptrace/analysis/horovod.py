@@ -1,0 +1,361 @@
+"""Horovod timeline analyses: where the time goes, who makes the others wait, how well it fuses.
+
+Inputs are the ``hvd_*`` tables (see :mod:`dptrace.parsers.horovod`). Every function is
+pure (DataFrame in, DataFrame out) and works per ``source`` (one timeline file).
+
+Wall time versus tensor time: each tensor of a fused op carries its own copy of the op's
+activities (the 20 tensors fused into one NCCL_ALLREDUCE each have a 5 ms NCCL_ALLREDUCE
+interval), so summing durations over tensors ("tensor time") overcounts the clock. "Wall
+time" is the length of the union of the intervals: the time during which at least one
+tensor was in that state. Shares of the traced span use wall time.
+
+Open intervals (a killed job) have no duration: they are counted (``open``) but add no
+time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+#: activities that are the collective itself (bytes move during them)
+COMM_PREFIXES = ("NCCL_", "MPI_", "GLOO_", "CCL_", "DDL_", "ADASUM_")
+FUSION_COPIES = ("MEMCPY_IN_FUSION_BUFFER", "MEMCPY_OUT_FUSION_BUFFER")
+#: a negotiation needs ticks from this many ranks before "last ready" means anything
+MIN_RANKS = 2
+#: a size bin needs this much time (µs) before a rate is given: timestamps have 1 µs
+#: resolution, so shorter totals give rates that are mostly rounding
+MIN_RATE_US = 1000.0
+
+
+def union_us(start: np.ndarray, end: np.ndarray) -> float:
+    """Length of the union of the intervals [start, end) (NaN ends are skipped)."""
+    return float(sum(e - s for s, e in union_segments(start, end)))
+
+
+def union_segments(start: np.ndarray, end: np.ndarray) -> list[tuple[float, float]]:
+    """The union of the intervals as sorted disjoint (start, end) segments."""
+    ok = ~(np.isnan(start) | np.isnan(end))
+    s, e = np.asarray(start, float)[ok], np.asarray(end, float)[ok]
+    if not s.size:
+        return []
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], e[order]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(len(s), bool)
+    new[1:] = s[1:] > reach[:-1]
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(s) - 1)
+    return list(zip(s[first].tolist(), reach[last].tolist(), strict=True))
+
+
+def _spans(runs: pd.DataFrame) -> pd.Series:
+    return runs.set_index(runs["source"].astype(str))["span_us"].astype(float)
+
+
+def _end(df: pd.DataFrame) -> np.ndarray:
+    return (df["start_us"] + df["dur_us"]).to_numpy(float)
+
+
+def activity_breakdown(acts: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Time per activity and op type, per source.
+
+    Columns: ``source``, ``level`` (negotiate, op, activity), ``op``, ``activity``,
+    ``intervals``, ``open``, ``wall_us`` (union of the intervals), ``span_share``
+    (wall_us / the file's span), ``tensor_us`` (durations summed over tensors),
+    ``mean_us`` (tensor_us per closed interval). Sorted by source, level, wall_us desc.
+    """
+    cols = ["source", "level", "op", "activity", "intervals", "open", "wall_us", "span_share",
+            "tensor_us", "mean_us"]
+    if acts.empty:
+        return pd.DataFrame(columns=cols)
+    spans, rows = _spans(runs), []
+    keys = [acts[c].astype(str) for c in ("source", "level", "op", "activity")]
+    for (src, level, op, act), g in acts.groupby(keys, sort=False):
+        done = g[g["complete"]]
+        wall = union_us(done["start_us"].to_numpy(float), _end(done))
+        tensor = float(done["dur_us"].sum())
+        rows.append([src, level, op, act, len(g), len(g) - len(done), wall,
+                     wall / spans.get(src, np.nan) if spans.get(src) else np.nan, tensor,
+                     tensor / len(done) if len(done) else np.nan])
+    out = pd.DataFrame(rows, columns=cols)
+    rank = out["level"].map({"negotiate": 0, "op": 1, "activity": 2})
+    return out.assign(_r=rank).sort_values(["source", "_r", "wall_us"],
+                                           ascending=[True, True, False],
+                                           kind="stable").drop(columns="_r").reset_index(
+                                               drop=True)
+
+
+def negotiation_share(acts: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Per source: how much of the traced time some tensor was negotiating, or in an op.
+
+    Columns: ``source``, ``span_us``, ``negotiate_wall_us``, ``negotiate_share``,
+    ``op_wall_us``, ``op_share``, ``negotiations``, ``negotiations_with_ticks``, ``open``
+    (intervals still open at the end).
+    """
+    rows = []
+    for _, r in runs.iterrows():
+        src = str(r["source"])
+        a = acts[acts["source"].astype(str) == src]
+        neg, ops = a[(a["level"] == "negotiate") & a["complete"]], a[(a["level"] == "op") &
+                                                                      a["complete"]]
+        span = float(r["span_us"])
+        nw = union_us(neg["start_us"].to_numpy(float), _end(neg))
+        ow = union_us(ops["start_us"].to_numpy(float), _end(ops))
+        rows.append([src, span, nw, nw / span if span else np.nan, ow,
+                     ow / span if span else np.nan, int(r["negotiations"]),
+                     int(r["negotiations_with_ticks"]), int(r["open_intervals"])])
+    return pd.DataFrame(rows, columns=["source", "span_us", "negotiate_wall_us",
+                                       "negotiate_share", "op_wall_us", "op_share",
+                                       "negotiations", "negotiations_with_ticks", "open"])
+
+
+def straggler_ranks(ready: pd.DataFrame) -> pd.DataFrame:
+    """Per source and rank: how often it was the last to report a tensor ready, and its lag.
+
+    Only negotiations with ticks from at least :data:`MIN_RANKS` ranks count. Columns:
+    ``source``, ``rank``, ``negotiations`` (compared negotiations it reported in),
+    ``last`` (times it was last), ``last_share`` (last / compared negotiations of the
+    source), ``mean_lag_us``, ``p95_lag_us``, ``max_lag_us`` (behind the first rank ready).
+    Sorted by source, then ``last`` descending.
+    """
+    cols = ["source", "rank", "negotiations", "last", "last_share", "mean_lag_us",
+            "p95_lag_us", "max_lag_us"]
+    cmp = ready[ready["ranks_ready"] >= MIN_RANKS]
+    if cmp.empty:
+        return pd.DataFrame(columns=cols)
+    src = cmp["source"].astype(str)
+    total = cmp[cmp["last_ready"]].groupby(src[cmp["last_ready"]]).size()
+    g = cmp.groupby([src, cmp["rank"]], sort=True)
+    out = pd.DataFrame({
+        "negotiations": g.size(), "last": g["last_ready"].sum(),
+        "mean_lag_us": g["lag_us"].mean(), "p95_lag_us": g["lag_us"].quantile(0.95),
+        "max_lag_us": g["lag_us"].max(),
+    }).reset_index()
+    out.columns = ["source", "rank", *out.columns[2:]]
+    out["last_share"] = out["last"] / out["source"].map(total).astype(float)
+    out = out[cols].sort_values(["source", "last", "rank"], ascending=[True, False, True],
+                                kind="stable")
+    return out.reset_index(drop=True)
+
+
+def fusion_groups(tensors: pd.DataFrame) -> pd.DataFrame:
+    """One row per fused op (tensors started together in one response).
+
+    Columns: ``source``, ``fusion_group``, ``op``, ``tensors``, ``bytes`` (sum; null when a
+    member's size is unknown), ``start_us``, ``dur_us`` (first start to last end),
+    ``complete``.
+    """
+    cols = ["source", "fusion_group", "op", "tensors", "bytes", "start_us", "dur_us",
+            "complete"]
+    if tensors.empty:
+        return pd.DataFrame(columns=cols)
+    t = tensors.assign(_end=tensors["start_us"] + tensors["dur_us"],
+                       _src=tensors["source"].astype(str), _op=tensors["op"].astype(str),
+                       _nobytes=tensors["bytes"].isna())
+    g = t.groupby(["_src", "fusion_group"], sort=True)
+    out = pd.DataFrame({
+        "op": g["_op"].first(), "tensors": g.size(), "bytes": g["bytes"].sum(),
+        "_unknown": g["_nobytes"].any(), "start_us": g["start_us"].min(),
+        "_end": g["_end"].max(), "complete": g["complete"].all(),
+    }).reset_index().rename(columns={"_src": "source"})
+    out["bytes"] = out["bytes"].astype("Int64").mask(out["_unknown"])
+    out["dur_us"] = out["_end"].where(out["complete"]) - out["start_us"]
+    return out[cols]
+
+
+def fusion_summary(groups: pd.DataFrame, acts: pd.DataFrame) -> pd.DataFrame:
+    """Per source and op: tensors and bytes per fused op, and time in fusion-buffer copies.
+
+    Columns: ``source``, ``op``, ``ops`` (fused ops), ``tensors``, ``fused_ops`` (ops of 2+
+    tensors), ``tensors_per_op`` (mean), ``max_tensors``, ``mean_bytes``, ``median_bytes``,
+    ``max_bytes`` (per op), ``op_wall_us``, ``copy_wall_us`` (MEMCPY_IN/OUT_FUSION_BUFFER,
+    union), ``copy_share`` (copy_wall_us / op_wall_us).
+    """
+    cols = ["source", "op", "ops", "tensors", "fused_ops", "tensors_per_op", "max_tensors",
+            "mean_bytes", "median_bytes", "max_bytes", "op_wall_us", "copy_wall_us",
+            "copy_share"]
+    rows = []
+    for (src, op), g in groups.groupby(["source", "op"], sort=True):
+        a = acts[(acts["source"].astype(str) == src) & (acts["op"].astype(str) == op) &
+                 acts["complete"]]
+        opw = a[a["level"] == "op"]
+        cp = a[a["activity"].astype(str).isin(FUSION_COPIES)]
+        ow = union_us(opw["start_us"].to_numpy(float), _end(opw))
+        cw = union_us(cp["start_us"].to_numpy(float), _end(cp))
+        b = g["bytes"].dropna().astype(float)
+        rows.append([src, op, len(g), int(g["tensors"].sum()), int((g["tensors"] > 1).sum()),
+                     float(g["tensors"].mean()), int(g["tensors"].max()),
+                     b.mean() if len(b) else np.nan, b.median() if len(b) else np.nan,
+                     b.max() if len(b) else np.nan, ow, cw, cw / ow if ow else np.nan])
+    return pd.DataFrame(rows, columns=cols)
+
+
+def fusion_sizes(groups: pd.DataFrame) -> pd.DataFrame:
+    """Distribution of tensors per fused op in power-of-two bins (1, 2, 3-4, 5-8, ...).
+
+    Columns: ``source``, ``op``, ``min_tensors``, ``max_tensors`` (the bin's bounds),
+    ``ops``, ``share`` (of the source's and op's fused ops).
+    """
+    cols = ["source", "op", "min_tensors", "max_tensors", "ops", "share"]
+    if groups.empty:
+        return pd.DataFrame(columns=cols)
+    k = np.ceil(np.log2(groups["tensors"].to_numpy(float))).astype(int)
+    g = groups.assign(_k=k).groupby(["source", "op", "_k"], sort=True).size()
+    out = g.rename("ops").reset_index()
+    k = out["_k"].to_numpy(float)
+    out["max_tensors"] = (2.0 ** k).astype(int)
+    out["min_tensors"] = np.where(k == 0, 1, 2.0 ** (k - 1) + 1).astype(int)
+    out["share"] = out["ops"] / out.groupby(["source", "op"])["ops"].transform("sum")
+    return out[cols]
+
+
+def size_bin(nbytes: pd.Series) -> pd.Series:
+    """mpitrace's size bins: 0 bytes is bin 0, 1-4 bytes bin 1, and bin k >= 2 holds
+    (2^k, 2^(k+1)] bytes (see docs/mpitrace.md), so both tools' tables line up."""
+    b = nbytes.astype(float)
+    k = np.ceil(np.log2(b.clip(lower=4))) - 1
+    k = k.where(b > 4, np.where(b > 0, 1, 0))
+    return k.astype("Int64").where(b.notna())
+
+
+def bin_bounds(k: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """Inclusive (lo, hi) bytes of size bins: 0-0, 1-4, then 2^k + 1 .. 2^(k+1)."""
+    kf = k.astype(float)
+    hi = np.where(kf == 0, 0.0, np.where(kf == 1, 4.0, 2.0 ** (kf + 1)))
+    lo = np.where(kf <= 1, kf, 2.0 ** kf + 1)
+    return pd.Series(lo, index=k.index), pd.Series(hi, index=k.index)
+
+
+def op_throughput(groups: pd.DataFrame, tensors: pd.DataFrame,
+                  acts: pd.DataFrame) -> pd.DataFrame:
+    """Bytes per second of fused ops, by power-of-two size bin (mpitrace's bins).
+
+    The op rate counts the whole op (queueing and copies included); the comm rate counts
+    only the collective activity itself (NCCL_*, MPI_*, GLOO_*, CCL_*: the longest one of
+    the group's tensors). A rate is null when its bin has under :data:`MIN_RATE_US` of
+    time. Columns: ``source``, ``op``, ``bin``, ``lo_bytes``, ``hi_bytes``,
+    ``ops``, ``bytes``, ``op_us``, ``op_bytes_per_s``, ``comm_us``, ``comm_bytes_per_s``.
+    """
+    cols = ["source", "op", "bin", "lo_bytes", "hi_bytes", "ops", "bytes", "op_us",
+            "op_bytes_per_s", "comm_us", "comm_bytes_per_s"]
+    g = groups[groups["complete"] & groups["bytes"].notna()]
+    if g.empty:
+        return pd.DataFrame(columns=cols)
+    g = g.assign(comm_us=_comm_us(tensors, acts).reindex(
+        pd.MultiIndex.from_arrays([g["source"], g["fusion_group"]])).to_numpy(),
+        bin=size_bin(g["bytes"]), bytes=g["bytes"].astype(float))
+    out = g.groupby(["source", "op", "bin"], sort=True).agg(
+        ops=("bytes", "size"), bytes=("bytes", "sum"), op_us=("dur_us", "sum"),
+        comm_us=("comm_us", "sum")).reset_index()
+    out["lo_bytes"], out["hi_bytes"] = bin_bounds(out["bin"])
+    out["op_bytes_per_s"] = (out["bytes"] / (out["op_us"] / 1e6)).where(
+        out["op_us"] >= MIN_RATE_US)
+    out["comm_bytes_per_s"] = (out["bytes"] / (out["comm_us"] / 1e6)).where(
+        out["comm_us"] >= MIN_RATE_US)
+    return out[cols]
+
+
+def _comm_us(tensors: pd.DataFrame, acts: pd.DataFrame) -> pd.Series:
+    """Per (source, fusion_group): the longest collective activity among its tensors."""
+    comm = acts[(acts["level"] == "activity") & acts["complete"] &
+                acts["activity"].astype(str).str.startswith(COMM_PREFIXES)]
+    keys = ["source", "pid", "op_index"]
+    m = comm[keys + ["dur_us"]].assign(source=comm["source"].astype(str)).merge(
+        tensors[keys + ["fusion_group"]].assign(source=tensors["source"].astype(str)),
+        on=keys, how="inner")
+    return m.groupby(["source", "fusion_group"])["dur_us"].max()
+
+
+def cycle_stats(cycles: pd.DataFrame) -> pd.DataFrame:
+    """Per source: CYCLE_START count and cycle-time distribution.
+
+    Columns: ``source``, ``cycles``, ``mean_us``, ``p50_us``, ``p95_us``, ``max_us``.
+    """
+    cols = ["source", "cycles", "mean_us", "p50_us", "p95_us", "max_us"]
+    if cycles.empty:
+        return pd.DataFrame(columns=cols)
+    g = cycles.groupby(cycles["source"].astype(str), sort=True)["dur_us"]
+    out = pd.DataFrame({"cycles": g.size(), "mean_us": g.mean(), "p50_us": g.median(),
+                        "p95_us": g.quantile(0.95), "max_us": g.max()})
+    return out.rename_axis("source").reset_index()[cols]
+
+
+def idle_gaps(acts: pd.DataFrame) -> pd.DataFrame:
+    """Gaps with no op in flight, between the first op's start and the last op's end.
+
+    Columns: ``source``, ``start_us``, ``dur_us``; longest first within each source.
+    """
+    rows = []
+    ops = acts[(acts["level"] == "op") & acts["complete"]]
+    for src, g in ops.groupby(ops["source"].astype(str), sort=True):
+        segs = union_segments(g["start_us"].to_numpy(float), _end(g))
+        rows += [(src, e0, s1 - e0) for (_, e0), (s1, _) in zip(segs, segs[1:], strict=False)]
+    out = pd.DataFrame(rows, columns=["source", "start_us", "dur_us"])
+    return out.sort_values(["source", "dur_us"], ascending=[True, False],
+                           kind="stable").reset_index(drop=True)
+
+
+def idle_summary(gaps: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Per source: ``gaps``, ``idle_us`` (total), ``idle_share`` (of the span),
+    ``longest_us``."""
+    rows = []
+    for _, r in runs.iterrows():
+        src, span = str(r["source"]), float(r["span_us"])
+        d = gaps.loc[gaps["source"] == src, "dur_us"]
+        total = float(d.sum())
+        rows.append([src, len(d), total, total / span if span else np.nan,
+                     float(d.max()) if len(d) else np.nan])
+    return pd.DataFrame(rows, columns=["source", "gaps", "idle_us", "idle_share", "longest_us"])
+
+
+def top_tensors(tensors: pd.DataFrame, n: int | None = 10) -> pd.DataFrame:
+    """Tensors by total op time, per source.
+
+    Columns: ``source``, ``tensor``, ``op``, ``ops``, ``total_us`` (op durations summed),
+    ``mean_us``, ``share`` (of the source's summed op time), ``negotiate_us`` (summed),
+    ``bytes`` (per op), ``dtype``, ``shape``. ``n`` rows per source (all when None).
+    """
+    cols = ["source", "tensor", "op", "ops", "total_us", "mean_us", "share", "negotiate_us",
+            "bytes", "dtype", "shape"]
+    if tensors.empty:
+        return pd.DataFrame(columns=cols)
+    t = tensors.assign(source=tensors["source"].astype(str), tensor=tensors["tensor"].astype(str),
+                       op=tensors["op"].astype(str))
+    g = t.groupby(["source", "tensor", "op"], sort=False)
+    out = pd.DataFrame({
+        "ops": g.size(), "total_us": g["dur_us"].sum(), "mean_us": g["dur_us"].mean(),
+        "negotiate_us": g["negotiate_us"].sum(), "bytes": g["bytes"].first(),
+        "dtype": g["dtype"].first().astype(object), "shape": g["shape"].first(),
+    }).reset_index()
+    out["share"] = out["total_us"] / out.groupby("source")["total_us"].transform("sum")
+    out = out.sort_values(["source", "total_us"], ascending=[True, False], kind="stable")
+    if n is not None:
+        out = out.groupby("source", sort=False).head(n)
+    return out[cols].reset_index(drop=True)
+
+
+def timeline_warnings(runs: pd.DataFrame) -> pd.DataFrame:
+    """What a reader must know before trusting the numbers, per source.
+
+    Columns: ``source``, ``kind`` (truncated, open_intervals, unmatched_ends, no_ticks,
+    cached), ``detail``.
+    """
+    rows = []
+    for _, r in runs.iterrows():
+        src = str(r["source"])
+        if r["truncated"]:
+            rows.append((src, "truncated", "the file ends inside a record: the job was "
+                         "probably killed while writing; events up to the cut are used"))
+        if r["open_intervals"]:
+            rows.append((src, "open_intervals", f"{int(r['open_intervals'])} interval(s) never "
+                         "closed (B without E): counted as open, no duration"))
+        if r["unmatched_ends"]:
+            rows.append((src, "unmatched_ends", f"{int(r['unmatched_ends'])} E record(s) closed "
+                         "nothing (file rewritten or cut at its start): ignored"))
+        n, ticked = int(r["negotiations"]), int(r["negotiations_with_ticks"])
+        if n and ticked < n:
+            rows.append((src, "cached", f"only {ticked:,} of {n:,} negotiations have rank-ready "
+                         "ticks (Horovod's response cache skips them): straggler figures "
+                         "cover those only"))
+    return pd.DataFrame(rows, columns=["source", "kind", "detail"])

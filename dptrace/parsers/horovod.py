@@ -1,0 +1,258 @@
+"""Horovod timelines (``HOROVOD_TIMELINE=timeline.json``): Chrome trace events, one pid per tensor.
+
+Rank 0 writes the file but it covers every rank. Real records (``shared/realdata/
+horovod_timeline``)::
+
+    [
+    {"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros":
+    1633399518104473}},                                                  # (one line in the file)
+    {"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "broadcast.bn1.bias"}},
+    {"ph": "B", "name": "NEGOTIATE_ALLREDUCE", "ts": 1410499527951, "pid": 14},
+    {"ph": "X", "name": "2", "ts": 1410499527953, "pid": 14, "dur": 0},
+    {"ph": "E", "ts": 1410499936035, "pid": 14},
+    {"ph": "B", "name": "MEMCPY_IN_FUSION_BUFFER", "ts": 1410500008116, "pid": 15},
+    {"ph": "E", "ts": 1410500014297, "pid": 15, "args": {"dtype": "float32", "shape":
+    "[172, 4096]"}},                                                     # (one line in the file)
+    {"ph": "i", "name": "CYCLE_START", "ts": 1410488741507, "s": "g"},
+    {"name": "NEGOTIATE_ALLREDUCE", "pid": 1, "ph": "B", "ts": 8440608},   # sagemaker-debugger
+
+``B NEGOTIATE_<OP>`` ... ``E`` is the negotiation, and the ``X`` ticks named ``"0"``,
+``"1"``, ... inside it are the moments each rank reported the tensor ready. ``B <OP>``
+(ALLREDUCE, BROADCAST, ...) holds nested activities (QUEUE, MEMCPY_IN_FUSION_BUFFER,
+NCCL_ALLREDUCE, ...); the ``E`` closing the op carries dtype and shape. ``E`` records are
+matched to their ``B`` with a stack per pid. Timestamps are microseconds; they are made
+relative to the first event (0.16-0.18 builds wrote huge absolute values) and the offset
+is kept in ``hvd_runs.ts_offset_us``.
+
+Framing: up to Horovod 0.20.0 one event per line and the array is never closed (the file
+ends ``},``); from 0.20.1 the events are appended to a few enormous lines and each write
+ends ``}]``; a killed job leaves a record cut in the middle; sagemaker-debugger rewrites
+the keys in another order. Reading is streamed in blocks (:mod:`._horovod_decode`) and
+the tables are built from whole columns (:mod:`._horovod_build`, :mod:`._horovod_tables`).
+See docs/horovod.md.
+"""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from ..errors import Problem
+from ..registry import Parser, ParseResult, register
+from ..schema import HVD_RUNS
+from ..sources import Source
+from ._horovod_build import Events, Stack
+from ._horovod_decode import MAX_PROBLEMS, Columns, decode_file, merge
+from ._horovod_tables import (
+    Built,
+    Intervals,
+    Meta,
+    Names,
+    Ticks,
+    activities_frame,
+    cycle_times,
+    cycles_frame,
+    int_na,
+    ready_frame,
+    source_cat,
+    tensors_frame,
+)
+
+TABLES = ("hvd_activities", "hvd_tensors", "hvd_ready", "hvd_cycles", "hvd_runs")
+
+#: inputs with this many events build their frames in threads (faster, more memory at once);
+#: above MEMORY_EVENTS (a ~2 GB file) serially, so that 10 GB fit in 24 GB
+THREADED_EVENTS = 200_000
+MEMORY_EVENTS = 30_000_000
+_EVENT_KEYS = rb'"(?:ph|name|pid|tid|ts|cat|args|dur|s|id)"\s*:'
+_STARTS_LIKE_EVENTS = re.compile(rb"\s*(?:\xef\xbb\xbf)?\s*(?:\[\s*)?\{\s*" + _EVENT_KEYS)
+_PH_KEY = re.compile(rb'"ph"\s*:\s*"[A-Za-z]"')
+_MARKERS = re.compile(
+    rb'"(?:NEGOTIATE_[A-Z]+|CYCLE_START|(?:ALLREDUCE|ALLGATHER|BROADCAST|REDUCESCATTER|ALLTOALL|'
+    rb'ADASUM)|(?:MPI|NCCL|GLOO|CCL)_[A-Z]+|MEMCPY_(?:IN|OUT)_FUSION_BUFFER|WAIT_FOR_DATA)"'
+    rb'|"start_time_since_epoch_in_micros"|"name"\s*:\s*"Horovod[A-Z][a-z]+_')
+_OBJECT_TRACE = re.compile(rb'\s*\{\s*"(?:schemaVersion|traceEvents|deviceProperties|'
+                           rb'displayTimeUnit|otherData|distributedInfo)"')
+_SMDEBUG_KEYS = re.compile(rb'\{"name": "[^"]*", "pid": -?\d+, "ph": "[BEXi]"')
+HOROVOD_NAMES = re.compile(r"NEGOTIATE_|CYCLE_START$|(ALLREDUCE|ALLGATHER|BROADCAST|"
+                           r"REDUCESCATTER|ALLTOALL|ADASUM|BARRIER|JOIN)$|_FUSION_BUFFER$")
+
+
+def sniff(source: Source, head: bytes) -> float:
+    """0.97 for Chrome trace events with Horovod's names; 0.2 for other Chrome traces
+    (so a clear "not a Horovod timeline" beats "no log lines found"); 0 otherwise."""
+    if not head:
+        return 0.0
+    if _STARTS_LIKE_EVENTS.match(head) and _PH_KEY.search(head):
+        return 0.97 if _MARKERS.search(head) else 0.2
+    if _OBJECT_TRACE.match(head) and b'"ph"' in head:
+        return 0.2
+    return 0.0
+
+
+def parse(source: Source) -> ParseResult:
+    """Parse one Horovod timeline into the hvd_* tables."""
+    head = source.head(1 << 16)
+    refusal = _refusal(head)
+    if refusal:
+        return ParseResult(problems=[Problem(source.name, refusal, severity="error")],
+                           variant="failed")
+    opener = source.open if source.compression else None
+    cols = merge(decode_file(str(source.path), source.name, _size(source), opener))
+    problems = list(cols.problems)
+    if cols.bad_records > MAX_PROBLEMS:
+        problems.append(Problem(source.name, f"{cols.bad_records - MAX_PROBLEMS:,} more "
+                                "malformed record(s) skipped", severity="error"))
+    if not cols.events:
+        problems.append(Problem(source.name, "the timeline holds no events (Horovod writes "
+                                "them from the first collective on)", severity="warning"))
+        return ParseResult({}, problems, _layout(head, cols))
+    ev = Events.from_columns(cols)
+    names = Names.of(ev)
+    if _foreign_trace(ev, cols):
+        problems.append(Problem(source.name, _foreign(ev), severity="error"))
+        return ParseResult({}, problems, "failed")
+    built = _build(ev, names, cols, source.name)
+    del ev                                   # the frames need only what Built kept
+    tables = _tables(built, head)
+    problems.extend(_checks(built, tables))
+    return ParseResult(tables, problems, _layout(head, cols))
+
+
+def _build(ev: Events, names: Names, cols: Columns, source: str) -> Built:
+    """Match B/E records and collect what the frames need; the pid-sorted stack (about
+    19 bytes per event) is dropped before the frames are built."""
+    meta = Meta.of(ev, cols)
+    st = Stack.build(ev, names.rank >= 0)
+    ev.pid = ev.pid[:0]                      # only the metadata and the stack needed it
+    iv = Intervals.of(ev, st, names)
+    timed = ev.ts[~np.isnan(ev.ts)]
+    return Built(len(ev.ph), ev.labels, ev.ts0, float(timed.max()) if timed.size else np.nan,
+                 cycle_times(ev, cols), iv, Ticks.of(ev, st, iv, names), names, meta, cols,
+                 source, st.pids, int(st.orphan.sum()))
+
+
+def _size(source: Source) -> int:
+    try:
+        return source.size()
+    except OSError:
+        return 0
+
+
+def _refusal(head: bytes) -> str | None:
+    """Why this is surely not a Horovod timeline, judged from its first bytes."""
+    body = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not body:
+        return None
+    if _OBJECT_TRACE.match(body) or (body[:1] == b"{" and not _STARTS_LIKE_EVENTS.match(body)):
+        kind = ("a Chrome trace object with traceEvents (torch.profiler / Kineto?)"
+                if b'"traceEvents"' in head else "a JSON object")
+        return (f"not a Horovod timeline: {kind}. Horovod writes a JSON array of trace events "
+                "([{\"name\": \"process_name\", \"ph\": \"M\", ...}, ...]).")
+    if body[:1] not in (b"[", b"{"):
+        return ("not a Horovod timeline: not JSON (a timeline starts with '[' and holds "
+                "Chrome trace events)")
+    return None
+
+
+def _foreign_trace(ev: Events, cols: Columns) -> bool:
+    """Timed events, none of them Horovod's, and no Horovod start-time record."""
+    if any(HOROVOD_NAMES.match(str(s)) for s in ev.labels):
+        return False
+    if any(start is not None for _, _, start in cols.meta):
+        return False
+    return bool((ev.ph != ord("M")).any())
+
+
+def _foreign(ev: Events) -> str:
+    counts = pd.Series(ev.name).value_counts().head(5)
+    top = ", ".join(repr(str(ev.labels[c])) for c in counts.index)
+    return (f"not a Horovod timeline: a Chrome trace of {len(ev.ph):,} events without Horovod's "
+            f"(NEGOTIATE_*, ALLREDUCE, ..., CYCLE_START); most common names: {top}")
+
+
+def _tables(b: Built, head: bytes) -> dict[str, pd.DataFrame]:
+    """The frames, built in threads: their numpy work releases the GIL (~1.6x on 2 cores).
+
+    They are built with the schema's columns and dtypes, so they are not conformed here
+    (``load`` does it once; a conform here would copy every table).
+    """
+    b.perm  # noqa: B018  (computed once, before the threads share it)
+    jobs = {
+        "hvd_tensors": lambda: tensors_frame(b),
+        "hvd_ready": lambda: ready_frame(b),
+        "hvd_cycles": lambda: cycles_frame(b),
+        "hvd_activities": lambda: activities_frame(b),
+    }
+    big = THREADED_EVENTS <= b.n_events < MEMORY_EVENTS
+    with ThreadPoolExecutor(3 if big else 1) as pool:
+        futures = {name: pool.submit(job) for name, job in jobs.items()}
+        frames = {name: f.result() for name, f in futures.items()}
+    frames["hvd_runs"] = schema.conform(_runs_frame(b, frames, head), HVD_RUNS)
+    return frames
+
+
+def _runs_frame(b: Built, f: dict[str, pd.DataFrame], head: bytes) -> pd.DataFrame:
+    acts, ready = f["hvd_activities"], f["hvd_ready"]
+    nego = acts[acts["level"] == "negotiate"]
+    start = b.meta.start_epoch_us
+    row = {
+        "layout": _layout(head, b.cols), "events": b.cols.events,
+        "tensors": int((b.pids >= 0).sum()), "ranks": int(ready["rank"].nunique()),
+        "negotiations": len(nego),
+        "negotiations_with_ticks": int((ready["last_ready"] & ready["op_index"].notna()).sum()),
+        "ops": len(f["hvd_tensors"]), "open_intervals": int((~acts["complete"]).sum()),
+        "unmatched_ends": b.orphans, "cycles": len(f["hvd_cycles"]),
+        "span_us": b.span_us, "ts_offset_us": b.ts0,
+        "closed": b.cols.closed, "truncated": b.cols.torn,
+    }
+    df = pd.DataFrame({k: [v] for k, v in row.items()})
+    df.insert(0, "source", source_cat(b.source, 1))
+    df["start_epoch_us"] = int_na(np.array([start or 0]), np.array([start is None]))
+    return df
+
+
+def _layout(head: bytes, cols: Columns) -> str:
+    if _SMDEBUG_KEYS.search(head):
+        return "sagemaker-debugger"
+    return "per-line" if cols.newlines * 2 >= cols.events else "packed"
+
+
+def _checks(b: Built, tables: dict[str, pd.DataFrame]) -> list[Problem]:
+    """Warnings about what was kept but is suspicious."""
+    out: list[Problem] = []
+    acts = tables["hvd_activities"]
+    open_ = acts[~acts["complete"]]
+    if len(open_):
+        first = open_.iloc[0]
+        out.append(Problem(b.source, f"{len(open_)} interval(s) still open at the end of the file "
+                           "(a B record without its E): the job was probably killed; kept with "
+                           f"complete=False (first: {first['activity']} of {first['tensor']} at "
+                           f"{first['start_us'] / 1e6:.6f} s)"))
+    if b.orphans:
+        out.append(Problem(b.source, f"{b.orphans} E record(s) closed nothing in their pid "
+                           "(a file cut or rewritten at its start?): ignored"))
+    unnamed = sorted(set(b.pids.tolist()) - set(b.meta.tensor_of_pid) - {-1})
+    if unnamed:
+        shown = ", ".join(str(p) for p in unnamed[:8]) + (" ..." if len(unnamed) > 8 else "")
+        out.append(Problem(b.source, f"{len(unnamed)} pid(s) have no process_name record "
+                           f"(pids {shown}): their tensor is shown as '(pid N)'"))
+    if b.meta.conflicts:
+        out.append(Problem(b.source, f"{b.meta.conflicts} process_name record(s) rename a pid "
+                           "already named: the first name is kept"))
+    return out
+
+
+register(Parser(
+    name="horovod",
+    description="Horovod timelines (HOROVOD_TIMELINE): negotiation, rank readiness, fusion, "
+                "activities per tensor; every framing from 0.16 to 0.28, killed runs included",
+    tables=TABLES,
+    sniff=sniff,
+    parse=parse,
+    extensions=(".json",),
+))

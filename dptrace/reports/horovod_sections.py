@@ -1,0 +1,320 @@
+"""The Horovod timeline section: where the time goes, straggler ranks, fusion, top tensors.
+
+:func:`horovod_section` builds the section's tables from the ``hvd_*`` tables (JSON output
+is those tables); :func:`draw_horovod` draws them with rich, one panel per timeline file.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+from rich.bar import Bar
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from ..analysis import horovod as hv
+from ..dataset import Dataset
+from .mpi_sections import bin_label, human_bytes, human_rate
+
+if TYPE_CHECKING:
+    from .model import Section
+
+#: rows drawn per table in the terminal (all rows are in --json)
+MAX_ACTIVITIES = 14
+MAX_RANKS = 16
+TOP_TENSORS = 8
+MAX_GAPS = 5
+NAME_WIDTH = 38
+
+CAPTION = (
+    "Per timeline file (rank 0 writes it; it covers all ranks). Wall time is the time at least "
+    "one tensor was in a state; tensor time sums the copies each fused tensor carries, so it "
+    "can exceed the span. A rank is 'last' when it was the final one to report a tensor ready: "
+    "the others waited for it (only negotiations with ticks from 2+ ranks count; Horovod's "
+    "response cache skips the ticks). Rates: bytes / op time (queueing and copies included) "
+    "and bytes / time in the collective activity itself; none for bins with under 1 ms.")
+
+
+def horovod_section(ds: Dataset, opts: dict) -> Section | None:
+    """The report section for every Horovod timeline in ``ds``; None when there is none."""
+    from .model import Section
+
+    runs = ds["hvd_runs"]
+    if runs.empty:
+        return None
+    acts, tensors = ds["hvd_activities"], ds["hvd_tensors"]
+    groups = hv.fusion_groups(tensors)
+    gaps = hv.idle_gaps(acts)
+    return Section("horovod", "Horovod timeline", CAPTION, {
+        "runs": runs,
+        "time": hv.negotiation_share(acts, runs).merge(hv.idle_summary(gaps, runs), on="source"),
+        "activities": hv.activity_breakdown(acts, runs),
+        "stragglers": hv.straggler_ranks(ds["hvd_ready"]),
+        "fusion": hv.fusion_summary(groups, acts),
+        "fusion_sizes": hv.fusion_sizes(groups),
+        "throughput": hv.op_throughput(groups, tensors, acts),
+        "cycles": hv.cycle_stats(ds["hvd_cycles"]),
+        "idle_gaps": gaps.groupby("source", sort=False).head(MAX_GAPS).reset_index(drop=True),
+        "top_tensors": hv.top_tensors(tensors, 10),
+        "warnings": hv.timeline_warnings(runs),
+    })
+
+
+# -- formatting ----------------------------------------------------------------------------------
+
+def _na(v: Any) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+
+
+def human_time(us: Any) -> str:
+    """Microseconds for humans: '143.11 s', '12.3 ms', '45 µs'."""
+    if _na(us):
+        return "-"
+    us = float(us)
+    if abs(us) >= 1e6:
+        return f"{us / 1e6:,.2f} s"
+    if abs(us) >= 1e3:
+        return f"{us / 1e3:.1f} ms"
+    return f"{us:.0f} µs"
+
+
+def _pct(v: Any) -> str:
+    return "-" if _na(v) else f"{100 * float(v):.1f}%"
+
+
+def short_name(name: str, width: int = NAME_WIDTH) -> str:
+    """Keep the end of a long tensor name (where TF/PyTorch names differ): '…conv2d_22_0'."""
+    return name if len(name) <= width else "…" + name[-(width - 1):]
+
+
+def _rows(df: pd.DataFrame, src: str) -> pd.DataFrame:
+    return df[df["source"].astype(str) == src] if len(df) else df
+
+
+# -- drawing -------------------------------------------------------------------------------------
+
+def draw_horovod(section: Section) -> RenderableType:
+    """One panel per timeline file."""
+    t = section.tables
+    parts: list[RenderableType] = [Text(section.title, style="bold"),
+                                   Text(section.caption, style="dim")]
+    for _, run in t["runs"].iterrows():
+        parts.append(_file_panel(run, t))
+    return Group(*parts)
+
+
+def _file_panel(run: pd.Series, t: dict[str, pd.DataFrame]) -> Panel:
+    src = str(run["source"])
+    body: list[RenderableType] = [Text(f"! {w.detail}", style="bold yellow")
+                                  for w in _rows(t["warnings"], src).itertuples()]
+    time = _rows(t["time"], src)
+    if len(time) and (run["negotiations"] or run["ops"]):
+        body.append(_time_text(time.iloc[0]))
+    for part in (_activities(_rows(t["activities"], src)),
+                 _stragglers(_rows(t["stragglers"], src), run),
+                 _fusion(_rows(t["fusion"], src), _rows(t["fusion_sizes"], src)),
+                 _throughput(_rows(t["throughput"], src), int(run["ranks"])),
+                 _cycles(_rows(t["cycles"], src), _rows(t["idle_gaps"], src)),
+                 _top_tensors(_rows(t["top_tensors"], src))):
+        if part is not None:
+            body.append(part)
+    if len(body) == 0:
+        body.append(Text("no events", style="dim"))
+    return Panel(Group(*body), title=Text(src, style="bold cyan"), title_align="left",
+                 subtitle=Text(_subtitle(run), style="dim"), subtitle_align="right")
+
+
+def _subtitle(run: pd.Series) -> str:
+    n = int(run["ranks"])
+    ranks = f"{n} rank{'s' if n != 1 else ''} seen" if n else "no rank ticks"
+    return (f"{run['layout']} · {int(run['events']):,} events · {int(run['tensors']):,} tensors "
+            f"· {ranks} · span {human_time(run['span_us'])}")
+
+
+def _time_text(r: pd.Series) -> RenderableType:
+    span = human_time(r["span_us"])
+    text = Text("time  ", style="bold")
+    if r["negotiate_wall_us"]:
+        text.append(f"negotiating {human_time(r['negotiate_wall_us'])} of {span} "
+                    f"({_pct(r['negotiate_share'])}); ")
+    else:
+        text.append(f"span {span}; no closed negotiation; ")
+    if r["op_wall_us"]:
+        text.append(f"an op in flight {human_time(r['op_wall_us'])} ({_pct(r['op_share'])})")
+    else:
+        text.append("no complete op in the file")
+    if not r["gaps"]:
+        return text
+    idle = Text.assemble(("idle  ", "bold"), f"no op in flight {human_time(r['idle_us'])} "
+                         f"({_pct(r['idle_share'])}) in {int(r['gaps']):,} gaps between ops, "
+                         f"longest {human_time(r['longest_us'])}")
+    return Group(text, idle)
+
+
+def _table(title: str, cols: list[tuple[str, str]], keep: dict[str, int] | None = None) -> Table:
+    """A borderless table; ``keep`` gives columns a minimum width (names never cut)."""
+    table = Table(title=Text(title, style="bold"), title_justify="left", box=None,
+                  pad_edge=False, show_edge=False)
+    for name, just in cols:
+        table.add_column(name, justify=just, overflow="ellipsis",  # type: ignore[arg-type]
+                         min_width=(keep or {}).get(name))
+    return table
+
+
+def _activities(acts: pd.DataFrame) -> Table | None:
+    if acts.empty:
+        return None
+    rows = _tree(acts)
+    width = min(30, max(len(label) for label, _ in rows))
+    table = _table("activities per op (wall time: at least one tensor in it)", [
+        ("activity", "left"), ("count", "right"), ("open", "right"), ("wall", "right"),
+        ("of span", "right"), ("", "left"), ("tensor time", "right"), ("mean", "right")],
+        keep={"activity": width})
+    top = float(acts["span_share"].max()) if acts["span_share"].notna().any() else 0.0
+    for label, r in rows[:MAX_ACTIVITIES]:
+        share = 0.0 if _na(r.span_share) else float(r.span_share)
+        table.add_row(Text(label, style="bold" if r.level == "op" else ""), f"{r.intervals:,}",
+                      Text(f"{r.open:,}", style="yellow") if r.open else "0",
+                      human_time(r.wall_us), _pct(r.span_share),
+                      Bar(size=top or 1.0, begin=0, end=share, width=10),
+                      human_time(r.tensor_us), human_time(r.mean_us))
+    if len(rows) > MAX_ACTIVITIES:
+        table.add_row(Text(f"+{len(rows) - MAX_ACTIVITIES} more (see --json)", style="dim"),
+                      *[""] * 7)
+    return table
+
+
+def _tree(acts: pd.DataFrame) -> list[tuple[str, Any]]:
+    """Rows grouped by op (busiest op first): negotiation, the op, then its activities."""
+    order = {"negotiate": 0, "op": 1, "activity": 2}
+    ops = acts.groupby(acts["op"].astype(str), sort=False)["wall_us"].max()
+    rows = []
+    for op in ops.sort_values(ascending=False, kind="stable").index:
+        mine = acts[acts["op"].astype(str) == op]
+        mine = mine.assign(_o=mine["level"].map(order)).sort_values(
+            ["_o", "wall_us"], ascending=[True, False], kind="stable")
+        for r in mine.itertuples(index=False):
+            indent = "  " if r.level == "activity" else ""
+            rows.append((indent + str(r.activity), r))
+    return rows
+
+
+def _stragglers(ranks: pd.DataFrame, run: pd.Series) -> RenderableType | None:
+    n, ticked = int(run["negotiations"]), int(run["negotiations_with_ticks"])
+    if not n:
+        return None
+    head = Text.assemble(("negotiation  ", "bold"), f"{ticked:,} of {n:,} negotiations have "
+                         "rank-ready ticks")
+    if ranks.empty:
+        head.append("; none from 2+ ranks, so no rank can be called late", style="dim")
+        return head
+    compared = int(ranks["last"].sum())
+    head.append(f"; {compared:,} with 2+ ranks are compared below")
+    table = _table("", [("rank", "right"), ("reported", "right"), ("last", "right"),
+                        ("last share", "right"), ("", "left"), ("mean lag", "right"),
+                        ("p95 lag", "right"), ("max lag", "right")])
+    for r in _extremes(ranks).itertuples(index=False):
+        if _na(r.rank):
+            table.add_row("…", *[""] * 7)
+            continue
+        style = "bold red" if r.last_share >= 0.5 and len(ranks) > 1 else ""
+        table.add_row(Text(str(r.rank), style=style), f"{r.negotiations:,}",
+                      Text(f"{r.last:,}", style=style), _pct(r.last_share),
+                      Bar(size=1.0, begin=0, end=float(r.last_share), width=16,
+                          color="red" if style else "green"),
+                      human_time(r.mean_lag_us), human_time(r.p95_lag_us),
+                      human_time(r.max_lag_us))
+    return Group(head, table)
+
+
+def _extremes(ranks: pd.DataFrame) -> pd.DataFrame:
+    """All ranks up to MAX_RANKS; else the most often last and the least, with a gap."""
+    if len(ranks) <= MAX_RANKS:
+        return ranks
+    gap = pd.DataFrame([{c: None for c in ranks.columns}])
+    return pd.concat([ranks.head(MAX_RANKS - 4), gap, ranks.tail(3)], ignore_index=True)
+
+
+def _fusion(fusion: pd.DataFrame, sizes: pd.DataFrame) -> RenderableType | None:
+    if fusion.empty:
+        return None
+    lines: list[RenderableType] = [Text("fusion", style="bold")]
+    for r in fusion.itertuples(index=False):
+        bytes_ = (f"; per op mean {human_bytes(r.mean_bytes)}, median "
+                  f"{human_bytes(r.median_bytes)}, max {human_bytes(r.max_bytes)}"
+                  if not _na(r.mean_bytes) else "; sizes not recorded")
+        copies = (f"; fusion-buffer copies {human_time(r.copy_wall_us)} = "
+                  f"{_pct(r.copy_share)} of op time" if r.copy_wall_us else "")
+        lines.append(Text(f"  {r.op}: {r.ops:,} ops carried {r.tensors:,} tensors "
+                          f"({r.tensors_per_op:.2f} per op, max {r.max_tensors}); "
+                          f"{r.fused_ops:,} fused 2+{bytes_}{copies}"))
+        dist = sizes[sizes["op"].astype(str) == str(r.op)]
+        if len(dist) > 1:
+            lines.append(Text("    tensors per op: " + " · ".join(
+                f"{_span(d.min_tensors, d.max_tensors)}: {d.ops:,} ({_pct(d.share)})"
+                for d in dist.itertuples(index=False)), style="dim"))
+    return Group(*lines)
+
+
+def _span(lo: int, hi: int) -> str:
+    return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
+def _throughput(tp: pd.DataFrame, ranks: int) -> RenderableType | None:
+    if tp.empty:
+        return None
+    if ranks == 1:
+        return Text("throughput: one rank only, so nothing crosses the network; rates are in "
+                    "--json but not shown", style="dim")
+    table = _table("throughput by op size (fused ops)", [
+        ("op", "left"), ("size", "left"), ("ops", "right"), ("bytes", "right"),
+        ("op time", "right"), ("op rate", "right"), ("comm time", "right"),
+        ("comm rate", "right")])
+    for r in tp.itertuples(index=False):
+        size = bin_label(int(r.bin), int(r.hi_bytes))
+        table.add_row(Text(str(r.op)), size, f"{r.ops:,}", human_bytes(r.bytes),
+                      human_time(r.op_us), human_rate(r.op_bytes_per_s), human_time(r.comm_us),
+                      human_rate(r.comm_bytes_per_s))
+    return table
+
+
+def _cycles(cycles: pd.DataFrame, gaps: pd.DataFrame) -> RenderableType | None:
+    parts: list[RenderableType] = []
+    if len(cycles) and cycles.iloc[0]["cycles"] < 2:
+        parts.append(Text.assemble(("cycles  ", "bold"), "1 CYCLE_START (no cycle time)"))
+    elif len(cycles):
+        c = cycles.iloc[0]
+        parts.append(Text.assemble(("cycles  ", "bold"), f"{int(c['cycles']):,} CYCLE_START; "
+                                   f"cycle time mean {human_time(c['mean_us'])}, p50 "
+                                   f"{human_time(c['p50_us'])}, p95 {human_time(c['p95_us'])}, "
+                                   f"max {human_time(c['max_us'])}"))
+    if len(gaps):
+        parts.append(Text("longest gaps with no op in flight: " + ", ".join(
+            f"{human_time(g.dur_us)} at {human_time(g.start_us)}"
+            for g in gaps.itertuples(index=False)), style="dim"))
+    return Group(*parts) if parts else None
+
+
+def _top_tensors(top: pd.DataFrame) -> Table | None:
+    if top.empty:
+        return None
+    names = [short_name(str(n)) for n in top["tensor"].head(TOP_TENSORS)]
+    table = _table("top tensors by op time (shapes are float32 unless a dtype is named)", [
+        ("tensor", "left"), ("op", "left"), ("ops", "right"), ("op time", "right"),
+        ("share", "right"), ("negotiating", "right"), ("size", "right"), ("shape", "left")],
+        keep={"tensor": max(len(n) for n in names)})
+    for r in top.head(TOP_TENSORS).itertuples(index=False):
+        size = "-" if _na(r.bytes) else human_bytes(float(r.bytes))
+        shape = "" if _na(r.shape) else str(r.shape) if str(r.dtype) == "float32" else \
+            f"{r.dtype} {r.shape}"
+        table.add_row(Text(names.pop(0)), Text(str(r.op)), f"{r.ops:,}",
+                      human_time(r.total_us), _pct(r.share), human_time(r.negotiate_us), size,
+                      Text(shape))
+    return table
+
+
+DRAWERS = {"horovod": draw_horovod}
