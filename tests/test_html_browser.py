@@ -54,7 +54,9 @@ def dashboard(tmp_path_factory, fixtures_dir=Path(__file__).parent / "fixtures")
     ds = dptrace.load([fixtures_dir / "trainlog" / "ug_sn30_multinode_from_docs.md",
                        fixtures_dir / "mpitrace" / "alcfws_theta_knl32",
                        fixtures_dir / "mpitrace" / "mlprof_polaris2n_horovod",
-                       fixtures_dir / "sntilestat" / "watch_sntilestat_sn30.typescript", d])
+                       fixtures_dir / "sntilestat" / "watch_sntilestat_sn30.typescript",
+                       fixtures_dir / "horovod" / "andrewor14_horovod_timeline_2019_4rank.json",
+                       fixtures_dir / "horovod" / "synthetic_xss_tensor_name.json", d])
     report = dptrace.report(ds)
     out = d.parent / "dashboard.html"
     report.to_html(out)
@@ -83,6 +85,8 @@ def page_result(dashboard):
                 ".map(t => t.textContent).join('\\n')")
             seen["imgs"] = page.evaluate("document.querySelectorAll('img').length")
             seen["bold"] = page.evaluate("document.querySelectorAll('td b').length")
+            seen["horovod_text"] = page.evaluate(
+                "document.getElementById('horovod').textContent")
         finally:
             browser.close()
     return report, out, seen
@@ -97,10 +101,17 @@ def test_every_figure_is_drawn(page_result):
     drawn = dict(seen["drawn"])
     expected = {f"fig-{k.replace('.', '-')}" for k in report.figures}
     assert set(drawn) == expected
-    assert len(expected) >= 8   # throughput, comm share x2, message sizes x2, tiles x2, steps
+    # throughput, comm share x2, message sizes x2, tiles x3 (heatmaps, %exec over time), steps,
+    # Horovod: activities, stragglers, fused-op sizes, throughput, cycles (4-rank file) and
+    # activities, stragglers, throughput (hostile tensor file)
+    assert len(expected) >= 17
     assert all(n > 0 for n in drawn.values()), drawn
     kinds = {k.split(".")[0] for k in report.figures}
-    assert kinds == {"throughput", "communication", "message_sizes", "tiles"}
+    assert kinds == {"throughput", "communication", "message_sizes", "tiles", "horovod"}
+    horovod = {k.split(".")[1].split("_", 1)[1] for k in report.figures
+               if k.startswith("horovod.")}
+    assert horovod == {"activities", "stragglers", "fusion_sizes", "throughput", "cycles"}
+    assert any(k.endswith("_exec_over_time") for k in report.figures)
 
 
 def test_no_network_requests(page_result):
@@ -120,3 +131,5 @@ def test_hostile_strings_are_text(page_result):
     # inside the figures, plotly draws them as text too (heatmap title: the file name)
     assert "tiles <img src=x onerror=alert(2)>.txt" in seen["svg_text"]
     assert "<img src=x onerror=alert(#)>" in seen["svg_text"]  # tqdm label in a bar title
+    assert HOSTILE in seen["horovod_text"]                 # tensor name in the top tensors
+    assert "synthetic_xss_tensor_name.json" in seen["svg_text"]

@@ -1,4 +1,5 @@
-"""Plotly figures for SambaNova sntilestat: the tile heatmap per snapshot."""
+"""Plotly figures for SambaNova sntilestat: the tile heatmap per snapshot, and %exec per
+instance over a capture's snapshots."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from .figures import esc, layout
 
 #: sources drawn; the rest are in the tables and exports
 MAX_SOURCES = 24
+#: instances drawn as lines in the %exec-over-time chart
+MAX_LINES = 16
 #: red (idle) -> yellow -> green (busy)
 EXEC_SCALE = [[0.0, "#d73027"], [0.5, "#fee08b"], [0.8, "#a6d96a"], [1.0, "#1a9850"]]
 
@@ -78,8 +81,36 @@ def _slider(frames: list[tuple[str, tuple[list, list]]]) -> dict:
             "pad": {"t": 10}, "len": 1.0}
 
 
+def exec_over_time(series: pd.DataFrame, *, title: str = "") -> go.Figure:
+    """One capture's rows of ``analysis.tiles.exec_series``: mean %exec per instance.
+
+    x: snapshot time when the ``watch`` headers give it, else the snapshot number; y:
+    ``exec_mean_pct`` (0-100 %); one line per instance (#n = PID, numbered by first
+    appearance as in the heatmap), at most :data:`MAX_LINES`.
+    """
+    timed = series["time"].notna().all()
+    fig = go.Figure()
+    pids = list(dict.fromkeys(series["pid"].dropna()))
+    for n, pid in enumerate(pids[:MAX_LINES], start=1):
+        g = series[series["pid"] == pid].sort_values("snapshot", kind="stable")
+        fig.add_trace(go.Scatter(
+            x=g["time"] if timed else g["snapshot"].astype("int64"),
+            y=g["exec_mean_pct"].astype("float64"), mode="lines+markers",
+            name=f"#{n} (PID {int(pid)})", customdata=g["tiles"].astype("int64"),
+            hovertemplate="%{x}<br>exec %{y:.1f}% over %{customdata} tiles"
+            "<extra>%{fullData.name}</extra>"))
+    if len(pids) > MAX_LINES:
+        title += f" (first {MAX_LINES} of {len(pids)} instances)"
+    layout(fig, title, "snapshot time" if timed else "snapshot", "mean %exec of its tiles")
+    fig.update_yaxes(range=[0, 102], ticksuffix="%")
+    fig.update_layout(legend={"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1,
+                              "yanchor": "top"}, margin={"r": 160})
+    return fig
+
+
 def tiles_figures(tables: dict[str, pd.DataFrame], tiles: pd.DataFrame) -> dict[str, go.Figure]:
-    """Per source: the tile heatmap (mean and per snapshot)."""
+    """Per source: the tile heatmap (mean and per snapshot); for captures with several
+    snapshots, %exec per instance over time."""
     figures: dict[str, go.Figure] = {}
     overview = tables["overview"]
     for k, row in enumerate(overview.head(MAX_SOURCES).itertuples(index=False), start=1):
@@ -90,4 +121,10 @@ def tiles_figures(tables: dict[str, pd.DataFrame], tiles: pd.DataFrame) -> dict[
             mine, title=f"<b>{esc(row.source)}</b>{where}<br><span style='font-size:12px'>"
             f"%exec per tile; #n = instance (one PID), grey = idle; {row.instances} "
             f"instance(s), {row.snapshots} snapshot(s)</span>")
+        series = tables["exec_series"]
+        series = series[series["source"] == row.source]
+        if row.snapshots > 1 and len(series):
+            figures[f"source{k}_exec_over_time"] = exec_over_time(
+                series, title=f"<b>{esc(row.source)}</b>: %exec per instance over the "
+                "snapshots")
     return figures

@@ -7,6 +7,7 @@ is those tables); :func:`draw_horovod` draws them with rich, one panel per timel
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -61,7 +62,13 @@ def horovod_section(ds: Dataset, opts: dict) -> Section | None:
         "idle_gaps": gaps.groupby("source", sort=False).head(MAX_GAPS).reset_index(drop=True),
         "top_tensors": hv.top_tensors(tensors, 10),
         "warnings": hv.timeline_warnings(runs),
-    })
+    }, figure_fn=partial(_horovod_figures, cycles=ds["hvd_cycles"]))
+
+
+def _horovod_figures(section: Section, cycles: pd.DataFrame) -> dict:
+    from .figures_horovod import horovod_figures
+
+    return horovod_figures(section.tables, cycles)
 
 
 # -- formatting ----------------------------------------------------------------------------------
