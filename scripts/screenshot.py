@@ -2,6 +2,8 @@
 
     python scripts/screenshot.py [--out docs/dashboard.png] [--html /tmp/dashboard.html]
 
+It also writes the Horovod section's first figures beside it (docs/dashboard-horovod.png).
+
 Needs Debian's chromium at /usr/bin/chromium and `pip install playwright` (the test extra);
 never `playwright install`.
 """
@@ -19,7 +21,8 @@ FIX = Path("tests") / "fixtures"   # relative to ROOT: the dashboard shows paths
 INPUTS = [FIX / "trainlog" / "ug_sn30_multinode_from_docs.md",
           FIX / "trainlog" / "megatron_ds_gpt3_125M_8gpu.log",
           FIX / "mpitrace" / "alcfws_theta_knl32",
-          FIX / "sntilestat" / "watch_sntilestat_sn30.typescript"]
+          FIX / "sntilestat" / "watch_sntilestat_sn30.typescript",
+          FIX / "horovod" / "andrewor14_horovod_timeline_2019_4rank.json"]
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 
@@ -40,8 +43,22 @@ def main() -> None:
         page.evaluate("document.querySelector('#inputs details')?.removeAttribute('open')")
         page.wait_for_timeout(500)
         page.screenshot(path=args.out)
+        horovod = str(Path(args.out).with_name(Path(args.out).stem + "-horovod.png"))
+        _figures_shot(page, "horovod-file1", horovod)
         browser.close()
-    print(f"wrote {args.out} from {args.html}")
+    print(f"wrote {args.out} and {horovod} from {args.html}")
+
+
+def _figures_shot(page, prefix: str, out: str) -> None:
+    """A screenshot of the page region that holds the figures whose ids start with prefix."""
+    box = page.evaluate("""p => { const els = Array.from(document.querySelectorAll(
+        `[id^="fig-${p}_"]`)).slice(0, 3); if (!els.length) return null;
+        els[0].scrollIntoView(); const rs = els.map(e => e.getBoundingClientRect());
+        const top = Math.min(...rs.map(r => r.top)) + window.scrollY;
+        const bottom = Math.max(...rs.map(r => r.bottom)) + window.scrollY;
+        return {x: 0, y: top, width: 1280, height: bottom - top}; }""", prefix)
+    if box:
+        page.screenshot(path=out, full_page=True, clip=box)
 
 
 if __name__ == "__main__":
