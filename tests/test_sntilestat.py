@@ -136,10 +136,13 @@ def test_fast_paths_agree_with_the_line_loop(monkeypatch):
 
     path = FIX / "watch_sntilestat_sn30.typescript"
     fast = dptrace.load(path)["tiles"]
-    monkeypatch.setattr(sntilestat._fixed, "read", lambda buf, header: None)
+    monkeypatch.setattr(sntilestat, "_quick", lambda buf, name, problems: None)
+    aligned = dptrace.load(path)["tiles"]
+    monkeypatch.setattr(sntilestat._fixed, "read", lambda buf, header, lines: None)
     regex = dptrace.load(path)["tiles"]
     monkeypatch.setattr(sntilestat, "_fast_rows", lambda buf, headers: None)
     loop = dptrace.load(path)["tiles"]
+    assert_frame_equal(fast, aligned)
     cols = [c for c in fast.columns if c != "lineno"]
     for other in (regex, loop):
         assert_frame_equal(fast[cols].astype({"user": str, "command": str}),

@@ -11,10 +11,13 @@ from PDFs collapse the whitespace and wrap COMMAND onto continuation lines; exce
 the header or hold a literal ``...``; ``watch sntilestat`` adds ``Every 2.0s: sntilestat
 host: date`` headers and, captured with ``script``, terminal escape codes.
 
-Fast path: one literal-led regex ``findall`` over the whole buffer returns every row's
-fields as bytes in C; columns are converted with numpy; snapshots are numbered where the
-tile order starts again. Files with collapsed whitespace or malformed rows take a line
-loop that can join wrapped commands and name the bad lines.
+Quick route (aligned output under one header): numpy finds the row lines and reads their
+fixed-width fields block by block (:mod:`._sntilestat_fixed`); the header, ``watch`` stamp
+and elision searches look only at the lines between the rows (:mod:`._sntilestat_scan`).
+Otherwise the same searches run over the whole buffer, rows come from the aligned reader
+or one literal-led regex ``findall``; snapshots are numbered where the tile order starts
+again. Files with collapsed whitespace or malformed rows take a line loop that can join
+wrapped commands and name the bad lines.
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ from .. import schema
 from ..errors import Problem
 from ..registry import Parser, ParseResult, looks_binary, register
 from ..sources import Source
+from . import _sntilestat_columns as _cols
 from . import _sntilestat_fixed as _fixed
+from . import _sntilestat_scan as _scan
 
 PCT_COLUMNS = ("idle_pct", "exec_pct", "pload_pct", "aload_pct", "chkpt_pct", "quiesce_pct")
 _HEADER_NAMES = ("%idle", "%exec", "%pload", "%aload", "%chkpt", "%quiesce")
@@ -47,7 +52,9 @@ _CLEAR = re.compile(rb"\x1b\[[0-9;]*H|\x1b\[2J")
 
 def sniff(source: Source, head: bytes) -> float:
     """Sure when the head holds an sntilestat header or tile rows."""
-    if not head or looks_binary(head):
+    if b"%idle" not in head and b"/XRDU_" not in head:  # cheap: most inputs stop here
+        return 0.0
+    if looks_binary(head):
         return 0.0
     if _HEADER.search(head) or re.search(rb"(?m)^\s*/XRDU_\d+/RDU_\d+/TILE_\d+\s+\d", head):
         return 0.95
@@ -59,6 +66,9 @@ def parse(source: Source) -> ParseResult:
     problems: list[Problem] = []
     with source.buffer(problems) as raw:
         buf = bytes(raw) if not isinstance(raw, bytes) else raw
+    quick = _quick(buf, source.name, problems)
+    if quick is not None:
+        return quick
     headers = _HEADER.findall(buf)
     extra = _unknown_columns(headers)
     collapsed = any(b"  " not in h for h in headers)
@@ -73,6 +83,31 @@ def parse(source: Source) -> ParseResult:
         rows = fast
     df = _frame(rows, stamps, source.name)
     _note_elisions(buf, source.name, problems)
+    return ParseResult({"tiles": schema.conform(df, schema.TILES)}, problems, variant)
+
+
+def _quick(buf: bytes, name: str, problems: list[Problem]) -> ParseResult | None:
+    """The aligned reader with every search confined to the lines between the tile rows.
+
+    Gives what :func:`parse`'s general route gives, or None when that route is needed: the
+    rows do not line up under one known header, or a row holds a searched word.
+    """
+    lines = _fixed.row_lines(np.frombuffer(buf, dtype=np.uint8), b"/XRDU_")
+    if not len(lines[0]):
+        return None
+    gaps = _scan.Gaps.between(buf, *lines)
+    headers = set(_HEADER.findall(gaps.text))
+    if len(headers) != 1 or _unknown_columns(list(headers)) or b"  " not in min(headers) \
+            or b"/XRDU_" in gaps.text:
+        return None
+    found = _fixed.read(buf, headers.pop(), lines)
+    if found is None or not _scan.tails_clean(found[1]):
+        return None
+    stamps = _scan.findall_at(_WATCH, buf, gaps.positions(b"Every"))
+    df = _frame(_Rows(columns=found[0]), stamps, name)
+    if b"..." in gaps.text:
+        _note_elisions(buf, name, problems)
+    variant = "watch capture" if stamps else "snapshot"
     return ParseResult({"tiles": schema.conform(df, schema.TILES)}, problems, variant)
 
 
@@ -108,9 +143,10 @@ def _fast_rows(buf: bytes, headers: list[bytes]) -> _Rows | None:
     None when some tile row is malformed (the line loop then names it).
     """
     if headers and len(set(headers)) == 1:
-        columns = _fixed.read(buf, headers[0])
-        if columns is not None and len(columns["pid"]) == buf.count(b"/XRDU_"):  # type: ignore[arg-type]
-            return _Rows(columns=columns)
+        lines = _fixed.row_lines(np.frombuffer(buf, dtype=np.uint8), b"/XRDU_")
+        aligned = _fixed.read(buf, headers[0], lines)
+        if aligned is not None and len(lines[0]) == buf.count(b"/XRDU_"):
+            return _Rows(columns=aligned[0])
     found = _ROW.findall(buf)
     if len(found) != len(_ANY_ROW.findall(buf)):
         return None
@@ -168,20 +204,27 @@ def _split_row(text: bytes, npct: int) -> tuple[bytes, ...] | str:
     return (*m.groups(), *pct[:6], pid, user, command)
 
 
-def _frame(rows: _Rows, stamps: list[tuple[bytes, bytes, bytes]], name: str) -> pd.DataFrame:
+def _frame(rows: _Rows, stamps: list[tuple[bytes, ...]], name: str) -> pd.DataFrame:
+    """The ``tiles`` frame, every column already in its schema dtype."""
     if rows.columns is not None:
         data = dict(rows.columns)
     elif rows.fields:
         data = _from_tuples(rows.fields)
     else:
         return schema.TILES.empty()
-    df = pd.DataFrame(data)
-    df["snapshot"] = _snapshots(df)
-    df["lineno"] = pd.array(rows.lines if rows.lines is not None else [None] * len(df),
-                            dtype="Int64")
-    df["source"] = name
-    _add_times(df, stamps)
-    return df
+    n = len(data["pid"])
+    tile = [np.asarray(data[k]) for k in ("xrdu", "rdu", "tile")]
+    snapshot = _snapshots(*tile)
+    time, host = _times(snapshot, stamps)
+    lineno = np.asarray(rows.lines if rows.lines is not None else np.zeros(n), dtype=np.int64)
+    return pd.DataFrame({
+        "source": _cols.repeated(name, n), "snapshot": _cols.ints(snapshot),
+        "time": time, "host": host,
+        **{k: _cols.ints(v) for k, v in zip(("xrdu", "rdu", "tile"), tile, strict=True)},
+        **{k: data[k] for k in PCT_COLUMNS},
+        "pid": data["pid"], "user": data["user"], "command": data["command"],
+        "lineno": pd.arrays.IntegerArray(lineno, np.full(n, rows.lines is None)),
+    })
 
 
 def _from_tuples(fields: list[tuple[bytes, ...]]) -> dict[str, Any]:
@@ -206,36 +249,35 @@ def _nullable_ints(col: tuple[bytes, ...]) -> pd.arrays.IntegerArray:
     return pd.arrays.IntegerArray(arr.astype("int64"), missing)
 
 
-def _texts(col: tuple[bytes, ...]) -> pd.Categorical:
+def _texts(col: tuple[bytes, ...]) -> pd.arrays.ArrowStringArray:
     """Decode each distinct value once (users and commands repeat on every row)."""
     codes, uniques = pd.factorize(pd.Series(col, dtype="object"))
-    labels = [u.decode("utf-8", "replace").rstrip() or None for u in uniques]
-    values = pd.Series(labels, dtype="object").take(codes).to_numpy()
-    return pd.Categorical(values)
+    values = [u.decode("utf-8", "replace").rstrip() or None for u in uniques]
+    return _cols.labels(values, codes)
 
 
-def _snapshots(df: pd.DataFrame) -> np.ndarray:
+def _snapshots(xrdu: np.ndarray, rdu: np.ndarray, tile: np.ndarray) -> np.ndarray:
     """A new snapshot starts wherever the tile order does not increase."""
-    order = (df["xrdu"].to_numpy() * 1000 + df["rdu"].to_numpy()) * 1000 + df["tile"].to_numpy()
+    order = (xrdu.astype(np.int64) * 1000 + rdu) * 1000 + tile
     restart = np.r_[False, np.diff(order) <= 0]
     return np.cumsum(restart)
 
 
-def _add_times(df: pd.DataFrame, stamps: list[tuple[bytes, bytes, bytes]]) -> None:
+def _times(snapshot: np.ndarray, stamps: list[tuple[bytes, ...]]
+           ) -> tuple[np.ndarray, pd.arrays.ArrowStringArray]:
     """Times and hosts from ``watch`` headers, matched to snapshots in order."""
-    df["time"], df["host"] = pd.NaT, None
+    n = len(snapshot)
+    time = np.full(n, np.datetime64("NaT"), dtype="datetime64[ns]")
     if not stamps:
-        return
+        return time, _cols.labels([], np.full(n, -1))
     hosts = [h.decode("utf-8", "replace") for h, _, _ in stamps]
     texts = [" ".join(t.decode().split()) + " " + y.decode() for _, t, y in stamps]
     times = pd.to_datetime(texts, format="%a %b %d %H:%M:%S %Y", errors="coerce")
-    n = int(df["snapshot"].max()) + 1
-    k = min(n, len(stamps))
+    k = min(int(snapshot.max()) + 1, len(stamps))
     # a capture can start or end mid-screen; when counts differ, align from the start
-    idx = df["snapshot"].to_numpy()
-    valid = idx < k
-    df.loc[valid, "time"] = np.asarray(times[:k])[idx[valid]]
-    df.loc[valid, "host"] = np.asarray(hosts[:k], dtype=object)[idx[valid]]
+    valid = snapshot < k
+    time[valid] = np.asarray(times[:k]).astype("datetime64[ns]")[snapshot[valid]]
+    return time, _cols.labels(hosts[:k], np.where(valid, snapshot, -1))
 
 
 def _note_elisions(buf: bytes, name: str, problems: list[Problem]) -> None:
