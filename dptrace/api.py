@@ -55,9 +55,12 @@ def load(paths: PathArg, format: str = "auto", *, progress: ProgressFn | None = 
         if chosen:
             outcomes[i], found = _parse_all(src, chosen, frames)
             problems.extend(found)
+        src.forget()
     for name, members in batches.items():
-        _parse_batch(registry.get(name), [sources[i] for i in members], members, frames,
-                     outcomes, problems, progress)
+        group = [sources[i] for i in members]
+        _parse_batch(registry.get(name), group, members, frames, outcomes, problems, progress)
+        for src in group:
+            src.forget()
     tables = {
         name: schema.conform(pd.concat(parts, ignore_index=True), schema.TABLES[name])
         if name in schema.TABLES else pd.concat(parts, ignore_index=True)

@@ -148,8 +148,23 @@ def _unknown_reason(head: bytes) -> str:
     return "format not recognised (use --format to force one; `dptrace formats` lists them)"
 
 
+#: the last head looks_binary saw and its answer: several sniffers ask about the same head
+_LAST_BINARY: tuple[bytes, bool] = (b"", False)
+
+
 def looks_binary(head: bytes) -> bool:
     """True for content with NUL bytes or mostly non-text bytes."""
+    global _LAST_BINARY
+    last, answer = _LAST_BINARY
+    if last is head:
+        return answer
+    answer = _looks_binary(head)
+    if type(head) is bytes:   # immutable: the answer stays right
+        _LAST_BINARY = (head, answer)
+    return answer
+
+
+def _looks_binary(head: bytes) -> bool:
     if b"\0" in head:
         return True
     sample = head[:4096]

@@ -16,7 +16,8 @@ import mmap
 import os
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import IO, Any
 
@@ -36,20 +37,22 @@ class Source:
 
     name: str
     path: Path
+    #: the whole content of a small plain file, kept by :meth:`head` for one :meth:`read_all`
+    _whole: list[bytes] = field(default_factory=list, init=False, repr=False, compare=False)
 
-    @property
+    @cached_property
     def compression(self) -> str | None:
         suffix = self.path.suffix.lower()
         return suffix[1:] if suffix in _OPENERS else None
 
-    @property
+    @cached_property
     def stem_name(self) -> str:
         """File name without a compression suffix (``slurm-1.out.gz`` -> ``slurm-1.out``)."""
         name = self.path.name
         return name[: -len(self.path.suffix)] if self.compression else name
 
     def size(self) -> int:
-        return self.path.stat().st_size
+        return os.stat(self.path).st_size
 
     def open(self) -> IO[bytes]:
         """Binary stream of the (decompressed) content."""
@@ -63,7 +66,10 @@ class Source:
         """
         if not self.compression:
             with open(self.path, "rb") as fh:
-                return fh.read(n)
+                data = fh.read(n)
+            if len(data) < n:   # the whole file: detection and parsing share this one read
+                self._whole[:] = [data]
+            return data
         dec = _DECOMPRESSORS[self.compression]()
         out = b""
         with open(self.path, "rb") as fh:
@@ -75,6 +81,21 @@ class Source:
                 if dec.eof:
                     break
         return out[:n]
+
+    def read_all(self, problems: list[Problem] | None = None) -> bytes:
+        """The whole (decompressed) content as bytes; a small plain file whose :meth:`head`
+        was read is not read again. Damage to a compressed stream is reported as in
+        :meth:`buffer`."""
+        if self._whole:
+            return self._whole.pop()
+        if self.compression:
+            return self._decompress(problems)
+        with open(self.path, "rb") as fh:
+            return fh.read()
+
+    def forget(self) -> None:
+        """Drop the content kept by :meth:`head` (once the source is parsed)."""
+        self._whole.clear()
 
     @contextlib.contextmanager
     def buffer(self, problems: list[Problem] | None = None) -> Iterator[bytes | mmap.mmap]:

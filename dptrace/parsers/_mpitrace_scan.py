@@ -330,35 +330,8 @@ class Scanner:
 
     # -- totals -------------------------------------------------------------------------
     def _totals(self, cur: Block, line: str) -> None:
-        m = _TOTAL.match(line)
-        if m:
-            cur.own[m[1]] = float(m[2])
-            return
-        m = _MEM.match(line)
-        if m:
-            cur.own["max_rss_mib"] = float(m[1]) * _UNIT_MIB.get(m[2], float("nan"))
-            cur.mem_unit = m[2]
-            return
-        m = _ROLE.match(line)
-        if m:
-            cur.roles.append(m[3])
-            if cur.nranks is None:
-                cur.rank, cur.nranks = int(m[1]), int(m[2])
-            return
-        if self._largest(cur, line) or _AGGREGATE.match(line):
-            return
-        self.problem(f"unrecognised line after the routine table: {line!r}", "warning")
-
-    def _largest(self, cur: Block, line: str) -> bool:
-        m = _LARGEST.match(line)
-        if not m:
-            return False
-        if m[2] == "elapsed time":
-            cur.summary["max_elapsed_rank"], cur.summary["max_elapsed_s"] = int(m[1]), float(m[3])
-        else:
-            mib = float(m[3]) * _UNIT_MIB.get(m[4], float("nan"))
-            cur.summary["max_rss_rank"], cur.summary["max_rss_mib"] = int(m[1]), mib
-        return True
+        if not read_total(cur, line):
+            self.problem(f"unrecognised line after the routine table: {line!r}", "warning")
 
     # -- message size distributions -----------------------------------------------------
     def _bin_row(self, cur: Block, line: str) -> bool:
@@ -384,11 +357,11 @@ class Scanner:
 
     # -- rank 0's job summary -----------------------------------------------------------
     def _summary(self, cur: Block, line: str) -> None:
-        m = _COMM_LINE.match(line)
-        if m:
-            key = _SHORT[m[1]]
-            cur.summary[f"{key}_comm_s"], cur.summary[f"{key}_comm_rank"] = float(m[2]), int(m[3])
-        elif not (self._largest(cur, line) or _IO_LINE.match(line)):
+        try:
+            known = _summary_line(cur, line)
+        except ValueError:   # a malformed number such as '1..5'
+            known = False
+        if not known:
             self.problem(f"unrecognised line in the job summary: {line!r}", "warning")
 
     def _histo(self, cur: Block, line: str) -> None:
@@ -456,6 +429,57 @@ class Scanner:
                 pass
         if not line.startswith(_STACK_NOISE) and self.stack is not None:
             self.problem(f"unparseable line in the call-stack profile: {line!r}")
+
+
+def read_total(cur: Block, line: str) -> bool:
+    """One stripped line of the totals after the routine table into ``cur``; False when the
+    line is none of them or holds a malformed number such as '96..28' (shared by
+    :class:`Scanner` and the fast path)."""
+    try:
+        return _total(cur, line)
+    except ValueError:
+        return False
+
+
+def _total(cur: Block, line: str) -> bool:
+    m = _TOTAL.match(line)
+    if m:
+        cur.own[m[1]] = float(m[2])
+        return True
+    m = _MEM.match(line)
+    if m:
+        cur.own["max_rss_mib"] = float(m[1]) * _UNIT_MIB.get(m[2], float("nan"))
+        cur.mem_unit = m[2]
+        return True
+    m = _ROLE.match(line)
+    if m:
+        cur.roles.append(m[3])
+        if cur.nranks is None:
+            cur.rank, cur.nranks = int(m[1]), int(m[2])
+        return True
+    return read_largest(cur, line) or bool(_AGGREGATE.match(line))
+
+
+def _summary_line(cur: Block, line: str) -> bool:
+    m = _COMM_LINE.match(line)
+    if m:
+        key = _SHORT[m[1]]
+        cur.summary[f"{key}_comm_s"], cur.summary[f"{key}_comm_rank"] = float(m[2]), int(m[3])
+        return True
+    return read_largest(cur, line) or bool(_IO_LINE.match(line))
+
+
+def read_largest(cur: Block, line: str) -> bool:
+    """'Rank N reported the largest memory utilization/elapsed time' into ``cur.summary``."""
+    m = _LARGEST.match(line)
+    if not m:
+        return False
+    if m[2] == "elapsed time":
+        cur.summary["max_elapsed_rank"], cur.summary["max_elapsed_s"] = int(m[1]), float(m[3])
+    else:
+        mib = float(m[3]) * _UNIT_MIB.get(m[4], float("nan"))
+        cur.summary["max_rss_rank"], cur.summary["max_rss_mib"] = int(m[1]), mib
+    return True
 
 
 def _rank_reader(cols: list[str]) -> Callable[[list[str]], tuple[Any, ...]]:

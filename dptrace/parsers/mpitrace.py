@@ -39,6 +39,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import and_, eq, le, mul
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,7 @@ from .. import schema
 from ..errors import Problem
 from ..registry import Parser, ParseResult, register
 from ..sources import Source
+from . import _mpitrace_fast as fast
 from . import _mpitrace_scan as scan
 
 MARKERS = (b"Data for MPI rank", b"Times and statistics from MPI_Init", b"Times from MPI_Init",
@@ -127,6 +129,19 @@ def bin_of(avg_bytes: float) -> tuple[int, int, int]:
     return k, (1 << k) + 1, 1 << (k + 1)
 
 
+class _BinCache(dict[float, tuple[int, int, int]]):
+    """:func:`bin_of` by average size: rank files of one job repeat the same sizes."""
+
+    def __missing__(self, avg: float) -> tuple[int, int, int]:
+        if len(self) >= 1 << 16:
+            self.clear()
+        self[avg] = got = bin_of(avg)
+        return got
+
+
+_BINS = _BinCache()
+
+
 class Rows:
     """Column lists for every mpitrace table, filled block by block."""
 
@@ -149,7 +164,8 @@ class Rows:
     def add_source(self, source: Source, problems: list[Problem]) -> str | None:
         """Read one file into the lists; return its variant."""
         text = _read_text(source, problems)
-        blocks = scan.Scanner(text, source.name, problems).run()
+        block = fast.read(text)
+        blocks = [block] if block else scan.Scanner(text, source.name, problems).run()
         jobs = _job_names(source, blocks, problems)
         for block, job in zip(blocks, jobs, strict=True):
             scan.check_block(block, source.name, problems)
@@ -183,13 +199,13 @@ class Rows:
     def _messages(self, key: dict[str, Any], b: scan.Block, name: str,
                   problems: list[Problem]) -> None:
         r, calls, avg, t = zip(*b.messages, strict=True)
-        bins = [bin_of(a) for a in avg]
-        self._extend("mpi_messages", key, routine=r, bin=[x[0] for x in bins],
-                     bin_lo_bytes=[x[1] for x in bins], bin_hi_bytes=[x[2] for x in bins],
-                     calls=calls, avg_bytes=avg,
-                     bytes=[c * a for c, a in zip(calls, avg, strict=True)], time_s=t)
+        ks, lo, hi = zip(*map(_BINS.__getitem__, avg), strict=True)
+        self._extend("mpi_messages", key, routine=r, bin=ks, bin_lo_bytes=lo, bin_hi_bytes=hi,
+                     calls=calls, avg_bytes=avg, bytes=list(map(mul, calls, avg)), time_s=t)
+        if not any(map(and_, map(le, ks[1:], ks), map(eq, r[1:], r))):
+            return
         for i in range(1, len(r)):
-            if r[i] == r[i - 1] and bins[i][0] <= bins[i - 1][0]:
+            if ks[i] <= ks[i - 1] and r[i] == r[i - 1]:
                 problems.append(Problem(
                     name, f"{r[i]}: size bins out of order (avg {avg[i - 1]} then {avg[i]} "
                     "bytes): mpitrace's power-of-two bins do not explain them",
@@ -286,13 +302,9 @@ def _categorical(cols: dict[str, list[Any]], table: schema.Table) -> dict[str, A
 
 
 def _read_text(source: Source, problems: list[Problem]) -> str:
-    """The file as text: plain files read whole (cheaper than mmap for small profiles)."""
-    if source.compression is None:
-        with open(source.path, "rb") as fh:
-            data = fh.read()
-    else:
-        with source.buffer(problems) as buf:
-            data = bytes(buf)
+    """The file as text: read whole (cheaper than mmap for small profiles, and a small file
+    read for format detection is not read again)."""
+    data = source.read_all(problems)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
