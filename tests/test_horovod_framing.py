@@ -10,6 +10,7 @@ import json
 import re
 from pathlib import Path
 
+import msgspec
 import pandas as pd
 import pytest
 
@@ -292,3 +293,25 @@ def test_huge_absolute_timestamps_keep_microsecond_precision(tmp_path):
     base, shifted = load(FIX / "synthetic_killed_open_b.json"), load(gz)
     same_tables(base, shifted)
     assert shifted["hvd_runs"]["ts_offset_us"].item() == 1410488741507 + 100
+
+
+def test_literal_vocabulary_learns_new_names_and_falls_back():
+    vocab = dec._Vocab()
+    assert vocab.decode(b"[]") == [] and vocab.fast is None   # nothing to build a Literal of
+    first = vocab.decode(b'[{"ph":"B","name":"QUEUE","ts":1,"pid":2}]')
+    assert vocab.fast is not None and first[0].name == "QUEUE"
+    # a name outside the vocabulary fails validation, is decoded plainly and learnt
+    new = vocab.decode(b'[{"ph":"B","name":"NCCL_ALLREDUCE","ts":2,"pid":2},{"ph":"E","ts":3}]')
+    assert [e.name for e in new] == ["NCCL_ALLREDUCE", ""] and vocab.misses == 1
+    assert "NCCL_ALLREDUCE" in vocab.names
+    again = vocab.decode(b'[{"ph":"B","name":"NCCL_ALLREDUCE","ts":4,"pid":2}]')
+    assert again[0].ts == 4 and vocab.misses == 1
+    with pytest.raises(msgspec.DecodeError):   # not a string: the caller's slow path takes it
+        vocab.decode(b'[{"ph":"B","name":5,"ts":1,"pid":2}]')
+
+
+def test_vocabulary_off_gives_the_same_tables(monkeypatch):
+    path = FIX / "andrewor14_horovod_timeline_2019_4rank.json"
+    with_vocab = load(path)
+    monkeypatch.setattr(dec._Vocab, "_rebuild", lambda self: setattr(self, "fast", None))
+    same_tables(with_vocab, load(path))
