@@ -1,5 +1,6 @@
 """sntilestat: real doc listings, a `watch` capture, bad rows; numbers checked by hand."""
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -127,6 +128,21 @@ def test_report_section(capsys):
     assert code == 0
     assert "SambaNova tiles" in out and "89.9 #3" in out
     assert "lowest %exec: PID 2750338 at 89.9%" in out
+
+
+def test_instance_numbers_are_per_source_when_sources_share_pids(capsys):
+    # the watch capture reuses the multinode listing's PIDs, in another order
+    code = main(["report", str(FIX / "ug_sn30_multinode_from_docs.md"),
+                 str(FIX / "watch_sntilestat_sn30.typescript"), "--width", "130"])
+    out = capsys.readouterr().out
+    assert code == 0
+    multinode, watch = out.split("watch_sntilestat_sn30.typescript:")
+    # multinode: PID 2750338 owns RDU 0/1 tiles 0-3, instance #3 in its grid and its table
+    assert "89.9 #3" in multinode
+    assert re.search(r"#3\s+2750338\s", multinode)
+    # watch capture: the same PID owns all of RDU 0/1 and is instance #2 there
+    assert re.search(r"#2\s+2750338\s", watch)
+    assert "81.6 #2" in watch
 
 
 def test_fast_paths_agree_with_the_line_loop(monkeypatch):

@@ -50,10 +50,11 @@ def draw_tiles(section: Section) -> RenderableType:
         parts.append(Text(f"\n{src}: {row.snapshots} snapshot(s), {row.tiles} tiles, "
                           f"{row.instances} instance(s), {row.busy_tiles} busy in the last "
                           f"snapshot", style="bold"))
-        parts.append(_heatmap(t["grid"][t["grid"]["source"] == src]))
+        grid = t["grid"][t["grid"]["source"] == src]
+        parts.append(_heatmap(grid))
         inst = t["instances"]
-        if len(inst):
-            parts.append(_instances(inst[inst["source"] == src], t["grid"]))
+        if len(inst):  # instance numbers are per source: two captures can share PIDs
+            parts.append(_instances(inst[inst["source"] == src], grid))
         parts.extend(_warnings(row, t["idle_tiles"], inst))
     return Group(*parts)
 
