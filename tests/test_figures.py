@@ -125,6 +125,24 @@ def test_tile_heatmap_per_snapshot_with_instance_labels():
     assert "&lt;img" in fig.layout.title.text
 
 
+def test_long_capture_slider_is_sampled_evenly(monkeypatch):
+    from dptrace.reports import figures_tiles
+
+    assert figures_tiles.sample_snapshots(list(range(10)), 4) == [0, 3, 6, 9]
+    assert figures_tiles.sample_snapshots(list(range(3)), 4) == [0, 1, 2]
+    tiles = dptrace.load(FIX / "sntilestat" / "watch_sntilestat_sn30.typescript")["tiles"]
+    monkeypatch.setattr(figures_tiles, "MAX_FRAMES", 2)   # 3 snapshots -> first and last
+    fig = tile_heatmap(tiles)
+    slider = fig.layout.sliders[0]
+    assert [s.label for s in slider.steps][0] == "mean" and len(slider.steps) == 3
+    assert slider.currentvalue.prefix == "snapshot (2 of 3 shown): "
+    last = tiles[tiles["snapshot"] == 2]
+    busy = last[last["pid"].notna()].iloc[-1]
+    z = slider.steps[2].args[0]["z"][0]
+    row = fig.data[0].y.index(f"{busy['xrdu']}/{busy['rdu']}")
+    assert z[row][int(busy["tile"])] == pytest.approx(busy["exec_pct"])
+
+
 def test_sections_carry_figures_lazily(samba):
     report = dptrace.report(samba)
     sec = report.section("throughput")

@@ -11,6 +11,8 @@ from .figures import esc, layout
 
 #: sources drawn; the rest are in the tables and exports
 MAX_SOURCES = 24
+#: snapshots a heatmap's slider steps through; longer captures are sampled evenly
+MAX_FRAMES = 120
 #: instances drawn as lines in the %exec-over-time chart
 MAX_LINES = 16
 #: red (idle) -> yellow -> green (busy)
@@ -23,15 +25,18 @@ def tile_heatmap(tiles: pd.DataFrame, *, title: str = "") -> go.Figure:
     y: XRDU/RDU; x: TILE_k; z: ``exec_pct`` (0-100 %), null (grey) for tiles no process
     owns. Instances are numbered #1, #2, ...
     by first appearance of their PID, as ``analysis.tiles.grid`` numbers them. With several
-    snapshots the figure opens on the mean over snapshots and a slider steps through each.
+    snapshots the figure opens on the mean over snapshots and a slider steps through each
+    (through :data:`MAX_FRAMES` evenly spaced ones, first and last included, in longer
+    captures).
     """
     numbers = {int(p): i + 1 for i, p in enumerate(dict.fromkeys(tiles["pid"].dropna()))}
     rows, ncols = _rows(tiles), int(tiles["tile"].max()) + 1
     frames = [("mean", _matrix(tiles, rows, ncols, numbers))]
     snaps = sorted(int(s) for s in tiles["snapshot"].dropna().unique())
+    shown = sample_snapshots(snaps)
     if len(snaps) > 1:
         frames += [(_snap_label(tiles, s), _matrix(tiles[tiles["snapshot"] == s], rows, ncols,
-                                                   numbers)) for s in snaps]
+                                                   numbers)) for s in shown]
     z, text = frames[0][1]
     fig = go.Figure(go.Heatmap(
         z=z, text=text, texttemplate="%{text}", x=[f"TILE_{k}" for k in range(ncols)],
@@ -39,7 +44,9 @@ def tile_heatmap(tiles: pd.DataFrame, *, title: str = "") -> go.Figure:
         colorbar={"title": {"text": "%exec"}, "ticksuffix": "%"}, xgap=2, ygap=2,
         hovertemplate="XRDU/RDU %{y} %{x}<br>exec %{z:.1f}%<br>%{text}<extra></extra>"))
     if len(frames) > 1:
-        fig.update_layout(sliders=[_slider(frames)])
+        prefix = "snapshot: " if len(shown) == len(snaps) else \
+            f"snapshot ({len(shown)} of {len(snaps)} shown): "
+        fig.update_layout(sliders=[_slider(frames, prefix)])
     fig.update_yaxes(type="category", autorange="reversed")
     fig.update_xaxes(type="category", side="top")
     height = 160 + 34 * len(rows) + (70 if len(frames) > 1 else 0)
@@ -74,10 +81,20 @@ def _snap_label(tiles: pd.DataFrame, snap: int) -> str:
     return f"#{snap} {when.iloc[0]:%H:%M:%S}" if len(when) else f"#{snap}"
 
 
-def _slider(frames: list[tuple[str, tuple[list, list]]]) -> dict:
+def sample_snapshots(snaps: list[int], limit: int | None = None) -> list[int]:
+    """At most ``limit`` (default :data:`MAX_FRAMES`) of ``snaps``, evenly spaced, keeping
+    the first and the last."""
+    limit = MAX_FRAMES if limit is None else limit
+    if len(snaps) <= limit:
+        return snaps
+    picks = np.unique(np.linspace(0, len(snaps) - 1, limit).round().astype(int))
+    return [snaps[i] for i in picks]
+
+
+def _slider(frames: list[tuple[str, tuple[list, list]]], prefix: str = "snapshot: ") -> dict:
     steps = [{"label": label, "method": "restyle", "args": [{"z": [z], "text": [text]}]}
              for label, (z, text) in frames]
-    return {"active": 0, "steps": steps, "currentvalue": {"prefix": "snapshot: "},
+    return {"active": 0, "steps": steps, "currentvalue": {"prefix": prefix},
             "pad": {"t": 10}, "len": 1.0}
 
 
