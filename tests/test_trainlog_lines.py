@@ -216,3 +216,28 @@ def test_parallel_scan_matches_single_process(tmp_path, monkeypatch):
         assert_frame_equal(single[table], parallel[table])
     assert_frame_equal(single.problems, parallel.problems)
     assert single["throughput"]["lineno"].max() == 4301
+
+
+@pytest.mark.parametrize("workers", [2, 3, 5])
+def test_close_redraw_across_a_range_cut_is_dropped_once(tmp_path, monkeypatch, workers):
+    from pandas.testing import assert_frame_equal
+
+    from dptrace.parsers import trainlog
+
+    # every rank's bar prints each update and then, on close(), the identical update again,
+    # on the next line; some pairs straddle the cuts between the scan ranges
+    lines = []
+    for i in range(400):
+        rank = i % 4
+        upd = (f"{rank}: Epoch 1:  {i % 100:2d}%|#   | {i}/400 [00:01<00:09, "
+               f"{1 + i % 11}.25it/s, loss=0.{i % 9}5]\n")
+        lines += [upd, upd, f"{rank}: noise {i}\n"]
+    p = tmp_path / "slurm-7.out"
+    p.write_text("".join(lines))
+    single = dptrace.read_trainlog(p)
+    assert len(single["throughput"]) == 400 and len(single["train_metrics"]) == 400
+    monkeypatch.setattr(trainlog, "PARALLEL_BYTES", 1)
+    monkeypatch.setattr(trainlog, "WORKERS", workers)
+    parallel = dptrace.read_trainlog(p)
+    for table in ("throughput", "train_metrics"):
+        assert_frame_equal(single[table], parallel[table])

@@ -82,7 +82,6 @@ def parse(source: Source) -> ParseResult:
         else:
             parts = [_scan_range(buf, source.name, 0, n, last=True)]
     tp, tm = _merge(parts, problems)
-    tp, tm = _collapse_tqdm_repeats(tp, tm)
     tables = {
         "throughput": _finish(tp, source.name, schema.THROUGHPUT),
         "train_metrics": _finish(tm, source.name, schema.TRAIN_METRICS),
@@ -104,6 +103,7 @@ def _scan_range(buf: Any, name: str, start: int, end: int, last: bool) -> _Part:
     scanner.run(last)
     tp = pd.DataFrame.from_records(rows.tp, columns=rules.TP_COLS)
     tm = pd.DataFrame.from_records(rows.tm, columns=rules.TM_COLS)
+    tp, tm = _collapse_tqdm_repeats(tp, tm)  # in the worker; _merge checks the boundaries
     return tp, tm, problems, scanner.newlines
 
 
@@ -134,7 +134,11 @@ def _scan_parallel(buf: Any, name: str) -> list[_Part]:
 
 
 def _merge(parts: list[_Part], problems: list[Problem]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Concatenate the ranges' frames, shifting line numbers by the lines before each range."""
+    """Concatenate the ranges' frames, shifting line numbers by the lines before each range.
+
+    Each range's tqdm repeats are already dropped; a bar's first update in a range is also
+    dropped when it repeats the bar's last update in the ranges before.
+    """
     offset, tps, tms = 0, [], []
     for tp, tm, probs, newlines in parts:
         tp["lineno"] += offset
@@ -146,7 +150,36 @@ def _merge(parts: list[_Part], problems: list[Problem]) -> tuple[pd.DataFrame, p
         offset += newlines
     if len(parts) == 1:
         return tps[0], tms[0]
-    return pd.concat(tps, ignore_index=True), pd.concat(tms, ignore_index=True)
+    drop = _boundary_repeats(tps)
+    tp, tm = pd.concat(tps, ignore_index=True), pd.concat(tms, ignore_index=True)
+    if drop:
+        tp, tm = tp[~tp["seg"].isin(drop)], tm[~tm["seg"].isin(drop)]
+    return tp, tm
+
+
+_BAR = ["prefix", "label"]
+
+
+def _boundary_repeats(tps: list[pd.DataFrame]) -> set[int]:
+    """Segments whose tqdm update repeats (same count and rate) the last update of its bar
+    in an earlier range: the rest of :func:`_collapse_tqdm_repeats` across range cuts."""
+    drop: set[int] = set()
+    last: pd.DataFrame | None = None
+    for tp in tps:
+        bar = tp[tp["pattern"] == "tqdm"]
+        if bar.empty:
+            continue
+        groups = bar.groupby(_BAR, sort=False, dropna=False)
+        if last is not None:
+            first = groups.head(1).merge(last, on=_BAR, suffixes=("", "_before"))
+            same = (first["step"] == first["step_before"]) & \
+                (first["value"] == first["value_before"])
+            drop.update(first.loc[same, "seg"].tolist())
+            ends = groups.tail(1)[[*_BAR, "step", "value"]]
+            last = pd.concat([last, ends]).drop_duplicates(_BAR, keep="last")
+        else:
+            last = groups.tail(1)[[*_BAR, "step", "value"]]
+    return drop
 
 
 class _Scanner:
@@ -213,6 +246,8 @@ class _Scanner:
             line_end = cut if cut > pos else line_end
         text = self._decode(buf[line_start:line_end])
         line_prefix = _split_prefix(text)[0] if whole_start else None
+        if "<std" not in text and _tqdm_updates(text, line_prefix, line, line_start, self.rows):
+            return line_end
         rows, offset = self.rows, line_start
         whole_update = rules.TQDM_SEGMENT.fullmatch
         for seg in text.split("\r"):
@@ -296,6 +331,87 @@ class _Scanner:
             self.problems.append(Problem(
                 self.name, "file does not end with a newline (job killed or file truncated?):"
                 " the last line was read as it is and may be cut short", final))
+
+
+#: every whole tqdm update of a line: TQDM_SEGMENT anchored at the line start or after a
+#: ``\r``. Nothing in TQDM_SEGMENT crosses a ``\r`` and it ends with ``[^\r]*``, so each
+#: match is the ``fullmatch`` of one ``\r`` segment, with the same groups
+_UPDATES = re.compile(r"(?:^|(?<=\r))" + rules.TQDM_SEGMENT.pattern)
+assert tuple(_UPDATES.groupindex) == ("pre", "n", "rate", "scale", "unit", "per", "post")
+#: what precedes an update's count -> (its own launcher prefix, bar label, epoch)
+_PRE: dict[str, tuple[str | None, str | None, float | None]] = {}
+#: (scale, unit, per) of a rate -> (metric, factor, whether the rate is inverted) or None
+_UNIT: dict[tuple[str, str, str], tuple[str, float, bool] | None] = {}
+
+
+def _tqdm_updates(text: str, line_prefix: str | None, line: int, start: int,
+                  rows: rules.Rows) -> bool:
+    """Rows of a line made of whole tqdm updates only, found with one ``findall``.
+
+    The first ``\r`` segment may instead be text without ``[`` or keywords (an ``srun``
+    label before a leading ``\r``), which gives nothing. Gives exactly the rows of
+    :func:`rules.tqdm_row` applied update by update; returns False, adding nothing, for any
+    other line (the caller then reads it segment by segment).
+    """
+    found = _UPDATES.findall(text)
+    parts = text.split("\r")
+    skipped = len(parts) - parts.count("") - len(found)
+    if skipped and (skipped > 1 or not parts[0] or "[" in parts[0] or _SCAN_TEXT.search(parts[0])):
+        return False
+    offsets, offset = [], start
+    for part in parts:
+        if part:
+            offsets.append(offset)
+        offset += len(part) + 1
+    tp, tm = rows.tp, rows.tm
+    for (pre, count, rate, scale, unit, per, post), seg in zip(found, offsets[skipped:],
+                                                                strict=True):
+        if not rate:  # '?it/s': no rate yet
+            continue
+        kind = _UNIT.get((scale, unit, per), False)
+        if kind is False:
+            kind = _UNIT[(scale, unit, per)] = _unit_kind(scale, unit, per)
+        if kind is None:
+            continue
+        metric, factor, inverse = kind
+        value = float(rate)
+        if inverse:
+            if value == 0:
+                continue
+            value = 1.0 / value
+        else:
+            value *= factor
+        info = _PRE.get(pre)
+        if info is None:
+            info = _pre_info(pre)
+        own, label, epoch = info
+        prefix = line_prefix if own is None else own
+        step = int(count) if count.isdigit() else rules._tqdm_count(count)
+        tp.append((prefix, line, seg, "tqdm", "tqdm", metric, value, "instance", step, epoch,
+                   label))
+        if "=" in post:
+            for key, val in rules._POSTFIX.findall(post):
+                tm.append((prefix, line, seg, "tqdm", rules._snake(key), float(val), step,
+                           epoch))
+    return True
+
+
+def _unit_kind(scale: str, unit: str, per: str) -> tuple[str, float, bool] | None:
+    """As :func:`rules.tqdm_row`: ``unit/s`` is rate x scale, ``s/unit`` is 1/rate."""
+    if per == "s":
+        return rules._unit_metric(unit), rules._SCALE[scale], False
+    if unit == "s":
+        return rules._unit_metric(per), 1.0, True
+    return None
+
+
+def _pre_info(pre: str) -> tuple[str | None, str | None, float | None]:
+    prefix, desc = _split_prefix(pre) if pre[:1] in _PREFIX_START else (None, pre)
+    info = (prefix, *rules._desc_label(desc))
+    if len(_PRE) >= 1 << 16:
+        _PRE.clear()
+    _PRE[pre] = info
+    return info
 
 
 def _tag_or(text: str, default: str | None) -> str | None:
