@@ -368,9 +368,8 @@ def _tqdm_updates(text: str, line_prefix: str | None, line: int, start: int,
                                                                 strict=True):
         if not rate:  # '?it/s': no rate yet
             continue
-        kind = _UNIT.get((scale, unit, per), False)
-        if kind is False:
-            kind = _UNIT[(scale, unit, per)] = _unit_kind(scale, unit, per)
+        sig = (scale, unit, per)
+        kind = _UNIT[sig] if sig in _UNIT else _UNIT.setdefault(sig, _unit_kind(*sig))
         if kind is None:
             continue
         metric, factor, inverse = kind
