@@ -1,5 +1,6 @@
 """sntilestat: real doc listings, a `watch` capture, bad rows; numbers checked by hand."""
 
+import json
 import re
 from pathlib import Path
 
@@ -164,3 +165,17 @@ def test_fast_paths_agree_with_the_line_loop(monkeypatch):
         assert_frame_equal(fast[cols].astype({"user": str, "command": str}),
                            other[cols].astype({"user": str, "command": str}))
     assert loop["lineno"].iloc[0] == 5  # the line loop also knows the lines
+
+
+def test_json_report_of_a_watch_capture(tmp_path):
+    out = tmp_path / "r.json"
+    code = main(["report", str(FIX / "watch_sntilestat_sn30.typescript"), "--json", str(out)])
+    assert code == 0
+    tables = json.loads(out.read_text())["sections"]["tiles"]["tables"]
+    series = [r for r in tables["exec_series"] if r["pid"] == 2750338]
+    # snapshot times from the `watch` headers, as ISO 8601 text
+    assert [r["time"] for r in series] == [
+        "2023-04-17T10:20:01", "2023-04-17T10:20:03", "2023-04-17T10:20:05"]
+    assert series[1]["exec_mean_pct"] == pytest.approx(61.6875)
+    inst = {r["pid"]: r for r in tables["instances"]}
+    assert inst[2750338]["lowest"] is True and inst[2750338]["tiles"] == 8

@@ -8,10 +8,12 @@ are ``null``; numbers are plain JSON numbers in the unit their column names.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .. import __version__
@@ -42,10 +44,17 @@ def records(df: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _scalar(v: Any) -> Any:
+    """JSON-safe: NaN/NA -> None, numpy -> Python, times as ISO 8601, durations in s."""
+    if isinstance(v, np.datetime64 | np.timedelta64):
+        v = pd.Timestamp(v) if isinstance(v, np.datetime64) else pd.Timedelta(v)
+    elif isinstance(v, np.generic):
+        v = v.item()
     if v is None or v is pd.NA or v is pd.NaT:
         return None
-    if hasattr(v, "item"):
-        v = v.item()
+    if isinstance(v, dt.timedelta):  # pandas Timedelta included
+        return v.total_seconds()
+    if isinstance(v, dt.date):  # pandas Timestamp included
+        return v.isoformat()
     if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
         return None
     return v
