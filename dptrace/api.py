@@ -62,7 +62,9 @@ def load(paths: PathArg, format: str = "auto", *, progress: ProgressFn | None = 
         for src in group:
             src.forget()
     tables = {
-        name: schema.conform(pd.concat(parts, ignore_index=True), schema.TABLES[name])
+        # one part (a batch's table): conform gives a fresh frame and index without a concat
+        name: schema.conform(parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True),
+                             schema.TABLES[name])
         if name in schema.TABLES else pd.concat(parts, ignore_index=True)
         for name, parts in frames.items()
     }

@@ -168,7 +168,7 @@ def _looks_binary(head: bytes) -> bool:
     if b"\0" in head:
         return True
     sample = head[:4096]
-    if not sample:
+    if not sample or sample.isascii():   # ASCII without NUL: text (and valid UTF-8)
         return False
     text = bytes(range(32, 127)) + b"\t\n\r\x1b\x08\x0c"
     odd = len(sample.translate(None, text))

@@ -17,18 +17,36 @@ import os
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Generic, TypeVar
 
 from .errors import Problem
 
 #: what sniffing reads: enough for a doc page or a log's preamble
 HEAD_BYTES = 1 << 16
+_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 
 _OPENERS: dict[str, Callable[..., IO[bytes]]] = {
     ".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open,  # type: ignore[dict-item]
 }
+
+
+_T = TypeVar("_T")
+
+
+class _memo(Generic[_T]):
+    """A property computed once per instance, without the lock ``functools.cached_property``
+    takes before Python 3.12 (thousands of sources, asked several times each)."""
+
+    def __init__(self, fn: Callable[[Any], _T]) -> None:
+        self.fn, self.name = fn, fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __get__(self, obj: Any, cls: Any = None) -> _T:
+        if obj is None:
+            return self  # type: ignore[return-value]
+        value = obj.__dict__[self.name] = self.fn(obj)
+        return value
 
 
 @dataclass(frozen=True)
@@ -39,20 +57,23 @@ class Source:
     path: Path
     #: the whole content of a small plain file, kept by :meth:`head` for one :meth:`read_all`
     _whole: list[bytes] = field(default_factory=list, init=False, repr=False, compare=False)
+    #: the size of a plain file read whole (no stat needed for :meth:`size`)
+    _size: list[int] = field(default_factory=list, init=False, repr=False, compare=False)
 
-    @cached_property
+    @_memo
     def compression(self) -> str | None:
         suffix = self.path.suffix.lower()
         return suffix[1:] if suffix in _OPENERS else None
 
-    @cached_property
+    @_memo
     def stem_name(self) -> str:
         """File name without a compression suffix (``slurm-1.out.gz`` -> ``slurm-1.out``)."""
         name = self.path.name
         return name[: -len(self.path.suffix)] if self.compression else name
 
     def size(self) -> int:
-        return os.stat(self.path).st_size
+        """Size on disk (as read, for a plain file already read whole)."""
+        return self._size[0] if self._size else os.stat(self.path).st_size
 
     def open(self) -> IO[bytes]:
         """Binary stream of the (decompressed) content."""
@@ -65,8 +86,7 @@ class Source:
         A damaged compressed file gives what precedes the damage.
         """
         if not self.compression:
-            with open(self.path, "rb") as fh:
-                data = fh.read(n)
+            data = self._read_plain(n)
             if len(data) < n:   # the whole file: detection and parsing share this one read
                 self._whole[:] = [data]
             return data
@@ -90,8 +110,25 @@ class Source:
             return self._whole.pop()
         if self.compression:
             return self._decompress(problems)
+        data = self._read_plain(HEAD_BYTES)
+        if len(data) < HEAD_BYTES:
+            return data
         with open(self.path, "rb") as fh:
             return fh.read()
+
+    def _read_plain(self, n: int) -> bytes:
+        """Up to ``n`` bytes of a plain file, with bare system calls (no stat, no buffered
+        stream: thousands of small rank files); remembers the size of a file read whole."""
+        fd = os.open(self.path, _O_READ)
+        try:
+            data = os.read(fd, n)
+            while len(data) < n and (more := os.read(fd, n - len(data))):  # short reads: rare
+                data += more
+        finally:
+            os.close(fd)
+        if len(data) < n:
+            self._size[:] = [len(data)]
+        return data
 
     def forget(self) -> None:
         """Drop the content kept by :meth:`head` (once the source is parsed)."""
@@ -180,10 +217,10 @@ def expand(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
 
 def _expand_one(item: str) -> Iterator[Source]:
     path = Path(item)
-    if path.is_dir():
-        yield from _walk(path)
-    elif path.is_file():
+    if path.is_file():   # files first: one stat each when thousands are listed
         yield Source(item, path)
+    elif path.is_dir():
+        yield from _walk(path)
     elif glob.has_magic(item):
         for match in sorted(glob.glob(item, recursive=True)):
             yield from _expand_one(match)
@@ -192,7 +229,8 @@ def _expand_one(item: str) -> Iterator[Source]:
 def _walk(root: Path) -> Iterator[Source]:
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        base = Path(dirpath)
         for name in sorted(filenames):
             if not name.startswith("."):
-                full = Path(dirpath) / name
+                full = base / name
                 yield Source(str(full), full)

@@ -184,3 +184,21 @@ def test_generated_job_above_32_ranks_has_histogram(tmp_path):
     assert len(ds["mpi_ranks"]) == 40 + 40          # own files + rank 0's table
     m = ds["mpi_messages"]
     assert ((m["avg_bytes"] >= m["bin_lo_bytes"]) & (m["avg_bytes"] <= m["bin_hi_bytes"])).all()
+
+
+def test_bad_number_inside_the_per_rank_table(tmp_path):
+    """The table is converted column by column; a row that does not convert is a problem
+    at its line, and the rows before and after it are kept, as row by row."""
+    lines = list(LINES)
+    lines[80] = lines[80].replace(b"271.55", b"271..5")                       # line 81
+    lines[82] = lines[82].replace(b"249060", b"24906x")                       # line 83
+    path = tmp_path / "mpi_profile.19013.0"
+    path.write_bytes(b"".join(lines))
+    ds = dptrace.load(path)
+    p = ds.problems
+    assert p["line"].tolist() == [81, 83, 107]
+    assert p["message"].str.contains("per-rank table").all()
+    assert "lists 30 of 32 ranks" in p["message"].iloc[2]
+    tab = ds["mpi_ranks"][ds["mpi_ranks"]["origin"] == "rank0_table"]
+    assert tab["rank"].tolist() == [r for r in range(32) if r not in (5, 7)]
+    assert tab["comm_time_s"].tolist()[4:6] == [277.17, 270.32]

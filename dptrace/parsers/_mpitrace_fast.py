@@ -8,14 +8,24 @@ giving the :class:`~._mpitrace_scan.Block` that
 :class:`~._mpitrace_scan.Scanner` would give, with no problems (the layout is a strict
 subset of what the scanner reads without complaint). Anything else (rank 0's summary and
 per-rank table, pasted or cut profiles, odd lines) returns None and takes the scanner.
+
+:class:`Plain` goes further for many files with the usual totals: it keeps each file's
+pieces and converts the numbers of all of them at once (:meth:`Plain.columns`), marking
+the files the scanner's checks would report on, which then take the per-file path.
 """
 
 from __future__ import annotations
 
+import io
 import re
+import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
+
+import numpy as np
+import pandas as pd
 
 from . import _mpitrace_scan as scan
 
@@ -121,3 +131,177 @@ def _headings(section: str) -> list[tuple[str, int, int]]:
         out.append((section[start:at].rstrip(), start, body))
         at = section.find("#calls", body)
     return out
+
+
+# -- many plain files at once --------------------------------------------------------------
+# Possessive repeats (Python 3.11+) where what follows cannot continue the repeat: the same
+# matches, found about a third faster (no backtracking state kept)
+_Q = "+" if sys.version_info >= (3, 11) else ""
+_N, _F, _S = rf"\d+{_Q}", rf"\d+{_Q}\.\d+{_Q}", f" +{_Q}"
+_NUMBERS = rf"{_S}{_N}{_S}{_F}{_S}{_F}\n"      # the last three columns of a table row
+# The usual totals in mpitrace's order (role lines first): a strict subset of what the
+# scanner's read_total takes, giving the same numbers (the words _TOTAL and _MEM capture).
+_TOTALS = (
+    r"((?:MPI task \d+ of \d+ had the (?:minimum|median|maximum) communication time\.\n)*)"
+    rf"total communication time{_S}={_S}({_F}) seconds\.\n"
+    rf"total elapsed time{_S}={_S}({_F}) seconds\.\n"
+    rf"user cpu time{_S}={_S}({_F}) seconds\.\n"
+    rf"system time{_S}={_S}({_F}) seconds\.\n"
+    rf"max resident set size{_S}={_S}({_F}) (MiB|MBytes)\.\n\n*")
+#: one plain rank file: header, routine table, the usual totals, size distributions (the
+#: layout of _PROFILE, with these totals)
+_PLAIN = re.compile(
+    r"Data for MPI rank (\d+) of (\d+):( \(all communicators\))?\n(Times [^\n]*)\n" + _SEP +
+    r"MPI Routine +#calls +avg\. bytes +time\(sec\)\n" + _SEP +
+    rf"((?:\w+{_Q}{_NUMBERS})*{_Q})" + _SEP + _TOTALS + _SEP +
+    rf"Message size distributions:(\n(?:\n|{_MSG_HDR}(?:{_NUMBERS})*{_Q})*{_Q})",
+    re.ASCII)
+_ROLE_WORD = re.compile(r"the (\w+) communication")
+#: a size-bin heading, with the newline that ends the line before it (splits the sections)
+_HEADING = re.compile(r"\n(\w+) +#calls +avg\. bytes +time\(sec\)", re.ASCII)
+#: the largest count or size converted exactly and summed exactly in float64
+EXACT = float(1 << 53)
+
+
+class Plain:
+    """Plain rank files taken whole (header, routine table, the usual totals, size
+    distributions; ASCII), their numbers converted for all files at once by :meth:`columns`.
+
+    :meth:`take` declines anything else, and rank 0 (whose profile would lack its summary).
+    """
+
+    def __init__(self) -> None:
+        #: per file: the groups of _PLAIN, (generation, region)
+        self.groups: list[tuple[Any, ...]] = []
+        self.times: list[tuple[str, str]] = []
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    def take(self, data: bytes, rank: int | None = None) -> bool:
+        """Add one file's content when it has the plain layout (and is for ``rank``, when
+        given); False, adding nothing, otherwise."""
+        m = _PLAIN.fullmatch(data.decode("ascii")) if data.isascii() else None
+        times = _TIMES[m[4]] if m else None
+        if m is None or times is None:
+            return False
+        r, n = int(m[1]), int(m[2])
+        if r == 0 or (rank is not None and r != rank) or max(r, n) >= EXACT:
+            return False
+        self.groups.append(m.groups())
+        self.times.append(times)
+        return True
+
+    def columns(self) -> PlainColumns:
+        """Every file's numbers, converted at once; ``suspect`` marks the files the scanner's
+        checks (:func:`~._mpitrace_scan.check_block`) would say something about."""
+        nfiles = len(self)
+        (rank, nranks, all_comms, _, routine_text, roles, comm, elapsed, user, system, rss,
+         unit, message_text) = zip(*self.groups, strict=True)
+        words = "".join(routine_text).split()
+        names = words[0::4]
+        del words[0::4]
+        routine = np.array(words, dtype=np.float64).reshape(-1, 3)
+        routine_rows = np.fromiter(map(str.count, routine_text, repeat("\n")), np.intp, nfiles)
+        # the sections passed _PLAIN: '#' is only in headings, and each bin row has two '.'
+        split = _HEADING.split("".join(message_text))
+        bodies = split[2::2]
+        bin_rows = np.fromiter(map(str.count, bodies, repeat(".")), np.intp, len(bodies)) // 2
+        message = _rows3("".join(bodies)) if bin_rows.any() else np.zeros((0, 3))
+        heading_file = np.repeat(np.arange(nfiles), np.fromiter(
+            map(str.count, message_text, repeat("#")), np.intp, nfiles))
+        if len(names) != len(routine) or bin_rows.sum() != len(message) or \
+                len(heading_file) != len(bodies) or routine_rows.sum() != len(routine):
+            raise ValueError("plain mpitrace files split unexpectedly")
+        totals = np.array([comm, elapsed, user, system, rss], dtype=np.float64).T
+        totals[:, 4] *= [scan._UNIT_MIB[u] for u in unit]
+        cols = PlainColumns(
+            rank=np.array(rank, dtype=np.float64), nranks=np.array(nranks, dtype=np.float64),
+            all_comms=[bool(a) for a in all_comms], times=self.times, unit=list(unit),
+            roles=[("+".join(_ROLE_WORD.findall(r)) or None) if r else None for r in roles],
+            totals=totals, routine_rows=routine_rows, routine_name=names, routine=routine,
+            heading_name=split[1::2], heading_file=heading_file, bin_rows=bin_rows,
+            message=message,
+            message_rows=np.bincount(heading_file, bin_rows, minlength=nfiles).astype(np.intp),
+            suspect=np.zeros(nfiles, dtype=bool))
+        _check(cols)
+        return cols
+
+
+def _rows3(text: str) -> np.ndarray:
+    """The rows of three numbers in ``text`` (blank lines between them; at least one row)
+    as float64, with numpy's text reader: a third faster than splitting into words and
+    converting them, and the same values."""
+    return np.loadtxt(io.StringIO(text), dtype=np.float64, ndmin=2)
+
+
+@dataclass
+class PlainColumns:
+    """:meth:`Plain.columns`: per file, per routine row, per size-bin heading and row."""
+
+    rank: np.ndarray
+    nranks: np.ndarray
+    all_comms: list[bool]
+    times: list[tuple[str, str]]
+    unit: list[str]
+    roles: list[str | None]
+    #: comm, elapsed, user, system time (s) and max RSS (MiB) per file
+    totals: np.ndarray
+    routine_rows: np.ndarray
+    routine_name: list[str]
+    #: calls, avg bytes, time (s) per routine row
+    routine: np.ndarray
+    heading_name: list[str]
+    heading_file: np.ndarray
+    bin_rows: np.ndarray
+    #: calls, avg bytes, time (s) per size-bin row
+    message: np.ndarray
+    message_rows: np.ndarray
+    suspect: np.ndarray
+
+
+def _check(c: PlainColumns) -> None:
+    """Mark the files :func:`~._mpitrace_scan.check_block` would report on (bins missing or
+    not adding up to the routine's calls), those with a routine listed twice, and those with
+    numbers too large to be summed exactly; the others get no problem from it."""
+    nfiles = len(c.rank)
+    codes, uniques = pd.factorize(np.array(c.routine_name + c.heading_name, dtype=object))
+    width = max(len(uniques), 1)
+    nr = len(c.routine_name)
+    routine_file = np.repeat(np.arange(nfiles), c.routine_rows)
+    routine_key = routine_file * width + codes[:nr]
+    heading_key = c.heading_file * width + codes[nr:]
+    for keys, file in ((routine_key, routine_file), (heading_key, c.heading_file)):
+        order = np.argsort(keys, kind="stable")
+        twice = keys[order][1:] == keys[order][:-1]
+        c.suspect[file[order][1:][twice]] = True
+    filled = c.bin_rows > 0
+    starts = np.cumsum(c.bin_rows) - c.bin_rows
+    sums = np.add.reduceat(c.message[:, 0], starts[filled]) if filled.any() else np.zeros(0)
+    c.suspect[c.heading_file[filled][sums >= EXACT]] = True
+    keys = heading_key[filled]
+    order = np.argsort(keys)
+    keys, sums = keys[order], sums[order]
+    at = np.minimum(np.searchsorted(keys, routine_key), max(len(keys) - 1, 0))
+    found = keys[at] == routine_key if len(keys) else np.zeros(nr, dtype=bool)
+    calls, avg = c.routine[:, 0], c.routine[:, 1]
+    bad = (found & (sums[at] != calls) if len(keys) else found) | (~found & (avg > 0))
+    bad |= calls >= EXACT
+    c.suspect[routine_file[bad]] = True
+    c.suspect[np.repeat(c.heading_file, c.bin_rows)[c.message[:, 1] >= EXACT]] = True
+
+
+class _TimesLines(dict[str, "tuple[str, str] | None"]):
+    """(generation, region) of a 'Times ...' line as :func:`read` reads it, or None; the
+    ranks of a job share one line."""
+
+    def __missing__(self, line: str) -> tuple[str, str] | None:
+        if len(self) >= 1 << 10:
+            self.clear()
+        m = scan._TIMES.match(line.rstrip())
+        self[line] = got = None if m is None else (
+            "statistics" if m[1] else "times", scan._REGION.get(m[2], m[2]))
+        return got
+
+
+_TIMES = _TimesLines()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from ..errors import Problem
@@ -101,7 +102,7 @@ class Scanner:
         self.cur: Block | None = None
         self.msg_routine: str | None = None
         self.table_cols: list[str] | None = None
-        self.table_reader: Callable[[list[str]], tuple[Any, ...]] | None = None
+        self.table_reader: Callable[[list[list[str]]], list[tuple[Any, ...]]] | None = None
         self.limit = 0
         self.sub: tuple[int, int, float] | None = None   # communicator-size bin
         self.stack: tuple[int, float] | None = None
@@ -172,20 +173,27 @@ class Scanner:
         return i
 
     def _bulk_ranks(self, cur: Block, i: int) -> int:
-        """Read rows of the per-rank table from line index ``i`` on (see :meth:`_bulk_bins`)."""
-        lines, out, limit, read = self.lines, cur.table, self.limit, self.table_reader
+        """Read rows of the per-rank table from line index ``i`` on (see :meth:`_bulk_bins`),
+        converting them column by column (rank 0's table lists every rank of the job)."""
+        lines, limit, read = self.lines, self.limit, self.table_reader
         assert read is not None
         ncol = len(self.table_cols or ())
-        start = i
+        start, rows = i, []
         while i < limit:
             parts = lines[i].split()
             if len(parts) != ncol or not parts[0].isdigit():
                 break
-            try:
-                out.append(read(parts))
-            except ValueError:
-                break
+            rows.append(parts)
             i += 1
+        try:
+            cur.table.extend(read(rows))
+        except ValueError:   # stop at the first row that does not convert, as row by row
+            for k, parts in enumerate(rows):
+                try:
+                    cur.table.extend(read([parts]))
+                except ValueError:
+                    i = start + k
+                    break
         if i > start:
             cur.last_line = i
         return i
@@ -393,7 +401,7 @@ class Scanner:
         if len(parts) != len(cols) or not parts[0].isdigit():
             return False
         try:
-            cur.table.append(read(parts))
+            cur.table.extend(read([parts]))
         except ValueError:
             return False
         return True
@@ -482,9 +490,10 @@ def read_largest(cur: Block, line: str) -> bool:
     return True
 
 
-def _rank_reader(cols: list[str]) -> Callable[[list[str]], tuple[Any, ...]]:
-    """A function turning one row of the per-rank table into
-    (rank, host, cpu, comm, elapsed, user, system, rss_mib, switches); absent columns: None."""
+def _rank_reader(cols: list[str]) -> Callable[[list[list[str]]], list[tuple[Any, ...]]]:
+    """A function turning rows of the per-rank table (split into words, ``len(cols)`` each)
+    into (rank, host, cpu, comm, elapsed, user, system, rss_mib, switches) tuples, converted
+    column by column; absent columns: None."""
     where = {c: i for i, c in enumerate(cols)}
     host = next((where[c] for c in cols if c in _HOST_COLS), None)
     size = next((c for c in cols if c.startswith("size(")), None)
@@ -498,8 +507,12 @@ def _rank_reader(cols: list[str]) -> Callable[[list[str]], tuple[Any, ...]]:
     if fields[0][0] is None:
         raise ValueError("per-rank table without a taskid column")
 
-    def read(parts: list[str]) -> tuple[Any, ...]:
-        return tuple(None if i is None else conv(parts[i]) for i, conv in fields)
+    def read(rows: list[list[str]]) -> list[tuple[Any, ...]]:
+        if not rows:
+            return []
+        columns = list(zip(*rows, strict=True))
+        return list(zip(*(repeat(None, len(rows)) if i is None else map(conv, columns[i])
+                          for i, conv in fields), strict=True))
 
     return read
 

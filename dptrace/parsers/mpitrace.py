@@ -28,22 +28,26 @@ with its ``Profile data by communicator size`` section, ``Profile by call stack`
 (above 32 ranks) and the oldest ``MPI tasks sorted by communication time`` table.
 
 The scanning is in :mod:`._mpitrace_scan`; this module names jobs, recovers the size
-bins, and builds the tables from column lists (:class:`Rows`). ``api.load`` calls
-:func:`parse` once per file; :func:`read_many` reads many files into one set of lists
-and builds each table once, which is what :func:`dptrace.read_mpitrace` uses.
+bins, and builds the tables from columns (:class:`Rows`). ``api.load`` calls :func:`parse`
+for a single file; :func:`read_many` reads many files (``load``'s mpitrace files,
+:func:`dptrace.read_mpitrace`) into one set of columns, converting plain rank files a
+batch at a time (:class:`._mpitrace_fast.Plain`), and builds each table once.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from operator import and_, eq, le, mul
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+from pandas.api.extensions import ExtensionArray
 
 from .. import schema
 from ..errors import Problem
@@ -79,27 +83,104 @@ def parse(source: Source) -> ParseResult:
 def read_many(sources: Sequence[Source], problems: list[Problem],
               progress: Callable[[Source, int, int], None] | None = None,
               ) -> tuple[dict[str, pd.DataFrame], list[Parsed]]:
-    """Parse many files into one set of column lists and build each table once.
+    """Parse many files into one set of columns and build each table once.
 
-    Returns the conformed tables and, per source, what ``load`` reports for it. A file that
-    makes the parser fail is rolled back and reported; the others are kept.
+    Plain rank files (:class:`fast.Plain`) are gathered and converted together; the others
+    are read one by one. Returns the conformed tables and, per source, what ``load``
+    reports for it. A file that makes the parser fail is rolled back and reported; the
+    others are kept.
     """
-    rows = Rows()
-    parsed = []
+    many = _Many(problems)
     for i, src in enumerate(sources):
         if progress:
             progress(src, i, len(sources))
+        many.add(src)
+    many.flush()
+    return many.rows.frames(conform=True), many.parsed
+
+
+#: plain files converted together at most (bounds the memory the batch holds)
+BATCH = 256
+
+
+class _Many:
+    """:func:`read_many`'s state: the columns, what is said per source, and the plain files
+    taken but not yet added (with their content, for the files that need the scanner)."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.rows = Rows()
+        self.parsed: list[Parsed] = []
+        self.problems = problems
+        self.plain = fast.Plain()
+        self.pending: list[tuple[Source, str, int | None, bytes]] = []
+
+    def add(self, src: Source) -> None:
         mine: list[Problem] = []
-        mark = rows.mark()
         try:
-            variant, failed = rows.add_source(src, mine), None
-        except Exception as exc:  # a parser bug or unreadable file must not stop the batch
-            rows.rollback(mark)
-            variant, failed = None, f"mpitrace parser failed: {type(exc).__name__}: {exc}"
+            data = src.read_all(mine)
+        except Exception as exc:  # an unreadable file must not stop the batch
+            self.flush()
+            self._report(src, None, 0, mine, exc)
+            return
+        job, rank = _job_of(src)
+        if len(self.plain) >= BATCH:
+            self.flush()
+        if not mine and self.plain.take(data, rank):
+            self.pending.append((src, job, rank, data))
+            return
+        self.flush()
+        self.one(src, data, mine)
+
+    def one(self, src: Source, data: bytes, mine: list[Problem]) -> None:
+        """Read one file with the line scanner (or :func:`fast.read`) into the lists."""
+        mark = self.rows.mark()
+        try:
+            variant = self.rows.add_text(src, _decode(src, data, mine), mine)
+        except Exception as exc:  # a parser bug must not stop the batch
+            self.rows.rollback(mark)
+            self._report(src, None, 0, mine, exc)
+            return
+        self._report(src, variant, self.rows.count() - sum(mark.values()), mine)
+
+    def _report(self, src: Source, variant: str | None, rows: int, mine: list[Problem],
+                exc: Exception | None = None) -> None:
+        failed = f"mpitrace parser failed: {type(exc).__name__}: {exc}" if exc else None
+        if failed:
             mine.append(Problem(src.name, failed, severity="error"))
-        parsed.append(Parsed(src, variant, rows.count() - sum(mark.values()), mine, failed))
-        problems.extend(mine)
-    return rows.frames(conform=True), parsed
+        self.parsed.append(Parsed(src, variant, rows, mine, failed))
+        self.problems.extend(mine)
+
+    def flush(self) -> None:
+        """Add the pending plain files; those the checks single out take :meth:`one`, in
+        their place among the others."""
+        if not self.pending:
+            return
+        pending, plain = self.pending, self.plain
+        self.pending, self.plain = [], fast.Plain()
+        try:
+            cols = plain.columns()
+            bins = _bins(cols.message[:, 1])
+            suspect = cols.suspect | _bins_out_of_order(cols, bins[0])
+            tables = None if suspect.any() else _plain_tables(
+                cols, bins, [src.name for src, _, _, _ in pending],
+                [job for _, job, _, _ in pending])
+        except Exception:  # a bug here: every file takes one()
+            tables, suspect = None, np.ones(len(pending), dtype=bool)
+        if tables is not None:
+            for table, columns in tables.items():
+                self.rows.add_columns(table, columns)
+            rows = (cols.routine_rows + cols.message_rows + 1).tolist()
+            for i, (src, _, _, _) in enumerate(pending):
+                key = cols.times[i], cols.all_comms[i], cols.unit[i]
+                self._report(src, _plain_variant(*key), rows[i], [])
+            return
+        for (src, job, rank, data), bad in zip(pending, suspect.tolist(), strict=True):
+            if bad:
+                self.flush()
+                self.one(src, data, [])
+            elif self.plain.take(data, rank):
+                self.pending.append((src, job, rank, data))
+        self.flush()
 
 
 @dataclass
@@ -142,12 +223,30 @@ class _BinCache(dict[float, tuple[int, int, int]]):
 _BINS = _BinCache()
 
 
+class Codes(NamedTuple):
+    """A category column as codes into its categories (-1: missing), each category used."""
+
+    codes: np.ndarray
+    categories: list[str]
+
+
 class Rows:
-    """Column lists for every mpitrace table, filled block by block."""
+    """Column lists for every mpitrace table, filled block by block, and parts given as
+    whole columns (:meth:`add_columns`), kept in order."""
 
     def __init__(self) -> None:
         self.cols: dict[str, dict[str, list[Any]]] = {
             t: {c.name: [] for c in schema.TABLES[t].columns} for t in TABLES}
+        self.parts: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
+
+    def add_columns(self, table: str, columns: dict[str, Any]) -> None:
+        """Rows of ``table`` as whole columns: float64 arrays for numbers, :class:`Codes`
+        for categories, string arrays or lists for the rest."""
+        cols = self.cols[table]
+        if cols["source"]:
+            self.parts[table].append(cols)
+            self.cols[table] = {k: [] for k in cols}
+        self.parts[table].append(columns)
 
     def count(self) -> int:
         return sum(len(c["source"]) for c in self.cols.values())
@@ -163,7 +262,11 @@ class Rows:
 
     def add_source(self, source: Source, problems: list[Problem]) -> str | None:
         """Read one file into the lists; return its variant."""
-        text = _read_text(source, problems)
+        return self.add_text(source, _decode(source, source.read_all(problems), problems),
+                             problems)
+
+    def add_text(self, source: Source, text: str, problems: list[Problem]) -> str | None:
+        """Read the content of ``source`` into the lists; return its variant."""
         block = fast.read(text)
         blocks = [block] if block else scan.Scanner(text, source.name, problems).run()
         jobs = _job_names(source, blocks, problems)
@@ -248,13 +351,20 @@ class Rows:
             self._extend("mpi_histogram", key, comm_time_s=x, ranks=n)
 
     def frames(self, conform: bool) -> dict[str, pd.DataFrame]:
-        """One frame per non-empty table (conformed, or raw but cheap: see parse)."""
+        """One frame per non-empty table (conformed, or raw but cheap: see parse; raw only
+        without parts)."""
         out = {}
         for name, cols in self.cols.items():
-            if cols["source"]:
-                table = schema.TABLES[name]
-                out[name] = schema.conform(_categorical(cols, table), table) if conform \
-                    else _raw_frame(cols, table)
+            parts = self.parts[name] + ([cols] if cols["source"] else [])
+            if not parts:
+                continue
+            table = schema.TABLES[name]
+            if conform:
+                out[name] = schema.conform({c.name: _column(parts, c) for c in table.columns},
+                                           table)
+            else:
+                assert parts == [cols], "raw frames are built from the lists alone"
+                out[name] = _raw_frame(cols, table)
         return out
 
 
@@ -286,25 +396,117 @@ def _raw_frame(cols: dict[str, list[Any]], table: schema.Table) -> pd.DataFrame:
         return pd.DataFrame(dict(zip(table.names, arrays, strict=True)), copy=False)
 
 
-def _categorical(cols: dict[str, list[Any]], table: schema.Table) -> dict[str, Any]:
-    """Category columns built from codes (``pd.factorize``), numbers as float64 arrays."""
-    out: dict[str, Any] = {}
-    for c in table.columns:
-        values = cols[c.name]
-        if c.dtype == "category":
-            codes, uniques = pd.factorize(np.array(values, dtype=object))
-            out[c.name] = pd.Categorical.from_codes(codes, categories=uniques.astype(str))
-        elif c.dtype in _INT_DTYPES:
-            out[c.name] = np.array(values, dtype=np.float64)
+def _column(parts: list[dict[str, Any]], column: schema.Column) -> Any:
+    """One column over all parts: a Categorical built from codes (categories in order of
+    first appearance, as ``pd.factorize``), float64 for numbers, a pandas array for strings
+    (what ``schema.conform`` would make of the list), else a list."""
+    values = [part[column.name] for part in parts]
+    if column.dtype == "category":
+        return _categories(values)
+    if column.dtype in _INT_DTYPES:
+        arrays = [np.asarray(v, dtype=np.float64) for v in values]
+        return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+    if column.dtype == "string":
+        strings = [v if isinstance(v, ExtensionArray) else pd.array(v, dtype="string")
+                   for v in values]
+        return strings[0] if len(strings) == 1 else strings[0]._concat_same_type(strings)
+    return values[0] if len(values) == 1 else list(chain.from_iterable(values))
+
+
+def _categories(parts: list[Any]) -> pd.Categorical:
+    index: dict[str, int] = {}
+    codes = []
+    for part in parts:
+        if isinstance(part, Codes):
+            part_codes, categories = part
         else:
-            out[c.name] = values
+            part_codes, categories = pd.factorize(np.array(part, dtype=object))
+        remap = [index.setdefault(c, len(index)) for c in categories]
+        codes.append(np.array([*remap, -1], dtype=np.intp)[part_codes])
+    return pd.Categorical.from_codes(np.concatenate(codes),
+                                     categories=np.array(list(index), dtype=object).astype(str))
+
+
+def _coded(values: Sequence[str | None], rows: np.ndarray) -> Codes:
+    """Per-file ``values`` repeated over each file's ``rows`` (None: missing)."""
+    used = rows > 0
+    codes, categories = pd.factorize(np.array(values, dtype=object)[used])
+    return Codes(np.repeat(codes, rows[used]), list(categories))
+
+
+def _strings(values: Sequence[str], rows: np.ndarray) -> ExtensionArray:
+    """Per-file ``values`` repeated over each file's ``rows``, as a string array."""
+    return pd.array(values, dtype="string").take(np.repeat(np.arange(len(values)), rows))
+
+
+def _bins(avg: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`bin_of` of every average size at once: (bin, lo, hi) as float64 (exact below
+    2**53; files with larger sizes take the per-file path)."""
+    mant, exp = np.frexp(avg)
+    k = exp - np.where(mant == 0.5, 2, 1)
+    small = avg <= 4
+    with np.errstate(over="ignore"):
+        lo = np.where(small, 1.0, np.ldexp(1.0, k) + 1)
+        hi = np.where(small, 4.0, np.ldexp(1.0, k + 1))
+    k = np.where(small, 1.0, k)
+    zero = avg <= 0
+    for a in (k, lo, hi):
+        a[zero] = 0.0
+    return k, lo, hi
+
+
+def _bins_out_of_order(cols: fast.PlainColumns, bins: np.ndarray) -> np.ndarray:
+    """Files where a routine's bins do not increase (:meth:`Rows._messages` warns)."""
+    heading = np.repeat(np.arange(len(cols.bin_rows)), cols.bin_rows)
+    down = (bins[1:] <= bins[:-1]) & (heading[1:] == heading[:-1])
+    out = np.zeros(len(cols.rank), dtype=bool)
+    out[cols.heading_file[heading[1:][down]]] = True
     return out
 
 
-def _read_text(source: Source, problems: list[Problem]) -> str:
-    """The file as text: read whole (cheaper than mmap for small profiles, and a small file
-    read for format detection is not read again)."""
-    data = source.read_all(problems)
+def _plain_tables(cols: fast.PlainColumns, bins: tuple[np.ndarray, np.ndarray, np.ndarray],
+                  names: list[str], jobs: list[str]) -> dict[str, dict[str, Any]]:
+    """The rows :meth:`Rows.add_block` would add for these plain files, as whole columns."""
+    nfiles = len(names)
+    nan = np.full(nfiles, np.nan)
+
+    def key(rows: np.ndarray) -> dict[str, Any]:
+        return {"source": _strings(names, rows), "job": _coded(jobs, rows),
+                "rank": np.repeat(cols.rank, rows), "nranks": np.repeat(cols.nranks, rows)}
+
+    r, m, one = cols.routine, cols.message, np.ones(nfiles, dtype=np.intp)
+    codes, routines = pd.factorize(np.array(cols.routine_name, dtype=object))
+    return {
+        "mpi_routines": {
+            **key(cols.routine_rows), "routine": Codes(codes, list(routines)),
+            "calls": r[:, 0], "avg_bytes": r[:, 1], "bytes": r[:, 0] * r[:, 1],
+            "time_s": r[:, 2],
+            "region": _coded([region for _, region in cols.times], cols.routine_rows)},
+        "mpi_messages": {
+            **key(cols.message_rows), "routine": _coded(cols.heading_name, cols.bin_rows),
+            "bin": bins[0], "bin_lo_bytes": bins[1], "bin_hi_bytes": bins[2],
+            "calls": m[:, 0], "avg_bytes": m[:, 1], "bytes": m[:, 0] * m[:, 1],
+            "time_s": m[:, 2]},
+        "mpi_ranks": {
+            **key(one), "origin": _coded(["own"] * nfiles, one), "host": [None] * nfiles,
+            "cpu": nan, "comm_time_s": cols.totals[:, 0], "elapsed_s": cols.totals[:, 1],
+            "user_s": cols.totals[:, 2], "system_s": cols.totals[:, 3],
+            "max_rss_mib": cols.totals[:, 4], "switches": nan, "sync_time_s": nan,
+            "comm_role": _coded(cols.roles, one)},
+    }
+
+
+@functools.cache
+def _plain_variant(times: tuple[str, str], all_comms: bool, unit: str) -> str | None:
+    """:func:`variant` of a plain file."""
+    generation, region = times
+    return variant([scan.Block(1, all_comms=all_comms, generation=generation, region=region,
+                               mem_unit=unit)])
+
+
+def _decode(source: Source, data: bytes, problems: list[Problem]) -> str:
+    """The file's bytes as text (read whole: cheaper than mmap for small profiles, and a
+    small file read for format detection is not read again)."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -312,6 +514,14 @@ def _read_text(source: Source, problems: list[Problem]) -> str:
         problems.append(Problem(source.name, "bytes that are not UTF-8 (first at this line) "
                                 "were replaced by U+FFFD", line))
         return data.decode("utf-8", "replace")
+
+
+def _job_of(source: Source) -> tuple[str, int | None]:
+    """The job of a file with one profile, and the rank its name gives (None: no rank)."""
+    m = _NAME.search(source.stem_name)
+    if m is None:
+        return source.stem_name, None
+    return (f"{m[1]}.{m[2]}" if m[2] else m[1]), int(m[3])
 
 
 def _job_names(source: Source, blocks: list[scan.Block], problems: list[Problem]) -> list[str]:
