@@ -241,3 +241,22 @@ def test_close_redraw_across_a_range_cut_is_dropped_once(tmp_path, monkeypatch, 
     parallel = dptrace.read_trainlog(p)
     for table in ("throughput", "train_metrics"):
         assert_frame_equal(single[table], parallel[table])
+
+
+def test_keyword_finder_agrees_with_the_pattern_search(monkeypatch):
+    from dptrace.parsers import trainlog
+
+    buf = (b"noise\n 3: 12/40 [00:01<00:03, 7.1it/s]\nloss: 0.5\r e2e samples_per_sec: 5.0\n"
+           b"site-packages/setuptools 9 tokens/s\n")
+    fast = trainlog._keyword_finder()
+
+    def expected(pos: int, end: int) -> int:
+        m = trainlog._SCAN.search(buf, pos, end)
+        return m.start() if m else -1
+
+    spots = [(p, e) for p in range(0, len(buf), 3) for e in (len(buf), min(p + 12, len(buf)))]
+    assert [fast(buf, p, e) for p, e in spots] == [expected(p, e) for p, e in spots]
+    assert fast(buf, 0, len(buf)) == buf.index(b"/s]") and fast(buf, 0, 20) == -1
+    monkeypatch.setattr(trainlog, "_re_engine", object())   # no RE2 internals: plain search
+    plain = trainlog._keyword_finder()
+    assert [plain(buf, p, e) for p, e in spots] == [expected(p, e) for p, e in spots]
