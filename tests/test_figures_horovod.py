@@ -15,7 +15,7 @@ import pytest
 import dptrace
 from dptrace.analysis import tiles as tl
 from dptrace.reports import figures_horovod as fh
-from dptrace.reports.figures_tiles import exec_over_time
+from dptrace.reports.figures_tiles import exec_over_time, instance_numbers
 from dptrace.reports.horovod_sections import horovod_section
 
 FIX = Path(__file__).parent / "fixtures"
@@ -130,13 +130,18 @@ def test_hostile_op_and_source_names_are_escaped():
 def test_exec_over_time_per_instance():
     ds = dptrace.load(FIX / "sntilestat" / "watch_sntilestat_sn30.typescript")
     series = tl.exec_series(ds["tiles"])
-    fig = exec_over_time(series, title="t")
+    fig = exec_over_time(series, title="t", numbers=instance_numbers(ds["tiles"]))
     assert len(fig.data) == 8                    # 8 PIDs, 8 tiles each
-    dip = [t for t in fig.data if t.name == "#4 (PID 2750338)"][0]
+    # named as in the heatmap: PIDs numbered by first appearance (2750338 owns RDU 0/1)
+    assert [t.name.split()[0] for t in fig.data] == [f"#{n}" for n in range(1, 9)]
+    grid = tl.grid(ds["tiles"])
+    assert set(grid.loc[grid["pid"] == 2750338, "instance"]) == {2}
+    dip = [t for t in fig.data if t.name == "#2 (PID 2750338)"][0]
     # all 8 tiles of PID 2750338 fell to 61.6-61.8 % in the second snapshot: 493.5 / 8
     assert list(np.round(dip.y, 4)) == [91.6875, 61.6875, 91.6875]
     assert str(pd.Timestamp(dip.x[1])) == "2023-04-17 10:20:03"
     assert fig.layout.xaxis.title.text == "snapshot time"
     assert fig.layout.yaxis.ticksuffix == "%"
     report = dptrace.report(ds)
-    assert "tiles.source1_exec_over_time" in report.figures
+    legend = [t.name for t in report.figures["tiles.source1_exec_over_time"].data]
+    assert legend == [t.name for t in fig.data]

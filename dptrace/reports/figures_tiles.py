@@ -29,7 +29,7 @@ def tile_heatmap(tiles: pd.DataFrame, *, title: str = "") -> go.Figure:
     (through :data:`MAX_FRAMES` evenly spaced ones, first and last included, in longer
     captures).
     """
-    numbers = {int(p): i + 1 for i, p in enumerate(dict.fromkeys(tiles["pid"].dropna()))}
+    numbers = instance_numbers(tiles)
     rows, ncols = _rows(tiles), int(tiles["tile"].max()) + 1
     frames = [("mean", _matrix(tiles, rows, ncols, numbers))]
     snaps = sorted(int(s) for s in tiles["snapshot"].dropna().unique())
@@ -98,17 +98,29 @@ def _slider(frames: list[tuple[str, tuple[list, list]]], prefix: str = "snapshot
             "pad": {"t": 10}, "len": 1.0}
 
 
-def exec_over_time(series: pd.DataFrame, *, title: str = "") -> go.Figure:
+def instance_numbers(tiles: pd.DataFrame) -> dict[int, int]:
+    """PID -> instance number (1, 2, ...) by first appearance in one source's ``tiles``, as
+    ``analysis.tiles.grid`` numbers them."""
+    return {int(p): i + 1 for i, p in enumerate(dict.fromkeys(tiles["pid"].dropna()))}
+
+
+def exec_over_time(series: pd.DataFrame, *, title: str = "",
+                   numbers: dict[int, int] | None = None) -> go.Figure:
     """One capture's rows of ``analysis.tiles.exec_series``: mean %exec per instance.
 
     x: snapshot time when the ``watch`` headers give it, else the snapshot number; y:
-    ``exec_mean_pct`` (0-100 %); one line per instance (#n = PID, numbered by first
-    appearance as in the heatmap), at most :data:`MAX_LINES`.
+    ``exec_mean_pct`` (0-100 %); one line per instance, at most :data:`MAX_LINES`, named
+    #n as in the heatmap (``numbers``: PID -> n, from :func:`instance_numbers`; by default
+    by first appearance in ``series``).
     """
     timed = series["time"].notna().all()
     fig = go.Figure()
-    pids = list(dict.fromkeys(series["pid"].dropna()))
-    for n, pid in enumerate(pids[:MAX_LINES], start=1):
+    if numbers is None:
+        numbers = instance_numbers(series)
+    pids = sorted({int(p) for p in series["pid"].dropna()},
+                  key=lambda p: numbers.get(p, len(numbers) + 1))
+    for pid in pids[:MAX_LINES]:
+        n = numbers.get(pid, "?")
         g = series[series["pid"] == pid].sort_values("snapshot", kind="stable")
         fig.add_trace(go.Scatter(
             x=g["time"] if timed else g["snapshot"].astype("int64"),
@@ -143,5 +155,5 @@ def tiles_figures(tables: dict[str, pd.DataFrame], tiles: pd.DataFrame) -> dict[
         if row.snapshots > 1 and len(series):
             figures[f"source{k}_exec_over_time"] = exec_over_time(
                 series, title=f"<b>{esc(row.source)}</b>: %exec per instance over the "
-                "snapshots")
+                "snapshots", numbers=instance_numbers(mine))
     return figures
