@@ -182,8 +182,10 @@ def _table(name: str, df: pd.DataFrame) -> str:
     shown = df.head(MAX_ROWS)
     note = (f"<p class='note'>first {MAX_ROWS} of {len(df)} rows; all rows: --json or "
             "`dptrace export`</p>") if len(df) > MAX_ROWS else ""
+    shares = {c: _percent for c in shown.columns if _is_share(str(c))
+              and pd.api.types.is_float_dtype(shown[c])}
     body = shown.to_html(index=False, escape=True, border=0, na_rep="", float_format=_float,
-                         classes="data")
+                         formatters=shares, classes="data")
     state = " open" if len(df) <= OPEN_ROWS else ""
     return (f"<details{state}><summary>table <b>{_e(name)}</b> ({len(df)} rows)</summary>"
             f"<div class='scroll'>{body}</div>{note}</details>")
@@ -193,6 +195,18 @@ def _float(v: float) -> str:
     if math.isnan(v):
         return ""
     return f"{v:,.0f}" if abs(v) >= 1e6 else f"{v:,.6g}"
+
+
+def _is_share(column: str) -> bool:
+    """Columns holding a fraction of a whole (``time_share``, ``comm_share_mean``, ...)."""
+    return column == "share" or column.endswith("_share") or "_share_" in column
+
+
+def _percent(v: float) -> str:
+    """A fraction as a percentage (0.9967 -> '99.7 %'); empty when missing."""
+    if v is None or pd.isna(v):
+        return ""
+    return f"{100 * float(v):.3g} %"
 
 
 def _e(value: object) -> str:
