@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import traceback
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -63,9 +64,8 @@ def load(paths: PathArg, format: str = "auto", *, progress: ProgressFn | None = 
             src.forget()
     tables = {
         # one part (a batch's table): conform gives a fresh frame and index without a concat
-        name: schema.conform(parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True),
-                             schema.TABLES[name])
-        if name in schema.TABLES else pd.concat(parts, ignore_index=True)
+        name: schema.conform(parts[0] if len(parts) == 1 else _concat(parts), schema.TABLES[name])
+        if name in schema.TABLES else _concat(parts)
         for name, parts in frames.items()
     }
     ordered = [outcomes[i] for i in range(len(sources))]
@@ -84,6 +84,15 @@ def _choose(src: Source, forced: registry.Parser | None, outcomes: dict[int, _Ou
         outcomes[i] = _Outcome(src, None, None, "failed", 0, str(exc))
         problems.append(Problem(src.name, f"cannot read: {exc}", severity="error"))
     return []
+
+
+def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """The parts' rows in order. Parts with all-null columns are kept as they are; the
+    schema sets each column's dtype afterwards, so pandas 2's FutureWarning about how such
+    columns will count towards the result's dtype does not apply."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return pd.concat(parts, ignore_index=True)
 
 
 def _parse_batch(parser: registry.Parser, group: list[Source], members: list[int],

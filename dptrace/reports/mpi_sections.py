@@ -9,6 +9,7 @@ section tables.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -223,8 +224,10 @@ def _extremes(rt: pd.DataFrame) -> pd.DataFrame:
     keep = pd.concat([s.head(4), s[s["comm_role"].notna()], s.tail(4)])
     keep = keep[~keep.index.duplicated()].sort_values("comm_time_s", kind="stable")
     gap = pd.DataFrame([{c: None for c in rt.columns}])
-    return pd.concat([keep.head(4), gap, keep.iloc[4:-4], gap, keep.tail(4)],
-                     ignore_index=True)
+    with warnings.catch_warnings():  # pandas 2: all-null rows and dtypes (a display table)
+        warnings.simplefilter("ignore", FutureWarning)
+        return pd.concat([keep.head(4), gap, keep.iloc[4:-4], gap, keep.tail(4)],
+                         ignore_index=True)
 
 
 def _routine_table(routines: pd.DataFrame) -> Table:
