@@ -260,3 +260,23 @@ def test_keyword_finder_agrees_with_the_pattern_search(monkeypatch):
     monkeypatch.setattr(trainlog, "_re_engine", object())   # no RE2 internals: plain search
     plain = trainlog._keyword_finder()
     assert [plain(buf, p, e) for p, e in spots] == [expected(p, e) for p, e in spots]
+
+
+def test_newline_count_in_place_equals_bytes_count(tmp_path):
+    import mmap
+    import random
+
+    from dptrace.parsers import trainlog
+
+    rng = random.Random(4)
+    data = bytes(rng.choice(b"ab\n\r ") for _ in range(3 * trainlog._COUNT_CHUNK + 123))
+    p = tmp_path / "x.log"
+    p.write_bytes(data)
+    with open(p, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        spans = [(0, len(data)), (5, 5), (7, 4000), (1, trainlog._NP_COUNT_MIN + 1),
+                 (trainlog._COUNT_CHUNK - 3, 2 * trainlog._COUNT_CHUNK + 17)]
+        spans += [tuple(sorted(rng.randrange(len(data)) for _ in range(2))) for _ in range(20)]
+        for a, b in spans:
+            want = data[a:b].count(b"\n")
+            assert trainlog._count_newlines(mm, a, b) == want
+            assert trainlog._count_newlines(data, a, b) == want
