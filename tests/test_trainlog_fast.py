@@ -37,9 +37,7 @@ def _module() -> Any:
     """The configured C module (also when DPTRACE_PURE_PYTHON kept trainlog from it)."""
     assert _tqdm_fast is not None
     if trainlog._FAST is None:
-        _tqdm_fast.configure(trainlog._PRE, trainlog._pre_info, trainlog._UNIT,
-                             trainlog._unit_kind, rules._tqdm_count, trainlog._postfix_rows,
-                             trainlog._SCAN_TEXT.search)
+        trainlog.configure_fast(_tqdm_fast)
     return _tqdm_fast
 
 

@@ -14,7 +14,7 @@
  * trainlog._UPDATES (= _trainlog_rules.TQDM_SEGMENT anchored at a segment start), the rate's
  * float(), the count's int() when it is plain digits, the dict look-ups in _PRE and _UNIT,
  * and building the row tuples. Everything else is the very same Python code, called back:
- * _pre_info(pre) and _unit_kind(scale, unit, per) on cache misses, rules._tqdm_count(count)
+ * _pre_info(pre) and rules.rate_unit(scale, unit, per) on cache misses, rules._tqdm_count(count)
  * for counts like '1.5k', the postfix reader for a postfix containing '=' (rules._POSTFIX,
  * rules._snake, float), and _SCAN_TEXT.search for an unmatched first segment.
  *
@@ -85,7 +85,7 @@ static PyObject *pre_cache, *pre_info, *unit_cache, *unit_kind, *tqdm_count, *po
     *scan_text, *s_tqdm, *s_instance, *s_tp, *s_tm;
 
 /* The last (scale, unit, per) and pre looked up, with what _UNIT / _PRE gave for them
- * (strong references; reset by configure()). _unit_kind and _pre_info are pure functions of
+ * (strong references; reset by configure()). rate_unit and _pre_info are pure functions of
  * their arguments and _UNIT / _PRE only ever hold their results, so for an equal key the
  * Python code gets this very value (or an equal one, recomputed after _PRE.clear()). */
 static PyObject *memo_scale, *memo_unit, *memo_per, *memo_kind, *memo_pre, *memo_info;
@@ -294,7 +294,7 @@ span_eq(const Text *t, Py_ssize_t s, Py_ssize_t e, PyObject *str)
     return 1;
 }
 
-/* _UNIT[sig] (a new reference), calling _unit_kind on a miss; NULL with *ret set: 0 decline,
+/* _UNIT[sig] (a new reference), calling rules.rate_unit on a miss; NULL with *ret set: 0 decline,
  * -1 error */
 static PyObject *
 unit_of(Line *L, const Match *m, int *ret)
@@ -317,7 +317,7 @@ unit_of(Line *L, const Match *m, int *ret)
     else if (PyErr_Occurred())
         goto done;
     else {
-        /* _UNIT.setdefault(sig, _unit_kind(*sig)) */
+        /* _UNIT.setdefault(sig, rules.rate_unit(*sig)) */
         if (!(made = PyObject_CallFunctionObjArgs(unit_kind, scale, unit, per, NULL))) {
             *ret = callback_failed();
             goto done;

@@ -335,21 +335,38 @@ def tqdm_row(rows: Rows, desc: str, count: str, m: re.Match[str]) -> bool:
     if m["rate"] is None:  # '?it/s': no rate yet
         return True
     rate = _F(m["rate"])
-    if m["per"] == "s":
-        unit, value = m["unit"], rate * _SCALE[m["scale"]]
-    elif m["unit"] == "s":  # '2.05s/it': seconds per unit
+    kind = rate_unit(m["scale"], m["unit"], m["per"])
+    if kind is None:
+        return False
+    metric, factor, inverse = kind
+    if inverse:
         if rate == 0:
             return True
-        unit, value = m["per"], 1.0 / rate
+        value = 1.0 / rate
     else:
-        return False
+        value = rate * factor
     label, epoch = _desc_label(desc)
     step = int(count) if count.isdigit() else _tqdm_count(count)
-    rows.rate("tqdm", "tqdm", _unit_metric(unit), value, "instance", step, epoch, label)
+    rows.rate("tqdm", "tqdm", metric, value, "instance", step, epoch, label)
     if "=" in m["post"]:
-        for key, val in _POSTFIX.findall(m["post"]):
-            rows.metric("tqdm", _snake(key), _F(val), step, epoch)
+        for name, val in postfix_pairs(m["post"]):
+            rows.metric("tqdm", name, val, step, epoch)
     return True
+
+
+def rate_unit(scale: str, unit: str, per: str) -> tuple[str, float, bool] | None:
+    """(metric, factor, inverted) of a tqdm rate's unit, or None (no row): ``unit/s`` is
+    rate x scale, ``s/unit`` ('2.05s/it', seconds per unit) is 1/rate."""
+    if per == "s":
+        return _unit_metric(unit), _SCALE[scale], False
+    if unit == "s":
+        return _unit_metric(per), 1.0, True
+    return None
+
+
+def postfix_pairs(post: str) -> list[tuple[str, float]]:
+    """(metric name, value) of the ``key=value`` pairs of a tqdm postfix (``loss=0.53``)."""
+    return [(_snake(key), _F(val)) for key, val in _POSTFIX.findall(post)]
 
 
 @functools.lru_cache(maxsize=8192)

@@ -373,7 +373,7 @@ def _tqdm_updates(text: str, line_prefix: str | None, line: int, start: int,
         if not rate:  # '?it/s': no rate yet
             continue
         sig = (scale, unit, per)
-        kind = _UNIT[sig] if sig in _UNIT else _UNIT.setdefault(sig, _unit_kind(*sig))
+        kind = _UNIT[sig] if sig in _UNIT else _UNIT.setdefault(sig, rules.rate_unit(*sig))
         if kind is None:
             continue
         metric, factor, inverse = kind
@@ -393,19 +393,9 @@ def _tqdm_updates(text: str, line_prefix: str | None, line: int, start: int,
         tp.append((prefix, line, seg, "tqdm", "tqdm", metric, value, "instance", step, epoch,
                    label))
         if "=" in post:
-            for key, val in rules._POSTFIX.findall(post):
-                tm.append((prefix, line, seg, "tqdm", rules._snake(key), float(val), step,
-                           epoch))
+            for name, val in rules.postfix_pairs(post):
+                tm.append((prefix, line, seg, "tqdm", name, val, step, epoch))
     return True
-
-
-def _unit_kind(scale: str, unit: str, per: str) -> tuple[str, float, bool] | None:
-    """As :func:`rules.tqdm_row`: ``unit/s`` is rate x scale, ``s/unit`` is 1/rate."""
-    if per == "s":
-        return rules._unit_metric(unit), rules._SCALE[scale], False
-    if unit == "s":
-        return rules._unit_metric(per), 1.0, True
-    return None
 
 
 def _pre_info(pre: str) -> tuple[str | None, str | None, float | None]:
@@ -415,11 +405,6 @@ def _pre_info(pre: str) -> tuple[str | None, str | None, float | None]:
         _PRE.clear()
     _PRE[pre] = info
     return info
-
-
-def _postfix_rows(post: str) -> list[tuple[str, float]]:
-    """(name, value) of a postfix's ``key=value`` pairs, as :func:`_tqdm_updates` reads them."""
-    return [(rules._snake(key), float(val)) for key, val in rules._POSTFIX.findall(post)]
 
 
 def _load_fast() -> Callable[[bytes, bool, int, int, rules.Rows], bool] | None:
@@ -438,10 +423,16 @@ def _load_fast() -> Callable[[bytes, bool, int, int, rules.Rows], bool] | None:
         from . import _tqdm_fast  # type: ignore[attr-defined]
     except ImportError:
         return None
-    _tqdm_fast.configure(_PRE, _pre_info, _UNIT, _unit_kind, rules._tqdm_count, _postfix_rows,
-                         _SCAN_TEXT.search)
+    configure_fast(_tqdm_fast)
     fast: Callable[[bytes, bool, int, int, rules.Rows], bool] = _tqdm_fast.cr_line
     return fast
+
+
+def configure_fast(module: Any) -> None:
+    """Hand the C module the caches and the Python helpers it calls on cache misses, for
+    ``1.5k`` counts, postfixes and an unmatched first segment."""
+    module.configure(_PRE, _pre_info, _UNIT, rules.rate_unit, rules._tqdm_count,
+                     rules.postfix_pairs, _SCAN_TEXT.search)
 
 
 _FAST = _load_fast()
