@@ -153,11 +153,11 @@ def test_fast_paths_agree_with_the_line_loop(monkeypatch):
 
     path = FIX / "watch_sntilestat_sn30.typescript"
     fast = dptrace.load(path)["tiles"]
-    monkeypatch.setattr(sntilestat, "_quick", lambda buf, name, problems: None)
+    monkeypatch.setattr(sntilestat, "_quick", lambda buf, lines, name, problems: None)
     aligned = dptrace.load(path)["tiles"]
     monkeypatch.setattr(sntilestat._fixed, "read", lambda buf, header, lines: None)
     regex = dptrace.load(path)["tiles"]
-    monkeypatch.setattr(sntilestat, "_fast_rows", lambda buf, headers: None)
+    monkeypatch.setattr(sntilestat, "_fast_rows", lambda buf, lines, headers: None)
     loop = dptrace.load(path)["tiles"]
     assert_frame_equal(fast, aligned)
     cols = [c for c in fast.columns if c != "lineno"]

@@ -66,7 +66,7 @@ def test_quick_route_matches_general_route(name, tmp_path, monkeypatch):
     path = tmp_path / "capture.txt"
     path.write_bytes(VARIANTS[name].encode("utf-8"))
     quick = dptrace.load(path, format="sntilestat")
-    monkeypatch.setattr(sntilestat, "_quick", lambda buf, name, problems: None)
+    monkeypatch.setattr(sntilestat, "_quick", lambda buf, lines, name, problems: None)
     general = dptrace.load(path, format="sntilestat")
     assert_frame_equal(quick["tiles"], general["tiles"])
     assert_frame_equal(quick.sources, general.sources)
@@ -77,17 +77,21 @@ def test_quick_route_is_taken_on_a_plain_capture(monkeypatch):
     taken = []
     original = sntilestat._quick
 
-    def spy(buf, name, problems):
-        taken.append(original(buf, name, problems) is not None)
+    def spy(buf, lines, name, problems):
+        taken.append(original(buf, lines, name, problems) is not None)
         return None
+
+    def quick(buf):
+        lines = fixed.row_lines(np.frombuffer(buf, dtype=np.uint8), b"/XRDU_")
+        return sntilestat._quick(buf, lines, "x", [])
 
     monkeypatch.setattr(sntilestat, "_quick", spy)
     buf = VARIANTS["crlf"].encode()
-    sntilestat._quick(buf, "x", [])
+    quick(buf)
     assert taken == [True]
     for word in ("Every in a command", "header in a command", "row id between rows"):
         taken.clear()
-        sntilestat._quick(VARIANTS[word].encode(), "x", [])
+        quick(VARIANTS[word].encode())
         assert taken == [False], word
 
 

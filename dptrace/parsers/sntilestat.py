@@ -66,13 +66,14 @@ def parse(source: Source) -> ParseResult:
     problems: list[Problem] = []
     with source.buffer(problems) as raw:
         buf = bytes(raw) if not isinstance(raw, bytes) else raw
-    quick = _quick(buf, source.name, problems)
+    lines = _fixed.row_lines(np.frombuffer(buf, dtype=np.uint8), b"/XRDU_")
+    quick = _quick(buf, lines, source.name, problems)
     if quick is not None:
         return quick
     headers = _HEADER.findall(buf)
     extra = _unknown_columns(headers)
     collapsed = any(b"  " not in h for h in headers)
-    fast = None if (extra or collapsed) else _fast_rows(buf, headers)
+    fast = None if (extra or collapsed) else _fast_rows(buf, lines, headers)
     stamps = _WATCH.findall(buf)
     variant = "watch capture" if stamps else "snapshot"
     if fast is None:  # terminal escapes matter only here: rows follow newlines in watch output
@@ -86,13 +87,14 @@ def parse(source: Source) -> ParseResult:
     return ParseResult({"tiles": schema.conform(df, schema.TILES)}, problems, variant)
 
 
-def _quick(buf: bytes, name: str, problems: list[Problem]) -> ParseResult | None:
-    """The aligned reader with every search confined to the lines between the tile rows.
+def _quick(buf: bytes, lines: tuple[np.ndarray, np.ndarray], name: str,
+           problems: list[Problem]) -> ParseResult | None:
+    """The aligned reader with every search confined to the lines between the tile rows
+    (``lines``: :func:`._sntilestat_fixed.row_lines` of ``buf``).
 
     Gives what :func:`parse`'s general route gives, or None when that route is needed: the
     rows do not line up under one known header, or a row holds a searched word.
     """
-    lines = _fixed.row_lines(np.frombuffer(buf, dtype=np.uint8), b"/XRDU_")
     if not len(lines[0]):
         return None
     gaps = _scan.Gaps.between(buf, *lines)
@@ -137,13 +139,13 @@ class _Rows:
     columns: dict[str, Any] | None = None
 
 
-def _fast_rows(buf: bytes, headers: list[bytes]) -> _Rows | None:
+def _fast_rows(buf: bytes, lines: tuple[np.ndarray, np.ndarray], headers: list[bytes],
+               ) -> _Rows | None:
     """Aligned output: numpy at the header's columns; else one C-level regex findall.
 
     None when some tile row is malformed (the line loop then names it).
     """
     if headers and len(set(headers)) == 1:
-        lines = _fixed.row_lines(np.frombuffer(buf, dtype=np.uint8), b"/XRDU_")
         aligned = _fixed.read(buf, headers[0], lines)
         if aligned is not None and len(lines[0]) == buf.count(b"/XRDU_"):
             return _Rows(columns=aligned[0])
