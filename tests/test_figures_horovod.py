@@ -14,8 +14,9 @@ import pytest
 
 import dptrace
 from dptrace.analysis import tiles as tl
+from dptrace.analysis.tiles import instance_numbers
 from dptrace.reports import figures_horovod as fh
-from dptrace.reports.figures_tiles import exec_over_time, instance_numbers
+from dptrace.reports.figures_tiles import exec_over_time
 from dptrace.reports.horovod_sections import horovod_section
 
 FIX = Path(__file__).parent / "fixtures"

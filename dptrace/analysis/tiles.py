@@ -106,6 +106,11 @@ def _tile_key(t: pd.DataFrame) -> pd.Series:
     return t["xrdu"].astype(str) + "/" + t["rdu"].astype(str) + "/" + t["tile"].astype(str)
 
 
+def instance_numbers(tiles: pd.DataFrame) -> dict[int, int]:
+    """PID -> instance number (1, 2, ...) by first appearance in one source's ``tiles``."""
+    return {int(p): i + 1 for i, p in enumerate(dict.fromkeys(tiles["pid"].dropna()))}
+
+
 def grid(tiles: pd.DataFrame) -> pd.DataFrame:
     """One row per (source, xrdu, rdu, tile): mean %exec over snapshots and its PID.
 
@@ -121,9 +126,9 @@ def grid(tiles: pd.DataFrame) -> pd.DataFrame:
         "pid": g["pid"].last(),
     }).reset_index()
     numbers = {
-        (src, pid): i + 1
+        (src, pid): n
         for src, t in tiles[tiles["pid"].notna()].groupby("source", sort=False)
-        for i, pid in enumerate(dict.fromkeys(t["pid"]))
+        for pid, n in instance_numbers(t).items()
     }
     out["instance"] = pd.array([numbers.get((s, p)) for s, p in zip(out["source"], out["pid"],
                                                                       strict=True)],

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..analysis.tiles import instance_numbers
 from .figures import esc, layout
 
 #: sources drawn; the rest are in the tables and exports
@@ -98,20 +99,14 @@ def _slider(frames: list[tuple[str, tuple[list, list]]], prefix: str = "snapshot
             "pad": {"t": 10}, "len": 1.0}
 
 
-def instance_numbers(tiles: pd.DataFrame) -> dict[int, int]:
-    """PID -> instance number (1, 2, ...) by first appearance in one source's ``tiles``, as
-    ``analysis.tiles.grid`` numbers them."""
-    return {int(p): i + 1 for i, p in enumerate(dict.fromkeys(tiles["pid"].dropna()))}
-
-
 def exec_over_time(series: pd.DataFrame, *, title: str = "",
                    numbers: dict[int, int] | None = None) -> go.Figure:
     """One capture's rows of ``analysis.tiles.exec_series``: mean %exec per instance.
 
     x: snapshot time when the ``watch`` headers give it, else the snapshot number; y:
     ``exec_mean_pct`` (0-100 %); one line per instance, at most :data:`MAX_LINES`, named
-    #n as in the heatmap (``numbers``: PID -> n, from :func:`instance_numbers`; by default
-    by first appearance in ``series``).
+    #n as in the heatmap (``numbers``: PID -> n, from
+    :func:`analysis.tiles.instance_numbers`; by default by first appearance in ``series``).
     """
     timed = series["time"].notna().all()
     fig = go.Figure()
