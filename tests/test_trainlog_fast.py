@@ -81,6 +81,21 @@ def test_benchmark_log_same_rows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     _same(_read(path, fast, monkeypatch), _read(path, None, monkeypatch))
 
 
+def _agree(c: tuple[Any, list[Any], list[Any]], py: tuple[Any, list[Any], list[Any]],
+           where: tuple[Any, ...]) -> bool:
+    """Check one line's effect in C against Python's: when C accepts (True), Python
+    accepts with the very same rows; else C declined (False) and added nothing."""
+    (got, tp, tm), (want, want_tp, want_tm) = c, py
+    if got is True:
+        assert want is True, where
+        assert repr(tp) == repr(want_tp), where
+        assert repr(tm) == repr(want_tm), where
+        return True
+    assert got is False, (*where, got)
+    assert tp == [] and tm == [], where
+    return False
+
+
 # --- generated lines ---------------------------------------------------------------------------
 
 PREFIXES = ["", " 3: ", "12: ", "[1,2]<stdout>:", "[0,15]<stderr>:", "[default0]:",
@@ -201,15 +216,10 @@ def test_generated_lines_same_rows() -> None:
         start = rng.choice([0, 1, 1 << 33])
         got, tp, tm = _effect(fast, text, prefix, 7, start)
         want, want_tp, want_tm = _effect(trainlog._tqdm_updates, text, prefix, 7, start)
-        if got is True:
+        if _agree((got, tp, tm), (want, want_tp, want_tm), (k, text)):
             accepted += 1
             python_rows += bool(want_tp)
-            assert want is True, (k, text)
-            assert repr(tp) == repr(want_tp), (k, text)
-            assert repr(tm) == repr(want_tm), (k, text)
         else:
-            assert got is False, (k, text, got)
-            assert tp == [] and tm == [], (k, text)
             declined_python_ok += want is True
     # about a third of the lines are whole tqdm updates (Python accepts them); the C path
     # must not reach equality by declining: it declines only Unicode numbers (the mutations
@@ -253,14 +263,7 @@ def test_generated_raw_lines_same_rows() -> None:
         got, tp, tm = _effect(fast, raw, whole, 7, start)
         want, want_tp, want_tm = _effect(_python_line, raw, whole, 7, start)
         python_ok += want is True
-        if got is True:
-            accepted += 1
-            assert want is True, (k, raw)
-            assert repr(tp) == repr(want_tp), (k, raw)
-            assert repr(tm) == repr(want_tm), (k, raw)
-        else:
-            assert got is False, (k, raw, got)
-            assert tp == [] and tm == [], (k, raw)
+        accepted += _agree((got, tp, tm), (want, want_tp, want_tm), (k, raw))
     assert accepted > 2_500
     assert accepted > 0.95 * python_ok
 
