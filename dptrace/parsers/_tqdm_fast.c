@@ -395,11 +395,27 @@ untrack_atomic(PyObject *row)
     PyObject_GC_UnTrack(row);
 }
 
+/* Append a new row (a new reference, or NULL after an error) to list and release it;
+ * -1 on error. */
+static int
+append_row(PyObject *list, PyObject *row)
+{
+    int r;
+
+    if (!row)
+        return -1;
+    r = PyList_Append(list, row);
+    if (r == 0)
+        untrack_atomic(row);
+    Py_DECREF(row);
+    return r;
+}
+
 /* the rows of one update into L->tp / L->tm: 1 done, 0 decline, -1 error */
 static int
 update_rows(Line *L, Py_ssize_t s, const Match *m)
 {
-    PyObject *kind, *info, *count = NULL, *step = NULL, *seg = NULL, *row, *post = NULL,
+    PyObject *kind, *info, *count = NULL, *step = NULL, *seg = NULL, *post = NULL,
         *pairs = NULL,
         *value = NULL, *prefix;
     const Text *t = &L->t;
@@ -481,15 +497,10 @@ update_rows(Line *L, Py_ssize_t s, const Match *m)
     }
     if (!(seg = PyLong_FromSsize_t(L->start + s)) || !(value = PyFloat_FromDouble(v)))
         goto done_info;
-    row = PyTuple_Pack(11, prefix, L->line, seg, s_tqdm, s_tqdm, PyTuple_GET_ITEM(kind, 0),
-                       value, s_instance, step, PyTuple_GET_ITEM(info, 2),
-                       PyTuple_GET_ITEM(info, 1));
-    if (!row || PyList_Append(L->tp, row) < 0) {
-        Py_XDECREF(row);
+    if (append_row(L->tp, PyTuple_Pack(11, prefix, L->line, seg, s_tqdm, s_tqdm,
+                                       PyTuple_GET_ITEM(kind, 0), value, s_instance, step,
+                                       PyTuple_GET_ITEM(info, 2), PyTuple_GET_ITEM(info, 1))) < 0)
         goto done_info;
-    }
-    untrack_atomic(row);
-    Py_DECREF(row);
 
     /* if "=" in post: rows of the postfix, read by the Python helper */
     for (i = m->post_s; i < m->post_e && CH(t, i) != '='; i++)
@@ -513,14 +524,11 @@ update_rows(Line *L, Py_ssize_t s, const Match *m)
                 ret = 0;
                 goto done_info;
             }
-            row = PyTuple_Pack(8, prefix, L->line, seg, s_tqdm, PyTuple_GET_ITEM(pair, 0),
-                               PyTuple_GET_ITEM(pair, 1), step, PyTuple_GET_ITEM(info, 2));
-            if (!row || PyList_Append(L->tm, row) < 0) {
-                Py_XDECREF(row);
+            if (append_row(L->tm, PyTuple_Pack(8, prefix, L->line, seg, s_tqdm,
+                                               PyTuple_GET_ITEM(pair, 0),
+                                               PyTuple_GET_ITEM(pair, 1), step,
+                                               PyTuple_GET_ITEM(info, 2))) < 0)
                 goto done_info;
-            }
-            untrack_atomic(row);
-            Py_DECREF(row);
         }
     }
     ret = 1;
