@@ -179,3 +179,15 @@ def test_json_report_of_a_watch_capture(tmp_path):
     assert series[1]["exec_mean_pct"] == pytest.approx(61.6875)
     inst = {r["pid"]: r for r in tables["instances"]}
     assert inst[2750338]["lowest"] is True and inst[2750338]["tiles"] == 8
+
+
+def test_narrow_terminal_keeps_pids_whole(capsys):
+    # 110 columns used to cut the PIDs to '27503…'; the command gives way instead
+    code = main(["report", str(FIX / "ug_sn30_multinode_from_docs.md"), "--width", "90"])
+    out = capsys.readouterr().out
+    assert code == 0
+    pids = set(dptrace.load(FIX / "ug_sn30_multinode_from_docs.md")["tiles"]["pid"])
+    assert len(pids) == 16
+    rows = [line for line in out.splitlines() if re.match(r"\s*#\d+\s+\d{7}\s", line)]
+    assert {int(line.split()[1]) for line in rows} == pids
+    assert all("vsastry" in line and "%" in line for line in rows)

@@ -87,19 +87,23 @@ def _heat(exec_pct: float, idle: bool) -> str:
 
 def _instances(inst: pd.DataFrame, grid: pd.DataFrame) -> Table:
     numbers = dict(zip(grid["pid"], grid["instance"], strict=True))
+    rows = [(f"#{numbers.get(r.pid, '?')}", str(r.pid), str(r.user or ""), str(r.tiles),
+             str(r.rdu_list), f"{r.exec_mean_pct:.1f}%", f"{r.exec_min_pct:.1f}%",
+             f"{r.pload_mean_pct:.1f}%", f"{r.aload_mean_pct:.1f}%", f"{r.chkpt_mean_pct:.1f}%",
+             str(r.command or "")) for r in inst.itertuples(index=False)]
+    lowest = (inst["lowest"].astype(bool) & (len(inst) > 1)).tolist()
     table = Table(box=None, pad_edge=False)
-    for col in ("#", "PID", "user", "tiles", "RDUs", "exec mean", "exec min", "pload", "aload",
-                "chkpt", "command"):
+    names = ("#", "PID", "user", "tiles", "RDUs", "exec mean", "exec min", "pload", "aload",
+             "chkpt", "command")
+    for k, col in enumerate(names):
+        # on a narrow terminal the command gives way; the other cells stay whole
+        width = 10 if col == "command" else max((len(row[k]) for row in rows), default=1)
         table.add_column(col, justify="left" if col in ("user", "command", "RDUs") else "right",
-                         overflow="ellipsis", no_wrap=col == "command", max_width=40)
-    for r in inst.itertuples(index=False):
-        style = "bold red" if r.lowest and len(inst) > 1 else ""
-        table.add_row(f"#{numbers.get(r.pid, '?')}", str(r.pid), Text(str(r.user or "")),
-                      str(r.tiles), Text(str(r.rdu_list)), Text(f"{r.exec_mean_pct:.1f}%",
-                                                                style=style),
-                      f"{r.exec_min_pct:.1f}%", f"{r.pload_mean_pct:.1f}%",
-                      f"{r.aload_mean_pct:.1f}%", f"{r.chkpt_mean_pct:.1f}%",
-                      Text(str(r.command or "")))
+                         overflow="ellipsis", no_wrap=col == "command", max_width=40,
+                         min_width=min(width, 12 if col == "user" else 40))
+    for cells, low in zip(rows, lowest, strict=True):
+        styles = ["bold red" if low and k == 5 else "" for k in range(len(cells))]
+        table.add_row(*(Text(c, style=st) for c, st in zip(cells, styles, strict=True)))
     return table
 
 
