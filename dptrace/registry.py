@@ -1,7 +1,11 @@
 """The parser registry: each format registers a name, a sniffing rule and a parse function.
 
 A parser module in :mod:`dptrace.parsers` calls :func:`register` at import time; the
-package imports every module it contains, so adding a format means adding one file.
+package imports every module it contains, so adding a format means adding one file. Its
+:class:`Spec` (name, tables, sniffing rule) lives in a light ``_<name>_spec`` module that
+imports nothing heavy: when a format's reader cannot be imported (a broken install, a
+missing compiled dependency), its inputs are still recognised and each gets one problem
+naming the import error, while every other format works as usual.
 
 Detection reads content (the first KB of the decompressed input), not only names:
 every parser's ``sniff`` returns a confidence in [0, 1] and the highest wins. A tie
@@ -77,8 +81,27 @@ class Parser:
     embeddable: bool = False
 
 
+@dataclass(frozen=True)
+class Spec:
+    """What the registry knows of a format without importing its reader."""
+
+    name: str
+    description: str
+    tables: tuple[str, ...]
+    sniff: SniffFn
+    extensions: tuple[str, ...] = ()
+    embeddable: bool = False
+
+    def parser(self, parse: ParseFn, parse_many: ParseManyFn | None = None) -> Parser:
+        """The registered format: this spec with its reader."""
+        return Parser(self.name, self.description, self.tables, self.sniff, parse,
+                      self.extensions, parse_many, self.embeddable)
+
+
 _PARSERS: dict[str, Parser] = {}
 _LOADED = False
+#: formats whose reader could not be imported: name -> the error, in one line
+UNAVAILABLE: dict[str, str] = {}
 
 
 def register(parser: Parser) -> Parser:
@@ -94,9 +117,34 @@ def parsers() -> dict[str, Parser]:
         package = importlib.import_module("dptrace.parsers")
         for info in pkgutil.iter_modules(package.__path__):
             if not info.name.startswith("_"):
-                importlib.import_module(f"dptrace.parsers.{info.name}")
+                _import_format(info.name)
         _LOADED = True
     return dict(_PARSERS)
+
+
+def _import_format(name: str) -> None:
+    """Import one format's module; if that fails, register its spec with a reader that
+    reports the import error for each of its inputs (the other formats are unaffected)."""
+    try:
+        importlib.import_module(f"dptrace.parsers.{name}")
+        return
+    except Exception as exc:  # any import-time failure: ImportError, a broken extension, ...
+        reason = f"{type(exc).__name__}: {exc}"
+    UNAVAILABLE[name] = reason
+    try:
+        spec = importlib.import_module(f"dptrace.parsers._{name}_spec").SPEC
+    except Exception:  # not even the spec: its inputs stay unrecognised (message says why)
+        return
+    register(spec.parser(_unavailable_reader(spec.name, reason)))
+
+
+def _unavailable_reader(name: str, reason: str) -> ParseFn:
+    def parse(source: Source) -> ParseResult:
+        msg = (f"looks like {name}, but dptrace's {name} reader could not be loaded ({reason}); "
+               "reinstall dptrace (pip install --force-reinstall dptrace)")
+        return ParseResult(problems=[Problem(source.name, msg, severity="error")],
+                           variant="failed")
+    return parse
 
 
 def get(name: str) -> Parser:
@@ -128,7 +176,10 @@ def detect_all(source: Source, head: bytes | None = None) -> list[Parser]:
     scores = sorted(((p.sniff(source, head), p.name) for p in found.values()), reverse=True)
     best_score, best = scores[0] if scores else (0.0, "")
     if best_score < MIN_SCORE:
-        raise UnknownFormatError(_unknown_reason(head))
+        missing = [n for n in UNAVAILABLE if n not in found]
+        note = (f" (the reader of {', '.join(missing)} could not be loaded: "
+                f"{'; '.join(UNAVAILABLE[n] for n in missing)})") if missing else ""
+        raise UnknownFormatError(_unknown_reason(head) + note)
     chosen = [found[best]]
     for score, name in scores[1:]:
         both_embeddable = found[name].embeddable and chosen[0].embeddable

@@ -42,11 +42,14 @@ import pandas as pd
 
 from .. import schema
 from ..errors import Problem
-from ..registry import Parser, ParseResult, register
+from ..registry import ParseResult, register
 from ..schema import HVD_RUNS
 from ..sources import Source
 from ._horovod_build import Events, Stack
 from ._horovod_decode import MAX_PROBLEMS, Columns, decode_file, merge
+from ._horovod_spec import OBJECT_TRACE as _OBJECT_TRACE
+from ._horovod_spec import SPEC
+from ._horovod_spec import STARTS_LIKE_EVENTS as _STARTS_LIKE_EVENTS
 from ._horovod_tables import (
     Built,
     Intervals,
@@ -62,38 +65,15 @@ from ._horovod_tables import (
     tensors_frame,
 )
 
-TABLES = ("hvd_activities", "hvd_tensors", "hvd_ready", "hvd_cycles", "hvd_runs")
-
 #: inputs with this many events (a ~250 MB file) build their frames in threads (faster, more
 #: memory at once); below, the gain is a few % and the peak 0.7x the file higher (100 MB:
 #: 4.4x -> 3.8x the file); above MEMORY_EVENTS (a ~2 GB file) serially, so that 10 GB fit
 #: in 24 GB
 THREADED_EVENTS = 4_000_000
 MEMORY_EVENTS = 30_000_000
-_EVENT_KEYS = rb'"(?:ph|name|pid|tid|ts|cat|args|dur|s|id)"\s*:'
-_STARTS_LIKE_EVENTS = re.compile(rb"\s*(?:\xef\xbb\xbf)?\s*(?:\[\s*)?\{\s*" + _EVENT_KEYS)
-_PH_KEY = re.compile(rb'"ph"\s*:\s*"[A-Za-z]"')
-_MARKERS = re.compile(
-    rb'"(?:NEGOTIATE_[A-Z]+|CYCLE_START|(?:ALLREDUCE|ALLGATHER|BROADCAST|REDUCESCATTER|ALLTOALL|'
-    rb'ADASUM)|(?:MPI|NCCL|GLOO|CCL)_[A-Z]+|MEMCPY_(?:IN|OUT)_FUSION_BUFFER|WAIT_FOR_DATA)"'
-    rb'|"start_time_since_epoch_in_micros"|"name"\s*:\s*"Horovod[A-Z][a-z]+_')
-_OBJECT_TRACE = re.compile(rb'\s*\{\s*"(?:schemaVersion|traceEvents|deviceProperties|'
-                           rb'displayTimeUnit|otherData|distributedInfo)"')
 _SMDEBUG_KEYS = re.compile(rb'\{"name": "[^"]*", "pid": -?\d+, "ph": "[BEXi]"')
 HOROVOD_NAMES = re.compile(r"NEGOTIATE_|CYCLE_START$|(ALLREDUCE|ALLGATHER|BROADCAST|"
                            r"REDUCESCATTER|ALLTOALL|ADASUM|BARRIER|JOIN)$|_FUSION_BUFFER$")
-
-
-def sniff(source: Source, head: bytes) -> float:
-    """0.97 for Chrome trace events with Horovod's names; 0.2 for other Chrome traces
-    (so a clear "not a Horovod timeline" beats "no log lines found"); 0 otherwise."""
-    if not head:
-        return 0.0
-    if _STARTS_LIKE_EVENTS.match(head) and _PH_KEY.search(head):
-        return 0.97 if _MARKERS.search(head) else 0.2
-    if _OBJECT_TRACE.match(head) and b'"ph"' in head:
-        return 0.2
-    return 0.0
 
 
 def parse(source: Source) -> ParseResult:
@@ -249,12 +229,5 @@ def _checks(b: Built, tables: dict[str, pd.DataFrame]) -> list[Problem]:
     return out
 
 
-register(Parser(
-    name="horovod",
-    description="Horovod timelines (HOROVOD_TIMELINE): negotiation, rank readiness, fusion, "
-                "activities per tensor; every framing from 0.16 to 0.28, killed runs included",
-    tables=TABLES,
-    sniff=sniff,
-    parse=parse,
-    extensions=(".json",),
-))
+sniff = SPEC.sniff
+register(SPEC.parser(parse))

@@ -51,25 +51,14 @@ from pandas.api.extensions import ExtensionArray
 
 from .. import schema
 from ..errors import Problem
-from ..registry import Parser, ParseResult, register
+from ..registry import ParseResult, register
 from ..sources import Source
 from . import _mpitrace_fast as fast
 from . import _mpitrace_scan as scan
+from ._mpitrace_spec import MARKERS, SPEC, TABLES
 
-MARKERS = (b"Data for MPI rank", b"Times and statistics from MPI_Init", b"Times from MPI_Init",
-           b"Times from MPI_Pcontrol")
 _NAME = re.compile(r"mpi_profile\.(\d+)(?:\.(\d{10}))?\.(\d+)$")
-TABLES = ("mpi_routines", "mpi_messages", "mpi_ranks", "mpi_jobs", "mpi_comm_sizes",
-          "mpi_call_stacks", "mpi_histogram")
 _INT_DTYPES = ("Int64", "float64")
-
-
-def sniff(source: Source, head: bytes) -> float:
-    """0.97 when the first 8 KB hold an mpitrace header; 0 otherwise."""
-    if any(m in head for m in MARKERS):
-        return 0.97
-    i = head.find(b"MPI Routine")
-    return 0.95 if i >= 0 and b"#calls" in head[i:i + 200] else 0.0
 
 
 def parse(source: Source) -> ParseResult:
@@ -558,13 +547,5 @@ def variant(blocks: list[scan.Block]) -> str | None:
     return f"{len(blocks)} pasted: {text}" if pasted else text
 
 
-register(Parser(
-    name="mpitrace",
-    description="IBM mpitrace profiles mpi_profile.<job>.<rank> (every generation: Theta/"
-                "ThetaGPU 'Times and statistics', Polaris 'Times from'), also pasted in docs",
-    tables=TABLES,
-    sniff=sniff,
-    parse=parse,
-    parse_many=read_many,
-    embeddable=True,   # documents paste profiles next to training logs
-))
+sniff = SPEC.sniff
+register(SPEC.parser(parse, parse_many=read_many))

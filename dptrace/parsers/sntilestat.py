@@ -31,11 +31,13 @@ import pandas as pd
 
 from .. import schema
 from ..errors import Problem
-from ..registry import Parser, ParseResult, looks_binary, register
+from ..registry import ParseResult, register
 from ..sources import Source
 from . import _sntilestat_columns as _cols
 from . import _sntilestat_fixed as _fixed
 from . import _sntilestat_scan as _scan
+from ._sntilestat_spec import HEADER as _HEADER
+from ._sntilestat_spec import SPEC
 
 PCT_COLUMNS = ("idle_pct", "exec_pct", "pload_pct", "aload_pct", "chkpt_pct", "quiesce_pct")
 _HEADER_NAMES = ("%idle", "%exec", "%pload", "%aload", "%chkpt", "%quiesce")
@@ -43,22 +45,10 @@ _F = rb"[ \t]+(\d+(?:\.\d+)?)"
 _ROW = re.compile(rb"/XRDU_(\d+)/RDU_(\d+)/TILE_(\d+)" + _F * 6 +
                   rb"(?:[ \t]+(\d+)[ \t]+(\S+)(?:[ \t]+([^\r\n]*))?)?[ \t]*(?=[\r\n]|$)")
 _ANY_ROW = re.compile(rb"/XRDU_\d")
-_HEADER = re.compile(rb"TILE[ \t]+%idle[ \t]+[^\r\n]*")
 _WATCH = re.compile(rb"Every\s+[\d.]+s:[^\r\n]*?\s(\S+):\s+(\w{3}\s+\w{3}\s+\d+\s+[\d:]+)"
                     rb"(?:\s+[A-Z]{2,5})?\s+(\d{4})")
 _ESCAPES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=>78]")
 _CLEAR = re.compile(rb"\x1b\[[0-9;]*H|\x1b\[2J")
-
-
-def sniff(source: Source, head: bytes) -> float:
-    """Sure when the head holds an sntilestat header or tile rows."""
-    if b"%idle" not in head and b"/XRDU_" not in head:  # cheap: most inputs stop here
-        return 0.0
-    if looks_binary(head):
-        return 0.0
-    if _HEADER.search(head) or re.search(rb"(?m)^\s*/XRDU_\d+/RDU_\d+/TILE_\d+\s+\d", head):
-        return 0.95
-    return 0.0
 
 
 def parse(source: Source) -> ParseResult:
@@ -293,12 +283,5 @@ def _note_elisions(buf: bytes, name: str, problems: list[Problem]) -> None:
                                 "are missing from the table", line))
 
 
-register(Parser(
-    name="sntilestat",
-    description="SambaNova sntilestat tile utilisation: one listing, several, or a `watch` "
-                "capture with terminal escapes",
-    tables=("tiles",),
-    sniff=sniff,
-    parse=parse,
-    embeddable=True,
-))
+sniff = SPEC.sniff
+register(SPEC.parser(parse))

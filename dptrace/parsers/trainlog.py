@@ -30,17 +30,13 @@ import pandas as pd
 
 from .. import schema
 from ..errors import Problem
-from ..registry import Parser, ParseResult, looks_binary, register
+from ..registry import ParseResult, register
 from ..sources import Source
 from . import _trainlog_rules as rules
+from ._trainlog_spec import KEYWORDS, SPEC
+from ._trainlog_spec import RE_ENGINE as _re_engine
+from ._trainlog_spec import SCAN as _SCAN
 
-try:  # RE2 finds any of the keywords in one linear pass; stdlib re tries each at every byte
-    import re2 as _re_engine
-except ImportError:  # pragma: no cover - platforms without google-re2 wheels
-    _re_engine = re
-
-KEYWORDS = rules.KEYWORDS
-_SCAN = _re_engine.compile(b"|".join(KEYWORDS))
 #: files at least this large are scanned by WORKERS forked processes, each over a range of lines
 PARALLEL_BYTES = 128 << 20
 WORKERS = min(2, os.cpu_count() or 1)
@@ -61,17 +57,6 @@ _PREFIX = re.compile(
 _SCAN_TEXT = re.compile("|".join(k.decode() for k in KEYWORDS))
 _PREFIX_START = frozenset(" \t[0123456789")
 _TAG_ANYWHERE = re.compile(r"\[\d+,(\d+)\]<std(?:out|err|diag)>:")
-_NAME_HINT = re.compile(r"(slurm-\d+.*\.(out|err)|\.log|\.out|\.err|std(out|err))(\.|$)", re.I)
-
-
-def sniff(source: Source, head: bytes) -> float:
-    """Any text can be a training log; throughput keywords or log-like names raise the score."""
-    if not head or looks_binary(head):
-        return 0.0
-    score = 0.6 if _SCAN.search(head) else 0.1
-    if _NAME_HINT.search(source.stem_name):
-        score += 0.2
-    return score
 
 
 def parse(source: Source) -> ParseResult:
@@ -541,13 +526,5 @@ def _variant(tp: pd.DataFrame, tm: pd.DataFrame) -> str | None:
     return "+".join(names) or None
 
 
-register(Parser(
-    name="trainlog",
-    description="training logs: slurm-*.out, per-rank stdout/stderr (SambaFlow, HF Trainer, "
-                "DeepSpeed, Megatron, Horovod benchmarks, Keras, tqdm/Lightning bars)",
-    tables=("throughput", "train_metrics"),
-    sniff=sniff,
-    parse=parse,
-    extensions=(".out", ".err", ".log", ".txt"),
-    embeddable=True,
-))
+sniff = SPEC.sniff
+register(SPEC.parser(parse))

@@ -4,12 +4,13 @@ Files are ``DIR/<table>.<ext>`` for each table with rows (``dptrace schema`` doc
 them), plus ``sources`` and ``problems``. Column names and dtypes are the schema's
 (``schema.conform`` already ran); CSV writes missing values as empty fields, JSON as
 ``null`` (an array of records, timestamps in ISO 8601). Parquet keeps the dtypes and
-needs pyarrow (``pip install 'dptrace[parquet]'``).
+uses pyarrow, a core dependency.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -25,8 +26,8 @@ def check_format(fmt: str) -> None:
     if fmt not in FORMATS:
         raise DptraceError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if fmt == "parquet" and importlib.util.find_spec("pyarrow") is None:
-        raise DptraceError("Parquet export needs pyarrow: pip install 'dptrace[parquet]' "
-                           "(or use --format csv or json)")
+        raise DptraceError("Parquet export needs pyarrow, which is missing from this "
+                           "installation: pip install pyarrow (or use --format csv or json)")
 
 
 def tables(ds: Dataset) -> dict[str, pd.DataFrame]:
@@ -49,5 +50,17 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> Path:
     elif fmt == "parquet":
         df.to_parquet(path, index=False)
     else:
-        df.to_json(path, orient="records", date_format="iso", force_ascii=False, indent=1)
+        text = df.to_json(orient="records", date_format="iso", force_ascii=False, indent=1)
+        path.write_text(unescape_slashes(text or "[]"), encoding="utf-8")
     return path
+
+
+#: pandas' JSON writer escapes every '/' as '\/' (valid JSON, but paths become unreadable);
+#: an escaped slash is one preceded by an odd number of backslashes
+_ESCAPED_SLASH = re.compile(r"(?<!\\)((?:\\\\)*)\\/")
+
+
+def unescape_slashes(text: str) -> str:
+    """``text`` (JSON from pandas) with ``\\/`` written as ``/``; ``\\\\/`` (a backslash,
+    then a slash) is left alone."""
+    return _ESCAPED_SLASH.sub(r"\1/", text)

@@ -1,0 +1,30 @@
+"""The IBM mpitrace format's spec: name, tables and sniffing rule, without the reader
+(see :mod:`._trainlog_spec` for why)."""
+
+from __future__ import annotations
+
+from ..registry import Spec
+from ..sources import Source
+
+MARKERS = (b"Data for MPI rank", b"Times and statistics from MPI_Init", b"Times from MPI_Init",
+           b"Times from MPI_Pcontrol")
+TABLES = ("mpi_routines", "mpi_messages", "mpi_ranks", "mpi_jobs", "mpi_comm_sizes",
+          "mpi_call_stacks", "mpi_histogram")
+
+
+def sniff(source: Source, head: bytes) -> float:
+    """0.97 when the first 8 KB hold an mpitrace header; 0 otherwise."""
+    if any(m in head for m in MARKERS):
+        return 0.97
+    i = head.find(b"MPI Routine")
+    return 0.95 if i >= 0 and b"#calls" in head[i:i + 200] else 0.0
+
+
+SPEC = Spec(
+    name="mpitrace",
+    description="IBM mpitrace profiles mpi_profile.<job>.<rank> (every generation: Theta/"
+                "ThetaGPU 'Times and statistics', Polaris 'Times from'), also pasted in docs",
+    tables=TABLES,
+    sniff=sniff,
+    embeddable=True,   # documents paste profiles next to training logs
+)

@@ -1,0 +1,33 @@
+"""The SambaNova sntilestat format's spec: name, tables and sniffing rule, without the
+reader (see :mod:`._trainlog_spec` for why)."""
+
+from __future__ import annotations
+
+import re
+
+from ..registry import Spec, looks_binary
+from ..sources import Source
+
+HEADER = re.compile(rb"TILE[ \t]+%idle[ \t]+[^\r\n]*")
+_ROW_AT_LINE_START = re.compile(rb"(?m)^\s*/XRDU_\d+/RDU_\d+/TILE_\d+\s+\d")
+
+
+def sniff(source: Source, head: bytes) -> float:
+    """Sure when the head holds an sntilestat header or tile rows."""
+    if b"%idle" not in head and b"/XRDU_" not in head:  # cheap: most inputs stop here
+        return 0.0
+    if looks_binary(head):
+        return 0.0
+    if HEADER.search(head) or _ROW_AT_LINE_START.search(head):
+        return 0.95
+    return 0.0
+
+
+SPEC = Spec(
+    name="sntilestat",
+    description="SambaNova sntilestat tile utilisation: one listing, several, or a `watch` "
+                "capture with terminal escapes",
+    tables=("tiles",),
+    sniff=sniff,
+    embeddable=True,
+)
