@@ -39,7 +39,9 @@ def load(paths: PathArg, format: str = "auto", *, progress: ProgressFn | None = 
 
     ``format="auto"`` detects each file's format from its content; a format name forces it.
     Bad inputs never raise: they become rows of ``Dataset.problems`` and their
-    ``Dataset.sources`` status says ``failed`` or ``unknown``.
+    ``Dataset.sources`` status says ``failed`` or ``unknown``. A file found in a directory
+    or by a glob that no format recognises (a README, parameters, an empty file) is
+    ``skipped`` with one ``info`` problem, which does not count as a failure.
     """
     forced = None if format == "auto" else registry.get(format)
     sources, problems = expand(paths)
@@ -68,8 +70,9 @@ def load(paths: PathArg, format: str = "auto", *, progress: ProgressFn | None = 
         if name in schema.TABLES else _concat(parts)
         for name, parts in frames.items()
     }
-    ordered = [outcomes[i] for i in range(len(sources))]
-    return Dataset(tables, _sources_frame(ordered), _problems_frame(problems))
+    settle = _Settle(problems, forced)
+    ordered = [settle(outcomes[i]) for i in range(len(sources))]
+    return Dataset(tables, _sources_frame(ordered), _problems_frame(settle.problems()))
 
 
 def _choose(src: Source, forced: registry.Parser | None, outcomes: dict[int, _Outcome],
@@ -79,11 +82,98 @@ def _choose(src: Source, forced: registry.Parser | None, outcomes: dict[int, _Ou
         return [forced] if forced else registry.detect_all(src)
     except UnknownFormatError as exc:
         outcomes[i] = _Outcome(src, None, None, "unknown", 0, str(exc))
-        problems.append(Problem(src.name, f"skipped: {exc}", severity="error"))
+        if src.explicit:
+            problems.append(Problem(src.name, f"skipped: {exc}", severity="error"))
+        # else: _Settle makes it "skipped" with one info problem
     except OSError as exc:
         outcomes[i] = _Outcome(src, None, None, "failed", 0, str(exc))
         problems.append(Problem(src.name, f"cannot read: {exc}", severity="error"))
     return []
+
+
+#: what a parser's crash report starts with (see _parse_one); such a file is never skipped
+_CRASH = "parser failed: "
+
+
+class _Settle:
+    """The outcome of a source that gave no rows, once it is known what it is.
+
+    A file found in a directory or by a glob that no format recognises (nothing claimed it,
+    or only a guess did and found nothing: a README, params.json, an empty file) becomes
+    ``skipped``: its problems are replaced by one ``info`` row, and the exit code ignores
+    it; so does one that a format was sure of but found nothing in, without an error (a
+    script that prints an sntilestat header). A file named on its own keeps its error, with
+    the format it looks like when it is one that dptrace knows but does not read yet (mpiP,
+    nccl-tests, ...). Damaged files of a format that was sure of them, unreadable files and
+    parser crashes keep their status.
+    """
+
+    def __init__(self, problems: list[Problem], forced: registry.Parser | None) -> None:
+        self.all, self.forced = problems, forced
+        self.dropped: set[str] = set()
+        self.added: list[Problem] = []
+        self._by_source: dict[str, list[Problem]] | None = None
+
+    def problems(self) -> list[Problem]:
+        """Every problem, those of the settled sources replaced."""
+        kept = [p for p in self.all if p.source not in self.dropped] if self.dropped else self.all
+        return kept + self.added
+
+    def _of(self, name: str) -> list[Problem]:
+        if self._by_source is None:   # built once, when a source first needs it
+            self._by_source = {}
+            for p in self.all:
+                self._by_source.setdefault(p.source, []).append(p)
+        return self._by_source.get(name, [])
+
+    def __call__(self, o: _Outcome) -> _Outcome:
+        src = o.source
+        if o.rows or o.status == "ok":
+            return o
+        if o.format is None:    # nothing claimed it (unknown), or it was unreadable (failed)
+            return self._skip(o, o.message) if o.status == "unknown" and not src.explicit else o
+        mine = self._of(src.name)
+        errors = [p.message for p in mine if p.severity == "error"]
+        if any(_CRASH in e for e in errors):
+            return o
+        sure = _claimed(src, o)
+        if sure and errors:    # a damaged file of a format that knows it: keep its errors
+            return o
+        other = _looks_like(src) if self.forced is None else None
+        if src.explicit:
+            if other is None or sure:
+                return o
+            self.dropped.add(src.name)
+            self.added.append(Problem(src.name, f"skipped: {other}", severity="error"))
+            return _Outcome(src, None, None, "unknown", 0, other)
+        return self._skip(o, other or (errors[0] if errors else o.message if sure else
+                                       "not recognised by any format (no records found)"))
+
+    def _skip(self, o: _Outcome, why: str) -> _Outcome:
+        self.dropped.add(o.source.name)
+        self.added.append(Problem(o.source.name, f"skipped: {why}", severity="info"))
+        return _Outcome(o.source, None, None, "skipped", 0, why)
+
+
+def _head(src: Source) -> bytes:
+    try:
+        return src.head()
+    except OSError:
+        return b""
+
+
+def _looks_like(src: Source) -> str | None:
+    """"looks like an mpiP report, ..." for a file of a format dptrace does not read yet."""
+    return registry.not_read_yet(_head(src))
+
+
+def _claimed(src: Source, o: _Outcome) -> bool:
+    """True when a format that gave ``o`` was sure of ``src`` (its sniff score): then the
+    file is that format's, even if nothing could be read from it."""
+    head = _head(src)
+    known = registry.parsers()
+    names = (o.format or "").split("+")
+    return any(n in known and known[n].sniff(src, head) >= registry.SURE for n in names)
 
 
 def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
@@ -126,7 +216,7 @@ def _parse_one(parser: registry.Parser, src: Source) -> registry.ParseResult:
         return parser.parse(src)
     except Exception as exc:
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        msg = (f"{parser.name} parser failed: {type(exc).__name__}: {exc} "
+        msg = (f"{parser.name} {_CRASH}{type(exc).__name__}: {exc} "
                f"(at {os.path.basename(where.filename)}:{where.lineno}; please report)")
         return registry.ParseResult(problems=[Problem(src.name, msg, severity="error")],
                                     variant="failed")

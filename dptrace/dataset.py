@@ -43,9 +43,10 @@ class Dataset(Mapping[str, pd.DataFrame]):
 
     @property
     def skipped(self) -> bool:
-        """True when some input, or part of one, was skipped."""
+        """True when some input, or part of one, was skipped. Files of a directory or glob
+        that no format recognises (status ``skipped``, an ``info`` problem) do not count."""
         return bool((self.problems["severity"] == "error").any()) or bool(
-            (self.sources["status"] != "ok").any()
+            (~self.sources["status"].isin(("ok", "skipped"))).any()
         )
 
     def __repr__(self) -> str:

@@ -37,4 +37,6 @@ class Problem:
     source: str
     message: str
     line: int | None = None
-    severity: str = "warning"  # "warning" (suspicious, kept) or "error" (skipped)
+    #: "error" (something skipped), "warning" (suspicious, kept) or "info" (a file of a
+    #: directory or glob that no format recognises: skipped on purpose, not a failure)
+    severity: str = "warning"

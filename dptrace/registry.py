@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -191,11 +192,46 @@ def detect_all(source: Source, head: bytes | None = None) -> list[Parser]:
     return chosen
 
 
+#: formats dptrace knows by sight but does not read yet: what a file looks like, and the test
+#: of its first bytes (every test that matches is named: a doc page can hold several tools'
+#: text). ``load`` names them for a file that no parser claimed or found any record in.
+NOT_READ_YET: tuple[tuple[str, re.Pattern[bytes]], ...] = (
+    # torch.profiler's export_chrome_trace / Kineto's on_trace_ready files
+    ("a PyTorch profiler (Kineto) trace", re.compile(
+        rb'\A(?:\xef\xbb\xbf)?\s*\{(?=[\s\S]*"traceEvents")[\s\S]*'
+        rb'"(?:schemaVersion|deviceProperties|distributedInfo)"\s*:')),
+    # prof.key_averages().table(): "Name  Self CPU %  Self CPU  CPU total %  CPU total ..."
+    ("a PyTorch profiler table (key_averages)", re.compile(
+        rb"(?m)^\s*Name\s+Self CPU %\s+Self CPU\s+CPU total %")),
+    # mpiP: "@ mpiP", "@ Command : ...", "@--- MPI Time (seconds) ----"
+    ("an mpiP report", re.compile(rb"^[>\s]*@ mpiP\s*$|@--- MPI Time \(seconds\) -", re.M)),
+    # nccl-tests: "# nThread 1 nGpus 8 minBytes ...", "#  size  count  type  redop ...",
+    # "# Avg bus bandwidth    : 58.6481"
+    ("nccl-tests output", re.compile(
+        rb"#\s*nThread\s+\d+\s+nGpus\s+\d+|#\s+size\s+count\s+type\s+redop\s"
+        rb"|# Avg bus bandwidth\s*:")),
+    # NCCL_DEBUG=INFO: "host:pid:tid [0] NCCL INFO Bootstrap : Using ib0:..."
+    ("an NCCL debug log (NCCL_DEBUG=INFO)", re.compile(rb"\] NCCL INFO ")),
+)
+
+
+def not_read_yet(head: bytes) -> str | None:
+    """"looks like an mpiP report, which dptrace does not read yet" when ``head`` (the first
+    bytes of a file) looks like a format of :data:`NOT_READ_YET`; None otherwise."""
+    kinds = [kind for kind, test in NOT_READ_YET if test.search(head)]
+    if not kinds:
+        return None
+    return f"looks like {' and '.join(kinds)}, which dptrace does not read yet"
+
+
 def _unknown_reason(head: bytes) -> str:
     if not head:
         return "empty file"
     if looks_binary(head):
         return "binary data, not a text log or trace this tool reads (use --format to force)"
+    known = not_read_yet(head)
+    if known:
+        return known
     return "format not recognised (use --format to force one; `dptrace formats` lists them)"
 
 

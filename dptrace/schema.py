@@ -57,6 +57,8 @@ _PATTERN = _c("pattern", "category", "recogniser that matched (sambaflow, hf_tra
 _STEP = _c("step", "Int64", "step or iteration number printed on the line, if any")
 _EPOCH = _c("epoch", "float64", "epoch printed on the line, if any")
 _LINENO = _c("lineno", "Int64", "1-based physical line number (\\r does not start a line)")
+#: values of throughput.phase, in order of importance (training first)
+PHASES = ("train", "eval", "setup")
 
 THROUGHPUT = Table(
     "throughput",
@@ -72,6 +74,12 @@ THROUGHPUT = Table(
         _c("scope", "category",
            "instance (one process or SambaNova instance), device (one GPU) or global (whole job)"),
         _STEP, _EPOCH, _LINENO,
+        _c("phase", "category",
+           "what the figure measures: train (training steps), eval (a bar labelled as "
+           "evaluation, validation or testing, or an eval_/test_ figure) or setup (a bar of "
+           "work around training, told by its description: Downloading, Fetching # files, "
+           "Loading checkpoint shards, Map, Tokenizing, Generating train split, ...). Only train "
+           "is training throughput; reports show it first and setup last"),
     ),
     key=("source", "lineno", "name", "metric"),
 )
@@ -96,7 +104,9 @@ SOURCES = Table(
         _SOURCE,
         _c("format", "string", "detected (or forced) format, null when unknown"),
         _c("variant", "string", "format variant or generation, when the parser tells one"),
-        _c("status", "string", "ok, partial (something skipped), failed, unknown"),
+        _c("status", "string", "ok, partial (something skipped), empty (no records found), "
+           "failed, unknown (no format recognised a file named on its own), skipped (a file "
+           "of a directory or glob that no format recognises, e.g. a README: not a failure)"),
         _c("rows", "Int64", "rows the input contributed over all tables"),
         _c("size_bytes", "Int64", "size on disk", "bytes"),
         _c("message", "string", "why the status is not ok"),
@@ -110,7 +120,9 @@ PROBLEMS = Table(
     (
         _SOURCE,
         _c("line", "Int64", "1-based line, when known"),
-        _c("severity", "string", "error (something was skipped) or warning (kept, but suspicious)"),
+        _c("severity", "string", "error (something was skipped), warning (kept, but "
+           "suspicious) or info (a file of a directory or glob that no format recognises was "
+           "skipped; does not change the exit code)"),
         _c("message", "string", "what happened"),
     ),
 )
@@ -301,12 +313,23 @@ MPI_COMM_SIZES = register_table(Table(
 
 MPI_CALL_STACKS = register_table(Table(
     "mpi_call_stacks",
-    "mpitrace with PROFILE_BY_CALL_STACK: MPI time per call stack and routine (the "
-    "addresses are not kept; translate them with mpitrace's translate.py).",
+    "mpitrace with PROFILE_BY_CALL_STACK: MPI time per call stack and routine. The "
+    "addresses are not kept; a copy of the profile translated by mpitrace's util/translate.py "
+    "(addr2line) adds the function names and file:line, and replaces the rows of its "
+    "profile when both are read.",
     (_SOURCE, _JOB, _RANK, _NRANKS,
      _c("stack", "Int64", "call stack index as printed"),
      _c("stack_time_s", "float64", "time in MPI routines from this call stack", "s"),
-     _ROUTINE, _CALLS, _TIME),
+     _ROUTINE, _CALLS, _TIME,
+     _c("function", "string", "translated profiles: the function at the top of the stack "
+        "(the one that made the MPI call, at TRACEBACK_LEVEL); null when not translated or "
+        "when addr2line printed ??"),
+     _c("call_site", "string", "translated profiles: that function's file:line as addr2line "
+        "printed it (without '(discriminator N)'); mpitrace records return addresses, so "
+        "this is the line of the MPI call or the one after it; null when unknown"),
+     _c("call_path", "string", "translated profiles: every frame of the stack, innermost "
+        "first, as 'function (file:line)' joined by ' < '; ?? for a frame addr2line could "
+        "not name")),
     key=("job", "rank", "stack", "routine"),
 ))
 

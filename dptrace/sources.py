@@ -51,10 +51,16 @@ class _memo(Generic[_T]):
 
 @dataclass(frozen=True)
 class Source:
-    """One input file. ``name`` is the path as the user gave it (or as a glob expanded it)."""
+    """One input file. ``name`` is the path as the user gave it (or as a glob expanded it).
+
+    ``explicit`` is False for a file found by walking a directory or matching a glob:
+    ``load`` skips such a file quietly (an ``info`` problem) when no format recognises it,
+    where a file named on its own is an error.
+    """
 
     name: str
     path: Path
+    explicit: bool = field(default=True, compare=False)
     #: the whole content of a small plain file, kept by :meth:`head` for one :meth:`read_all`
     _whole: list[bytes] = field(default_factory=list, init=False, repr=False, compare=False)
     #: the size of a plain file read whole (no stat needed for :meth:`size`)
@@ -195,35 +201,48 @@ def expand(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
            ) -> tuple[list[Source], list[Problem]]:
     """Expand files, globs and directories (recursively) into sources, in a stable order.
 
-    Returns the sources and a problem for every argument that matched nothing.
-    Hidden files and directories (``.name``) inside a directory are skipped.
+    Returns the sources and a problem for every argument that matched nothing (an existing
+    directory without files says so). A file named on its own is ``explicit``; one found in
+    a directory or by a glob is not (it stays explicit when also named on its own). Hidden
+    files and directories (``.name``) inside a directory are skipped.
     """
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     sources: list[Source] = []
     problems: list[Problem] = []
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     for item in items:
         found = list(_expand_one(os.fspath(item)))
         if not found:
-            problems.append(Problem(os.fspath(item), "no such file, directory or glob match",
+            problems.append(Problem(os.fspath(item), _nothing_in(os.fspath(item)),
                                     severity="error"))
         for src in found:
             key = os.path.abspath(src.path)  # no resolve(): a syscall per path component
             if key not in seen:
-                seen.add(key)
+                seen[key] = len(sources)
                 sources.append(src)
+            elif src.explicit and not sources[seen[key]].explicit:  # also named on its own
+                sources[seen[key]] = Source(src.name, src.path)
     return sources, problems
 
 
-def _expand_one(item: str) -> Iterator[Source]:
+def _nothing_in(item: str) -> str:
+    """Why an argument gave no file."""
+    if not os.path.isdir(item):
+        return "no such file, directory or glob match"
+    hidden = any(n.startswith(".") for _, dirs, files in os.walk(item) for n in dirs + files)
+    return ("directory has no files" + (" (only hidden ones, whose names start with '.', "
+                                        "which are not read)" if hidden else ""))
+
+
+def _expand_one(item: str, explicit: bool = True) -> Iterator[Source]:
     path = Path(item)
     if path.is_file():   # files first: one stat each when thousands are listed
-        yield Source(item, path)
+        yield Source(item, path, explicit)
     elif path.is_dir():
         yield from _walk(path)
     elif glob.has_magic(item):
         for match in sorted(glob.glob(item, recursive=True)):
-            yield from _expand_one(match)
+            yield from _expand_one(match, explicit=False)
 
 
 def _walk(root: Path) -> Iterator[Source]:
@@ -233,4 +252,4 @@ def _walk(root: Path) -> Iterator[Source]:
         for name in sorted(filenames):
             if not name.startswith("."):
                 full = base / name
-                yield Source(str(full), full)
+                yield Source(str(full), full, False)

@@ -70,10 +70,12 @@ def test_unknown_format_with_others_still_reported(tmp_path, capsys):
     (tmp_path / "empty.log").write_bytes(b"")
     code = main(["report", str(tmp_path), "--width", "120"])
     out = capsys.readouterr().out
-    assert code == 1  # partial: something skipped
+    assert code == 0  # found in a directory: listed as skipped, not a failure
     assert "1,177.74" in out  # 563.97 + 613.77, the good file still reported
     assert "blob.bin" in out and "binary" in out
     assert "empty.log" in out
+    # named on their own, they are failures
+    assert main(["report", str(tmp_path / "good.out"), str(tmp_path / "blob.bin")]) == 1
 
 
 def test_missing_path_is_a_problem(tmp_path):

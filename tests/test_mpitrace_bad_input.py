@@ -155,8 +155,10 @@ def test_empty_binary_and_gzip(tmp_path):
     ds = dptrace.load(tmp_path)
     status = dict(zip(ds.sources["source"].str.rsplit("/", n=1).str[-1], ds.sources["status"],
                       strict=True))
-    assert status == {"mpi_profile.1.0": "unknown", "mpi_profile.1.1": "unknown",
+    # found in a directory: skipped with an info row, not failures (issue 11)
+    assert status == {"mpi_profile.1.0": "skipped", "mpi_profile.1.1": "skipped",
                       "mpi_profile.19013.0.gz": "ok"}
+    assert ds.problems["severity"].tolist() == ["info", "info"]
     assert len(ds["mpi_messages"]) == 30
     assert set(ds["mpi_routines"]["job"]) == {"19013"}
 

@@ -245,6 +245,66 @@ def test_load_and_read_mpitrace_give_the_same_tables():
         assert list(x.dtypes) == list(y.dtypes), name
         pd.testing.assert_frame_equal(x.astype(object), y.astype(object), check_dtype=False)
     mpi = a.sources[a.sources["format"] == "mpitrace"]
-    assert len(mpi) == 31       # 26 profiles, 4 documents, 1 seed; not PROVENANCE.tsv
+    # 26 profiles, 4 documents, 1 seed, 4 call-stack profiles and their 4 translations; not
+    # PROVENANCE.tsv or the script and program that made the call-stack profiles
+    assert len(mpi) == 39
     prov = b.sources[b.sources["source"].str.endswith("PROVENANCE.tsv")]
-    assert prov["rows"].tolist() == [0] and prov["status"].tolist() == ["empty"]
+    assert prov["rows"].tolist() == [0] and prov["status"].tolist() == ["skipped"]
+
+
+CALLSTACKS = FIX / "ibm_mpitrace_callstack_4rank"
+
+
+def test_call_stacks_of_a_real_profile_and_its_translation():
+    """Real IBM mpitrace output (PROFILE_BY_CALL_STACK=yes, 4 ranks, make_fixture.sh) and its
+    translate.py copy; values read by hand from the files."""
+    plain = _load("ibm_mpitrace_callstack_4rank/mpi_profile.4242.3")["mpi_call_stacks"]
+    assert len(plain) == 6 and plain["function"].isna().all()
+    # rank 3 computes longest (dp_allreduce.c:35), so it waits least in the negotiation:
+    # "time in MPI routines = 0.000 sec, call stack index = 3" / "MPI_Allreduce  20  0.000"
+    row = _one(plain, stack=3)
+    assert (row["routine"], row["calls"], row["time_s"]) == ("MPI_Allreduce", 20, 0.0)
+    ds = dptrace.load(CALLSTACKS / "mpi_profile.4242.0.translated.txt")
+    assert ds.problems.empty, ds.problems
+    assert ds.sources["variant"].item() == "times-from/MiB+call-stacks+translated"
+    stacks = ds["mpi_call_stacks"]
+    # lines 45-62: stack 3, 0.063 s; frames negotiate, main, __libc_start_call_main, call_init
+    row = _one(stacks, stack=3)
+    assert (row["job"], row["rank"], row["routine"], row["calls"]) == ("4242", 0, "MPI_Allreduce",
+                                                                       20)
+    assert (row["function"], row["call_site"]) == ("negotiate", "/src/dp_allreduce.c:19")
+    assert row["call_path"] == (
+        "negotiate (/src/dp_allreduce.c:19) < main (/src/dp_allreduce.c:38) < "
+        "__libc_start_call_main (./csu/../sysdeps/x86/libc-start.c:74) < "
+        "call_init (./csu/../csu/libc-start.c:128)")
+    grads = _one(stacks, stack=4)
+    assert (grads["function"], grads["call_site"]) == ("allreduce_gradients",
+                                                       "/src/dp_allreduce.c:24")
+    # _start's "source = ??:?": the frame keeps its function, without a place
+    assert _one(stacks, stack=5)["call_path"].endswith("call_init "
+                                                       "(./csu/../csu/libc-start.c:128) < _start")
+
+
+def test_translated_copies_replace_the_call_stacks_of_their_profiles_in_every_order(tmp_path):
+    names = sorted(p.name for p in CALLSTACKS.glob("mpi_profile.*"))
+    want = dptrace.load([CALLSTACKS / n for n in names])
+    for order in (names, names[::-1]):
+        got = dptrace.load([CALLSTACKS / n for n in order])
+        assert got.problems.empty
+        for table, key in (("mpi_routines", ["source", "routine"]),
+                           ("mpi_ranks", ["source", "origin", "rank"]),
+                           ("mpi_call_stacks", ["source", "stack", "routine"])):
+            a, b = (ds[table].astype(object).sort_values(key).reset_index(drop=True)
+                    for ds in (want, got))
+            pd.testing.assert_frame_equal(a, b)
+    rows = dict(zip(want.sources["source"].map(lambda s: s.rsplit("/", 1)[-1]),
+                    want.sources["rows"], strict=True))
+    assert rows["mpi_profile.4242.0.translated.txt"] == 6       # its 6 call-stack rows
+    assert rows["mpi_profile.4242.0"] == 14                      # 20 rows less those 6
+    # a copy with other names, whose profile differs, is a profile of its own
+    other = tmp_path / "rank0_stacks.txt"
+    other.write_text((CALLSTACKS / "mpi_profile.4242.0.translated.txt").read_text()
+                     .replace("0.063 sec, call stack index = 3", "0.064 sec, call stack index = 3"))
+    both = dptrace.load([CALLSTACKS / "mpi_profile.4242.0", other])
+    assert set(both["mpi_call_stacks"]["source"]) == {str(CALLSTACKS / "mpi_profile.4242.0"),
+                                                      str(other)}

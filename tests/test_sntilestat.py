@@ -160,11 +160,43 @@ def test_fast_paths_agree_with_the_line_loop(monkeypatch):
     monkeypatch.setattr(sntilestat, "_fast_rows", lambda buf, lines, headers: None)
     loop = dptrace.load(path)["tiles"]
     assert_frame_equal(fast, aligned)
-    cols = [c for c in fast.columns if c != "lineno"]
-    for other in (regex, loop):
-        assert_frame_equal(fast[cols].astype({"user": str, "command": str}),
-                           other[cols].astype({"user": str, "command": str}))
-    assert loop["lineno"].iloc[0] == 5  # the line loop also knows the lines
+    for other in (regex, loop):   # every route numbers the rows' lines alike
+        assert_frame_equal(fast.astype({"user": str, "command": str}),
+                           other.astype({"user": str, "command": str}))
+    assert loop["lineno"].iloc[0] == 5
+
+
+def test_lineno_is_the_rows_line_in_the_file(monkeypatch):
+    from dptrace.parsers import sntilestat
+
+    # a watch capture: line 72 is the first row of the second screen, after watch's escapes
+    path = FIX / "watch_sntilestat_sn30.typescript"
+    lines = path.read_bytes().split(b"\n")
+    assert lines[71].startswith(b"/XRDU_0/RDU_0/TILE_0   8.0  91.6    0.3    0.1    0.0"
+                                b"      0.0 2750333  vsastry ")
+    quick = dptrace.load(path)["tiles"]
+    second = quick[quick["snapshot"] == 1].iloc[0]
+    assert (second["xrdu"], second["rdu"], second["tile"], second["lineno"]) == (0, 0, 0, 72)
+    # a PDF copy with wrapped commands (the line loop): a row's first line
+    doc = FIX / "aitbdocs_sambanova_Miscellaneous_from_docs.md"
+    text = doc.read_text().split("\n")
+    assert text[86] == "/XRDU_0/RDU_0/TILE_1 80.5 6.9 11.3 1.3 0.0 0.0 49880 arnoldw python"
+    t = dptrace.load(doc)["tiles"]
+    row = t[(t["snapshot"] == 0) & (t["tile"] == 1) & (t["rdu"] == 0)].iloc[0]
+    assert (row["exec_pct"], row["pid"], row["lineno"]) == (6.9, 49880, 87)
+    # every row of every fixture, on every route, names the line that holds it
+    for name in ("ug_sn30_multinode_from_docs.md", "ug_sn30_single_from_docs.md",
+                 "ug_sn30_miscellaneous_idle_from_docs.md", path.name, doc.name):
+        raw = (FIX / name).read_bytes().split(b"\n")
+        for route in ("quick", "regex"):
+            if route == "regex":
+                monkeypatch.setattr(sntilestat, "_quick", lambda buf, lines, name, problems: None)
+                monkeypatch.setattr(sntilestat._fixed, "read", lambda buf, header, lines: None)
+            tiles = dptrace.load(FIX / name)["tiles"]
+            assert tiles["lineno"].notna().all(), (name, route)
+            for r in tiles.itertuples():
+                assert b"/XRDU_%d/RDU_%d/TILE_%d " % (r.xrdu, r.rdu, r.tile) in raw[r.lineno - 1]
+        monkeypatch.undo()
 
 
 def test_json_report_of_a_watch_capture(tmp_path):

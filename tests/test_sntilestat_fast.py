@@ -98,7 +98,7 @@ def test_quick_route_is_taken_on_a_plain_capture(monkeypatch):
 def test_gap_searches_equal_whole_file_searches():
     buf = VARIANTS["stamp wrapped"].encode() + VARIANTS["crlf"].encode()
     lines = fixed.row_lines(np.frombuffer(buf, dtype=np.uint8), b"/XRDU_")
-    gaps = scan.Gaps.between(buf, *lines)
+    gaps = scan.Gaps.between(buf, *lines[:2])
     assert sorted(set(sntilestat._HEADER.findall(gaps.text))) == \
         sorted(set(sntilestat._HEADER.findall(buf)))
     every = gaps.positions(b"Every")

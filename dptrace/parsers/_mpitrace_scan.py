@@ -54,6 +54,10 @@ _STACK_HEAD = re.compile(r"time in MPI routines\s*=\s*([\d.]+) sec, call stack i
                          r"(\d+)$")
 _STACK_NOISE = ("call stack:", "filename", "address =", "Use addr2line", "For addresses",
                 "addr2line", "Or translate", "Ensure -g", "MPI Routine")
+#: what mpitrace's util/translate.py adds after each frame's "address = ..." line (addr2line
+#: -f -C output): "function = negotiate", "source = /src/dp.c:19 (discriminator 4)"
+_TRANSLATION = re.compile(r"(function|source) =(?: (.*))?$")
+_DISCRIMINATOR = re.compile(r"\s+\(discriminator \d+\)$")
 _SHORT = {"minimum": "min", "median": "median", "maximum": "max"}
 _FENCE = ("```", "~~~", "</details", "<details", "</p>", "<p>")
 _HOST_COLS = {"hostname", "host"}
@@ -82,7 +86,10 @@ class Block:
     histogram: list[tuple[float, int]] = field(default_factory=list)
     table: list[tuple[Any, ...]] = field(default_factory=list)
     comm_sizes: list[tuple[Any, ...]] = field(default_factory=list)
+    #: (stack, stack_time_s, routine, calls, time_s, function, call_site, call_path)
     stacks: list[tuple[Any, ...]] = field(default_factory=list)
+    #: the call stacks carry translate.py's function names
+    translated: bool = False
     seen: set[int] = field(default_factory=set)
     state: int = HEAD
     last_line: int = 0
@@ -106,6 +113,8 @@ class Scanner:
         self.limit = 0
         self.sub: tuple[int, int, float] | None = None   # communicator-size bin
         self.stack: tuple[int, float] | None = None
+        #: the current call stack's frames: [function, source] each, as translated
+        self.frames: list[list[str | None]] = []
         self.lineno = 0
         #: number of the last line when the text does not end with a newline (maybe cut)
         self.cut_line = 0
@@ -280,7 +289,7 @@ class Scanner:
         cur.state = state
         cur.seen.add(state)
         self.msg_routine, self.table_cols, self.table_reader = None, None, None
-        self.sub, self.stack = None, None
+        self.sub, self.stack, self.frames = None, None, []
         return True
 
     def _by_state(self, cur: Block, line: str) -> None:
@@ -427,16 +436,42 @@ class Scanner:
         m = _STACK_HEAD.match(line)
         if m:
             self.stack = (int(m[2]), float(m[1]))
+            self.frames = []
             return
         parts = line.split()
         if self.stack is not None and len(parts) == 3 and parts[1].isdigit():
             try:
-                cur.stacks.append((*self.stack, parts[0], int(parts[1]), float(parts[2])))
+                cur.stacks.append((*self.stack, parts[0], int(parts[1]), float(parts[2]),
+                                   *self._translation()))
                 return
             except ValueError:
                 pass
+        if self.stack is not None:
+            if line.startswith("filename"):      # "filename = ./a.out", "filename is unknown"
+                self.frames.append([None, None])
+                return
+            t = _TRANSLATION.match(line)
+            if t and self.frames:
+                self.frames[-1][1 if t[1] == "source" else 0] = (t[2] or "").strip()
+                cur.translated = True
+                return
         if not line.startswith(_STACK_NOISE) and self.stack is not None:
             self.problem(f"unparseable line in the call-stack profile: {line!r}")
+
+    def _translation(self) -> tuple[str | None, str | None, str | None]:
+        """(function, call_site, call_path) of the current stack; Nones when untranslated."""
+        if all(f is None and s is None for f, s in self.frames):
+            return None, None, None
+        frames = [(_known(f), _known(s)) for f, s in self.frames]
+        path = " < ".join(f"{f or '??'} ({s})" if s else (f or "??") for f, s in frames)
+        return frames[0][0], frames[0][1], path
+
+
+def _known(text: str | None) -> str | None:
+    """addr2line's answer, None when it did not know ("??", "??:0", "??:?", nothing)."""
+    if not text or text.startswith("??"):
+        return None
+    return _DISCRIMINATOR.sub("", text)
 
 
 def read_total(cur: Block, line: str) -> bool:

@@ -50,12 +50,12 @@ def layout(header: bytes) -> list[tuple[int, int]] | None:
     return spans
 
 
-def read(buf: bytes, header: bytes, lines: tuple[np.ndarray, np.ndarray]
+def read(buf: bytes, header: bytes, lines: tuple[np.ndarray, ...]
          ) -> tuple[dict[str, object], list[bytes]] | None:
     """Columns xrdu, rdu, tile, the six *_pct, pid, user, command, and the distinct owner
     tails; None if not aligned. ``lines``: :func:`row_lines` of ``buf``."""
     spans = layout(header.rstrip(b"\r"))
-    starts, ends = lines
+    starts, ends = lines[0], lines[1]
     if spans is None or not len(starts):
         return None
     numeric_end = spans[5][1]
@@ -182,8 +182,9 @@ def _weights(spans: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
     return _weights_for(tuple(spans))
 
 
-def row_lines(arr: np.ndarray, needle: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end offsets of the lines that begin with ``needle`` (at most 8 bytes)."""
+def row_lines(arr: np.ndarray, needle: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start and end offsets of the lines that begin with ``needle`` (at most 8 bytes), and
+    their 1-based line numbers (only ``\\n`` ends a line)."""
     breaks = _newlines(arr)
     first = np.r_[0, breaks + 1]
     line_end = np.r_[breaks, len(arr)]
@@ -196,7 +197,12 @@ def row_lines(arr: np.ndarray, needle: bytes) -> tuple[np.ndarray, np.ndarray]:
     last = [i for i in np.flatnonzero(near_end).tolist()
             if arr[first[i]:first[i] + len(needle)].tobytes() == needle]
     hit = np.r_[hit, last].astype(np.int64) if last else hit
-    return first[hit].astype(np.int64), line_end[hit].astype(np.int64)
+    return first[hit].astype(np.int64), line_end[hit].astype(np.int64), hit.astype(np.int64) + 1
+
+
+def line_numbers(arr: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """1-based line numbers of byte ``offsets`` of ``arr`` (only ``\\n`` ends a line)."""
+    return np.searchsorted(_newlines(arr), offsets).astype(np.int64) + 1
 
 
 def _newlines(arr: np.ndarray) -> np.ndarray:

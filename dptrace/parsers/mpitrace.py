@@ -25,7 +25,10 @@ is read; real lines (from ``shared/realdata/mpitrace``) look like::
 Also read: ``Times from MPI_Pcontrol(1) to MPI_Pcontrol(0).``, ``(all communicators)``
 with its ``Profile data by communicator size`` section, ``Profile by call stack``,
 ``synchronization time`` (COLLECTIVE_BARRIER), the ``Histogram of times spent in MPI``
-(above 32 ranks) and the oldest ``MPI tasks sorted by communication time`` table.
+(above 32 ranks) and the oldest ``MPI tasks sorted by communication time`` table. Copies
+made by mpitrace's ``util/translate.py`` (each call-stack frame followed by ``function =``
+and ``source = file:line``) give the call stacks their names; beside their profile they
+replace its call-stack rows instead of repeating the profile (:meth:`_Many.stacked_files`).
 
 The scanning is in :mod:`._mpitrace_scan`; this module names jobs, recovers the size
 bins, and builds the tables from columns (:class:`Rows`). ``api.load`` calls :func:`parse`
@@ -57,7 +60,12 @@ from . import _mpitrace_fast as fast
 from . import _mpitrace_scan as scan
 from ._mpitrace_spec import MARKERS, SPEC, TABLES
 
-_NAME = re.compile(r"mpi_profile\.(\d+)(?:\.(\d{10}))?\.(\d+)$")
+#: mpi_profile.<job>[.<MMDDhhmmss>].<rank>, and copies named after it (a call-stack
+#: translation saved as mpi_profile.<job>.<rank>.translated.txt)
+_NAME = re.compile(r"mpi_profile\.(\d+)(?:\.(\d{10}))?\.(\d+)(?:\.[A-Za-z_][^/]*)?$")
+#: a profile with call stacks; translate.py's lines in one
+_STACKS = b"Profile by call stack"
+_TRANSLATED = re.compile(rb"^[ \t>]*(?:function|source) =(?: |$)", re.M)
 _INT_DTYPES = ("Int64", "float64")
 
 
@@ -85,6 +93,9 @@ def read_many(sources: Sequence[Source], problems: list[Problem],
             progress(src, i, len(sources))
         many.add(src)
     many.flush()
+    many.stacked_files()
+    order = {id(src): i for i, src in enumerate(sources)}
+    many.parsed.sort(key=lambda p: order[id(p.source)])
     return many.rows.frames(conform=True), many.parsed
 
 
@@ -102,6 +113,8 @@ class _Many:
         self.problems = problems
         self.plain = fast.Plain()
         self.pending: list[tuple[Source, str, int | None, bytes]] = []
+        #: files with call stacks, read last (:meth:`stacked_files`)
+        self.stacked: list[tuple[Source, bytes, list[Problem]]] = []
 
     def add(self, src: Source) -> None:
         mine: list[Problem] = []
@@ -110,6 +123,9 @@ class _Many:
         except Exception as exc:  # an unreadable file must not stop the batch
             self.flush()
             self._report(src, None, 0, mine, exc)
+            return
+        if _STACKS in data:
+            self.stacked.append((src, data, mine))
             return
         job, rank = _job_of(src)
         if len(self.plain) >= BATCH:
@@ -130,6 +146,49 @@ class _Many:
             self._report(src, None, 0, mine, exc)
             return
         self._report(src, variant, self.rows.count() - sum(mark.values()), mine)
+
+    def stacked_files(self) -> None:
+        """Read the files with call stacks. A copy of a profile translated by mpitrace's
+        util/translate.py (the same text, with "function = ..." and "source = ..." after
+        each frame) is not read as a second profile when the profile is also read: its
+        call-stack rows, which name the functions, replace those of the profile. Alone, it
+        is read as the profile it copies."""
+        originals: dict[bytes, Source] = {}
+        copies = []
+        for src, data, mine in self.stacked:
+            if _TRANSLATED.search(data):
+                copies.append((src, data, mine))
+                continue
+            originals.setdefault(_untranslated(data), src)
+            self.one(src, data, mine)
+        for src, data, mine in copies:
+            original = originals.get(_untranslated(data))
+            if original is None:
+                self.one(src, data, mine)
+            else:
+                self._translation(src, data, mine, original)
+        self.stacked = []
+
+    def _translation(self, src: Source, data: bytes, mine: list[Problem],
+                     original: Source) -> None:
+        """The call stacks of ``src``, a translated copy of ``original``, in place of the
+        original's; the rest of ``src`` repeats ``original`` and is not read again."""
+        try:   # its problems are the original's, already reported
+            blocks = scan.Scanner(_decode(src, data, mine), src.name, []).run()
+            jobs = _job_names(original, blocks, [])
+        except Exception as exc:  # a parser bug must not stop the batch
+            self._report(src, None, 0, mine, exc)
+            return
+        removed = self.rows.drop_stacks(original.name)
+        before = len(stacks := self.rows.cols["mpi_call_stacks"]["source"])
+        for block, job in zip(blocks, jobs, strict=True):
+            self.rows.add_stacks({"source": src.name, "job": job, "rank": block.rank,
+                                  "nranks": block.nranks}, block)
+        for parsed in self.parsed:
+            if parsed.source is original:
+                parsed.rows -= removed
+        self._report(src, f"call-stack translation of {original.path.name} (translate.py)",
+                     len(stacks) - before, mine)
 
     def _report(self, src: Source, variant: str | None, rows: int, mine: list[Problem],
                 exc: Exception | None = None) -> None:
@@ -331,13 +390,27 @@ class Rows:
             self._extend("mpi_comm_sizes", key, comm_size_lo=lo, comm_size_hi=hi,
                          comm_size_avg=avg_size, routine=r, calls=calls, avg_bytes=avg,
                          time_s=t)
-        if b.stacks:
-            stack, stime, r, calls, t = zip(*b.stacks, strict=True)
-            self._extend("mpi_call_stacks", key, stack=stack, stack_time_s=stime, routine=r,
-                         calls=calls, time_s=t)
+        self.add_stacks(key, b)
         if b.histogram:
             x, n = zip(*b.histogram, strict=True)
             self._extend("mpi_histogram", key, comm_time_s=x, ranks=n)
+
+    def add_stacks(self, key: dict[str, Any], b: scan.Block) -> None:
+        if b.stacks:
+            stack, stime, r, calls, t, fn, site, path = zip(*b.stacks, strict=True)
+            self._extend("mpi_call_stacks", key, stack=stack, stack_time_s=stime, routine=r,
+                         calls=calls, time_s=t, function=fn, call_site=site, call_path=path)
+
+    def drop_stacks(self, name: str) -> int:
+        """Remove the call-stack rows of source ``name``; returns how many there were.
+        (Call stacks are only ever added row by row, never as whole-column parts.)"""
+        cols = self.cols["mpi_call_stacks"]
+        keep = [i for i, s in enumerate(cols["source"]) if s != name]
+        removed = len(cols["source"]) - len(keep)
+        if removed:
+            for k, values in cols.items():
+                cols[k] = [values[i] for i in keep]
+        return removed
 
     def frames(self, conform: bool) -> dict[str, pd.DataFrame]:
         """One frame per non-empty table (conformed, or raw but cheap: see parse; raw only
@@ -505,6 +578,14 @@ def _decode(source: Source, data: bytes, problems: list[Problem]) -> str:
         return data.decode("utf-8", "replace")
 
 
+def _untranslated(data: bytes) -> bytes:
+    """The text of a profile without translate.py's lines and trailing blanks (translate.py
+    copies every other line, right-stripped): a translated copy gives its profile's."""
+    lines = (line.rstrip() for line in data.split(b"\n"))
+    return b"\n".join(line for line in lines
+                      if not _TRANSLATED.match(line)).rstrip()
+
+
 def _job_of(source: Source) -> tuple[str, int | None]:
     """The job of a file with one profile, and the rank its name gives (None: no rank)."""
     m = _NAME.search(source.stem_name)
@@ -538,6 +619,7 @@ def variant(blocks: list[scan.Block]) -> str | None:
                                  ("all-communicators", b.all_comms),
                                  ("comm-sizes", bool(b.comm_sizes)),
                                  ("call-stacks", bool(b.stacks)),
+                                 ("translated", b.translated),
                                  ("sync-time", "synchronization time" in b.own)) if on]
         name = "+".join([f"{gen}/{b.mem_unit}" if b.mem_unit else gen, *flags])
         if name not in names:

@@ -23,6 +23,7 @@ wrapped commands and name the bad lines.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,8 +68,8 @@ def parse(source: Source) -> ParseResult:
     stamps = _WATCH.findall(buf)
     variant = "watch capture" if stamps else "snapshot"
     if fast is None:  # terminal escapes matter only here: rows follow newlines in watch output
-        buf = _clean(buf)
         rows = _slow_rows(buf, source.name, problems, extra)
+        buf = _clean(buf)
         variant += ", collapsed whitespace" if collapsed else ""
     else:
         rows = fast
@@ -77,17 +78,17 @@ def parse(source: Source) -> ParseResult:
     return ParseResult({"tiles": schema.conform(df, schema.TILES)}, problems, variant)
 
 
-def _quick(buf: bytes, lines: tuple[np.ndarray, np.ndarray], name: str,
+def _quick(buf: bytes, lines: tuple[np.ndarray, np.ndarray, np.ndarray], name: str,
            problems: list[Problem]) -> ParseResult | None:
     """The aligned reader with every search confined to the lines between the tile rows
-    (``lines``: :func:`._sntilestat_fixed.row_lines` of ``buf``).
+    (``lines``: :func:`._sntilestat_fixed.row_lines` of ``buf``: starts, ends, numbers).
 
     Gives what :func:`parse`'s general route gives, or None when that route is needed: the
     rows do not line up under one known header, or a row holds a searched word.
     """
     if not len(lines[0]):
         return None
-    gaps = _scan.Gaps.between(buf, *lines)
+    gaps = _scan.Gaps.between(buf, lines[0], lines[1])
     headers = set(_HEADER.findall(gaps.text))
     if len(headers) != 1 or _unknown_columns(list(headers)) or b"  " not in min(headers) \
             or b"/XRDU_" in gaps.text:
@@ -96,7 +97,7 @@ def _quick(buf: bytes, lines: tuple[np.ndarray, np.ndarray], name: str,
     if found is None or not _scan.tails_clean(found[1]):
         return None
     stamps = _scan.findall_at(_WATCH, buf, gaps.positions(b"Every"))
-    df = _frame(_Rows(columns=found[0]), stamps, name)
+    df = _frame(_Rows(columns=found[0], lines=lines[2]), stamps, name)
     if b"..." in gaps.text:
         _note_elisions(buf, name, problems)
     variant = "watch capture" if stamps else "snapshot"
@@ -122,39 +123,42 @@ def _unknown_columns(headers: list[bytes]) -> list[str]:
 
 @dataclass
 class _Rows:
-    """Raw fields as row tuples, or already as columns; and each row's line when known."""
+    """Raw fields as row tuples, or already as columns; and each row's line."""
 
     fields: list[tuple[bytes, ...]] = field(default_factory=list)
-    lines: list[int] | None = None
+    lines: list[int] | np.ndarray | None = None
     columns: dict[str, Any] | None = None
 
 
-def _fast_rows(buf: bytes, lines: tuple[np.ndarray, np.ndarray], headers: list[bytes],
-               ) -> _Rows | None:
-    """Aligned output: numpy at the header's columns; else one C-level regex findall.
+def _fast_rows(buf: bytes, lines: tuple[np.ndarray, np.ndarray, np.ndarray],
+               headers: list[bytes]) -> _Rows | None:
+    """Aligned output: numpy at the header's columns; else one C-level regex scan.
 
     None when some tile row is malformed (the line loop then names it).
     """
     if headers and len(set(headers)) == 1:
         aligned = _fixed.read(buf, headers[0], lines)
         if aligned is not None and len(lines[0]) == buf.count(b"/XRDU_"):
-            return _Rows(columns=aligned[0])
-    found = _ROW.findall(buf)
+            return _Rows(columns=aligned[0], lines=lines[2])
+    found = list(_ROW.finditer(buf))
     if len(found) != len(_ANY_ROW.findall(buf)):
         return None
-    return _Rows(found)
+    starts = np.fromiter((m.start() for m in found), dtype=np.int64, count=len(found))
+    return _Rows([m.groups(b"") for m in found],
+                 lines=_fixed.line_numbers(np.frombuffer(buf, dtype=np.uint8), starts))
 
 
 def _slow_rows(buf: bytes, name: str, problems: list[Problem], extra: list[str]) -> _Rows:
-    """Line by line: join wrapped commands, name malformed rows with their line."""
+    """Line by line: join wrapped commands, name malformed rows with their line (the line
+    in the file: terminal escapes are cleaned line by line, see :func:`_logical_lines`)."""
     if extra:
         problems.append(Problem(name, f"header has column(s) dptrace does not know: "
                                 f"{', '.join(extra)}; their values are not kept"))
     npct = 6 + len(extra)
-    out = _Rows(lines=[])
-    assert out.lines is not None
+    found: list[int] = []
+    out = _Rows(lines=found)
     wrap_ok = False
-    for lineno, line in enumerate(buf.split(b"\n"), 1):
+    for lineno, line in _logical_lines(buf):
         text = line.strip()
         if not text.startswith(b"/XRDU_"):
             if wrap_ok and _is_continuation(text):
@@ -169,9 +173,20 @@ def _slow_rows(buf: bytes, name: str, problems: list[Problem], extra: list[str])
             wrap_ok = False
             continue
         out.fields.append(row)
-        out.lines.append(lineno)
+        found.append(lineno)
         wrap_ok = bool(row[-1])
     return out
+
+
+def _logical_lines(buf: bytes) -> Iterator[tuple[int, bytes]]:
+    """(line number in ``buf``, text) of each line of :func:`_clean` ``(buf)``: a cursor
+    move that starts a row starts a logical line, numbered as the line that holds it."""
+    for lineno, line in enumerate(buf.split(b"\n"), 1):
+        if b"\x1b" not in line:
+            yield lineno, line
+            continue
+        for piece in _CLEAR.split(line.replace(b"\x1b[H\x1b[2J", b"")):
+            yield lineno, _ESCAPES.sub(b"", piece)
 
 
 def _is_continuation(text: bytes) -> bool:

@@ -107,7 +107,8 @@ def _facts(report: Report) -> list[tuple[str, str]]:
     """(label, HTML) pairs; every input-derived value is escaped here."""
     ds = report.dataset
     src = ds.sources
-    formats = src["format"].fillna("unknown").value_counts()
+    unnamed = src["status"].map({"skipped": "not recognised"}).fillna("unknown")
+    formats = src["format"].astype(object).where(src["format"].notna(), unnamed).value_counts()
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     facts = [("inputs", f"{len(src)} file(s): " + _e(", ".join(
         f"{n} {f}" for f, n in formats.items()))),
@@ -149,15 +150,36 @@ def _instances_fact(report: Report) -> tuple[str, str] | None:
     return ("instances", _e("; ".join(parts))) if parts else None
 
 
+#: names of skipped files shown in the header's one line (all are in its <details>)
+SKIPPED_NAMES = 4
+
+
 def _not_parsed(src: pd.DataFrame, problems: pd.DataFrame) -> str:
-    bad = src[src["status"] != "ok"]
+    skipped = src["status"] == "skipped"
+    bad = src[(src["status"] != "ok") & ~skipped]
     items = [f"<span class='bad'>{_e(r.source)}</span> ({_e(r.status)}"
              + (f": {_e(r.message)}" if isinstance(r.message, str) and r.message else "") + ")"
              for r in bad.itertuples(index=False)]
-    text = "; ".join(items) if items else "nothing: every input parsed"
-    if len(problems):
-        text += f" — <a href='#problems'>{len(problems)} problem(s)</a>"
+    text = "; ".join(items) if items else (
+        "nothing: every input parsed" if not skipped.any() else "every recognised input parsed")
+    counted = int((problems["severity"] != "info").sum()) if len(problems) else 0
+    if counted:
+        text += f" — <a href='#problems'>{counted} problem(s)</a>"
+    if skipped.any():
+        text += _skipped_line(src[skipped])
     return text
+
+
+def _skipped_line(skipped: pd.DataFrame) -> str:
+    """One line, "7 files not recognised (README.md, params.json, ...)", and a <details>
+    that lists each with the reason: a run directory holds READMEs and parameters."""
+    names = [str(s).replace("\\", "/").rsplit("/", 1)[-1] for s in skipped["source"]]
+    shown = ", ".join(names[:SKIPPED_NAMES]) + (", ..." if len(names) > SKIPPED_NAMES else "")
+    n = len(names)
+    rows = "".join(f"<li>{_e(r.source)}: {_e(r.message)}</li>"
+                   for r in skipped.itertuples(index=False))
+    return (f"<details class='skipped'><summary>{n} file{'s' if n != 1 else ''} not "
+            f"recognised ({_e(shown)})</summary><ul>{rows}</ul></details>")
 
 
 # -- sections ---------------------------------------------------------------------------------
