@@ -61,7 +61,7 @@ def test_step_series_lines_and_warmup():
 def test_throughput_figures_pick_series_and_escape_labels():
     rows = {"source": ["a.log"] * 4, "instance": ["0", "1", "0", "1"], "pattern": "tqdm",
             "name": "tqdm", "label": HOSTILE, "metric": "iterations_per_s", "scope": "instance",
-            "value": [9.5, 9.8, 9.6, 9.0], "step": pd.array([1, 1, 2, 2], dtype="Int64"),
+            "phase": "train", "value": [9.5, 9.8, 9.6, 9.0], "step": pd.array([1, 1, 2, 2], dtype="Int64"),
             "epoch": float("nan"), "lineno": pd.array([1, 2, 3, 4], dtype="Int64")}
     tp = pd.DataFrame(rows)
     tables = {"summary": thr.throughput_summary(tp), "instances": thr.per_instance(tp)}

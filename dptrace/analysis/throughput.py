@@ -1,7 +1,9 @@
 """Throughput across instances: per instance, in total, spread, stragglers.
 
-A *series* is one (source, pattern, name, label, metric, scope): e.g. the SambaFlow
-``e2e samples_per_sec`` lines of one log, or DeepSpeed's ``CurrSamplesPerSec``.
+A *series* is one (source, pattern, name, label, metric, scope, phase): e.g. the SambaFlow
+``e2e samples_per_sec`` lines of one log, or DeepSpeed's ``CurrSamplesPerSec``. ``phase``
+(train, eval, setup) follows from the label and name, so it never splits a series; it is in
+the key so that every table built on series carries it.
 
 Per-step series (rows with a ``step``) lose their warm-up before averaging: by default
 the first 10% of each instance's steps, at least one, when it has 3 steps or more. Both
@@ -14,6 +16,13 @@ The job figure depends on ``scope``:
 - ``global``: the line already covers the whole job (HF ``train_samples_per_second``,
   DeepSpeed ``SamplesPerSec``); copies printed by several ranks are **never summed**: the
   job figure is their mean.
+
+Series come in order of importance (:func:`series_order`; :func:`throughput_summary` and
+:func:`per_instance` return them so, hence the JSON report, and the terminal): training
+before eval before setup (downloads, loading); job-level figures of known trainers before
+other named lines before tqdm bars; the best figure of each log before a second figure of
+the same log; then the larger job first (more instances, then more rows). Instances come
+in rank order (:func:`rank_keys`: 0, 1, 2, ..., 10, not 0, 1, 10, 2).
 """
 
 from __future__ import annotations
@@ -22,7 +31,17 @@ import numpy as np
 import pandas as pd
 from pandas.core.groupby import DataFrameGroupBy
 
-SERIES = ["source", "pattern", "name", "label", "metric", "scope"]
+from ..schema import PHASES
+
+SERIES = ["source", "pattern", "name", "label", "metric", "scope", "phase"]
+#: patterns whose lines are job-level figures of a known trainer (HF Trainer, the SambaNova
+#: transformers hook, DeepSpeed, Megatron, SambaFlow, Horovod/tf_cnn benchmarks)
+TRAINER_PATTERNS = ("hf_trainer", "hf_metrics_table", "transformers_hook", "deepspeed",
+                    "deepspeed_flops", "megatron", "sambaflow", "horovod_benchmark")
+#: patterns of generic progress bars: shown after every named line
+BAR_PATTERNS = ("tqdm",)
+#: metrics that make a log's headline figure, before tokens and before steps/iterations
+_HEADLINE_METRICS = ("samples_per_s", "sequences_per_s", "images_per_s")
 #: share of each instance's steps treated as warm-up
 WARMUP_FRACTION = 0.1
 #: an instance this far (fraction) below the median is a straggler
@@ -37,6 +56,7 @@ def mark_warmup(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION) -> pd.Serie
     """
     if tp.empty:
         return pd.Series(False, index=tp.index, dtype=bool)
+    tp = _phased(tp)
     stepped = tp[tp["step"].notna()]
     ordered = stepped.assign(_s=stepped["step"].astype("float64")).sort_values("_s", kind="stable")
     groups = _group(ordered, SERIES + ["instance"])
@@ -54,12 +74,14 @@ def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
     Columns: the series columns, ``instance``, ``rows``, ``warmup_rows``, ``first_step``,
     ``last_step``, ``value_all`` (mean over all rows), ``value`` (mean after warm-up),
     ``below_median_pct`` (how far ``value`` is below the series median, in %), ``straggler``
-    (more than ``straggler`` below the median), ``first_lineno``.
+    (more than ``straggler`` below the median), ``first_lineno``. Series come in
+    :func:`series_order`; the instances of a series in rank order (:func:`rank_keys`).
     """
     if tp.empty:
         return pd.DataFrame(columns=SERIES + ["instance", "rows", "warmup_rows", "first_step",
                                               "last_step", "value_all", "value",
                                               "below_median_pct", "straggler", "first_lineno"])
+    tp = _phased(tp)
     df = tp.assign(_warm=mark_warmup(tp, fraction))
     df = df.assign(_steady=df["value"].where(~df["_warm"]))
     g = _group(df, SERIES + ["instance"])
@@ -75,7 +97,36 @@ def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
     median = _group(out, SERIES)["value"].transform("median")
     out["below_median_pct"] = (median - out["value"]) / median * 100.0
     out["straggler"] = out["below_median_pct"] > straggler * 100.0
-    return out.sort_values(["source", "first_lineno"], kind="stable").reset_index(drop=True)
+    return _in_order(out)
+
+
+def _in_order(inst: pd.DataFrame) -> pd.DataFrame:
+    """Rows of :func:`per_instance`: series in :func:`series_order`, instances by rank."""
+    groups = _group(inst, SERIES)
+    series = groups.agg(instances=("instance", "size"), rows=("rows", "sum"),
+                        first_lineno=("first_lineno", "min")).reset_index()
+    rank = np.empty(len(series), dtype=np.int64)  # series (numbered as they appear) -> place
+    rank[_order(series)] = np.arange(len(series))
+    keys = rank_keys(inst["instance"]).assign(_series=rank[groups.ngroup().to_numpy()],
+                                              _line=inst["first_lineno"])
+    order = keys.sort_values(["_series", "text", "number", "rest", "_line"], kind="stable")
+    return inst.loc[order.index].reset_index(drop=True)
+
+
+def rank_keys(instance: pd.Series) -> pd.DataFrame:
+    """Sort keys that put instance labels in rank order: ``text`` (what precedes the first
+    number, or the whole label), ``number`` (that number, as a number) and ``rest``.
+
+    Labels that are numbers sort numerically (0, 1, 2, ..., 10, 11); ``default3`` (torchrun)
+    sorts among ``default<N>`` by N.
+    """
+    label = instance.astype("string")
+    parts = label.str.extract(r"^(\D*)(\d+)(.*)$")
+    return pd.DataFrame({
+        "text": parts[0].fillna(label).fillna(""),
+        "number": pd.to_numeric(parts[1], errors="coerce"),
+        "rest": parts[2].fillna(""),
+    }, index=instance.index)
 
 
 def throughput_summary(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
@@ -93,7 +144,64 @@ def throughput_summary(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
     if inst.empty:
         return pd.DataFrame(columns=SERIES + _SUMMARY_COLS)
     rows = [_summarise(key, grp) for key, grp in _group(inst, SERIES)]
-    return pd.DataFrame(rows, columns=SERIES + _SUMMARY_COLS)
+    return series_order(pd.DataFrame(rows, columns=SERIES + _SUMMARY_COLS))
+
+
+def series_order(summary: pd.DataFrame) -> pd.DataFrame:
+    """``summary`` (rows of :func:`throughput_summary`) sorted by importance, most first.
+
+    The keys, in turn:
+
+    1. ``phase``: train, then eval, then setup (downloads, loading, preprocessing bars);
+       a missing phase counts as train.
+    2. the kind of line: job-level figures of known trainers (:data:`TRAINER_PATTERNS`),
+       then other named lines (Keras, generic ``samples/sec``), then progress bars
+       (:data:`BAR_PATTERNS`).
+    3. the best figure of each log before a log's second figure of the same phase and kind,
+       so that a short view covers as many logs as it can. A log's best figure is its
+       headline: samples, sequences or images per second before tokens before steps or
+       iterations, DeepSpeed's ``Curr`` rate before its running average, Horovod's totals
+       before per-GPU figures; then the larger series.
+    4. the size of the job: more instances first, then more rows.
+    5. the headline rank of (3) again, then where the series starts (source, then
+       ``first_lineno`` when the frame has it), then the order given.
+
+    Pure: returns a new frame with a fresh index; the rows themselves are unchanged. Also
+    accepts any frame with the :data:`SERIES` columns and ``instances`` and ``rows``.
+    """
+    if summary.empty:
+        return summary.reset_index(drop=True)
+    return summary.iloc[_order(summary)].reset_index(drop=True)
+
+
+def _order(summary: pd.DataFrame) -> np.ndarray:
+    """Positions of ``summary``'s rows in :func:`series_order`."""
+    pattern = summary["pattern"].astype("object")
+    name = summary["name"].astype("object").fillna("").astype(str)
+    metric = summary["metric"].astype("object")
+    phase = summary["phase"].astype("object") if "phase" in summary else None
+    rank = {p: i for i, p in enumerate(PHASES)}
+    secondary = name.str.startswith("RunningAvg") | (
+        (pattern == "horovod_benchmark") & ~name.str.lower().str.startswith("total"))
+    headline = np.where(metric.isin(_HEADLINE_METRICS), 0,
+                        np.where(metric == "tokens_per_s", 1, 2)) * 2 + secondary.to_numpy()
+    keys = pd.DataFrame({
+        "source": summary["source"].astype("object").fillna("").to_numpy(),
+        "phase": 0 if phase is None else phase.map(rank).fillna(0).to_numpy(),
+        "kind": np.where(pattern.isin(TRAINER_PATTERNS), 0,
+                         np.where(pattern.isin(BAR_PATTERNS), 2, 1)),
+        "headline": headline,
+        "instances": -pd.to_numeric(summary["instances"]).fillna(0).to_numpy(),
+        "rows": -pd.to_numeric(summary["rows"]).fillna(0).to_numpy(),
+        "line": (pd.to_numeric(summary["first_lineno"]).fillna(0).to_numpy()
+                 if "first_lineno" in summary else 0),
+        "pos": np.arange(len(summary)),
+    })
+    best = keys.sort_values(["headline", "instances", "rows", "line", "pos"], kind="stable")
+    keys["lead"] = best.groupby(["source", "phase", "kind"], sort=False).cumcount()
+    order = keys.sort_values(["phase", "kind", "lead", "instances", "rows", "headline", "source",
+                              "line", "pos"], kind="stable")
+    return order["pos"].to_numpy()
 
 
 _SUMMARY_COLS = ["instances", "rows", "sum", "mean", "hmean", "median", "min", "max", "std", "cv",
@@ -122,6 +230,16 @@ def _summarise(key: tuple, grp: pd.DataFrame) -> list:
         None if slow is None else slow["below_median_pct"], int(grp["straggler"].sum()),
         job, rule, job_all, int(grp["warmup_rows"].sum()),
     ]
+
+
+def _phased(tp: pd.DataFrame) -> pd.DataFrame:
+    """``tp`` with a phase on every row: rows built without one (by hand) are training."""
+    if "phase" in tp and tp["phase"].notna().all():
+        return tp
+    phase = tp["phase"].astype("object") if "phase" in tp else pd.Series(None, index=tp.index,
+                                                                            dtype="object")
+    return tp.assign(phase=pd.Categorical(phase.where(phase.notna(), "train"),
+                                          categories=PHASES))
 
 
 def _group(df: pd.DataFrame, cols: list[str]) -> DataFrameGroupBy:

@@ -32,6 +32,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
+from .. import schema
+
 NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _F = float
 
@@ -396,6 +401,54 @@ def _bar_label(desc: str) -> tuple[str | None, float | None]:
 def _tqdm_count(n: str) -> int:
     scale = _SCALE.get(n[-1]) if n and n[-1].isalpha() else None
     return int(float(n[:-1]) * scale) if scale else int(float(n))
+
+
+# --- phase: whether a throughput row measures training --------------------------------------
+
+#: what a throughput row measures, in order of importance: training steps, evaluation, and the
+#: setup around training (downloads, checkpoint loading, dataset preprocessing)
+PHASES = schema.PHASES
+#: descriptions of bars that are not training, as tqdm is given them by real tools (the label
+#: has its digits as '#'). Seen in real logs: huggingface_hub 'Downloading (…)of-#.safetensors',
+#: transformers 'Downloading shards' and 'Loading checkpoint shards' (DeepSpeed-Chat),
+#: Graphcore 'Graph compilation'. Also the datasets library's 'Map (num_proc=#)', 'Filter',
+#: 'Generating train split', 'Resolving data files', 'Extracting data files', 'Computing
+#: checksums', 'Saving the dataset', huggingface_hub 'Fetching # files', run_clm's 'Running
+#: tokenizer on dataset' and 'Grouping texts in chunks of #'. Checked before _EVAL_LABEL:
+#: 'Generating validation split' and 'Tokenizing test set' are setup
+_SETUP_LABEL = re.compile(
+    r"download|upload|\bfetching\b|\bload(?:ing)?\b|checkpoint shards|\bresolving\b|extract"
+    r"|\bgenerating \S+ split|^\W*(?:map|filter)\b|tokeni[sz]|pre-?process|grouping texts"
+    r"|\bpacking\b|\bsaving\b|creating parquet|checksum|compil|\bconvert", re.IGNORECASE)
+#: evaluation bars: 'Evaluating', 'Evaluation', 'Validation DataLoader #' and 'Sanity Checking
+#: DataLoader #' (Lightning), 'Validating', 'Testing', 'Predicting'
+_EVAL_LABEL = re.compile(r"\b(?:eval\w*|valid\w*|val|test\w*|predict\w*|inference"
+                         r"|sanity check\w*)\b", re.IGNORECASE)
+#: figures named for evaluation: HF eval_samples_per_second, test_..., predict_...
+_EVAL_NAME = re.compile(r"(?:eval|val|validation|test|predict)_", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=4096)
+def label_phase(label: str) -> int:
+    """Index in :data:`PHASES` of a bar labelled ``label``: setup, eval, else train."""
+    if _SETUP_LABEL.search(label):
+        return 2
+    return 1 if _EVAL_LABEL.search(label) else 0
+
+
+def phases(name: pd.Series, label: pd.Series) -> pd.Series:
+    """The ``phase`` column (categories :data:`PHASES`) of throughput rows, from each row's
+    bar label and name; a row without a label is training unless its name says eval.
+
+    Vectorised: each distinct label and name is classified once (a log has few).
+    """
+    lab_codes, labels = pd.factorize(label)
+    by_label = np.array([label_phase(str(x)) for x in labels] + [0], dtype=np.int8)
+    codes = by_label[lab_codes]  # code -1 (no label) takes the appended 0: train
+    name_codes, names = pd.factorize(name)
+    eval_name = np.array([bool(_EVAL_NAME.match(str(x))) for x in names] + [False])
+    codes = np.where((codes == 0) & eval_name[name_codes], np.int8(1), codes)
+    return pd.Series(pd.Categorical.from_codes(codes, categories=PHASES), index=name.index)
 
 
 # --- loss lines of the Horovod / PyTorch examples and key=value loggers -----------------------

@@ -11,14 +11,16 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-from rich.bar import Bar
-from rich.console import Group, RenderableType
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from ..analysis import horovod as hv
 from ..dataset import Dataset
+from .fit import BAR, KEY, SHORT, TEXT, BarCell, Col, FitTable, common_dir, shorten_left
 from .mpi_sections import bin_label, human_bytes, human_rate
 
 if TYPE_CHECKING:
@@ -30,6 +32,18 @@ MAX_RANKS = 16
 TOP_TENSORS = 8
 MAX_GAPS = 5
 NAME_WIDTH = 38
+
+# When a table does not fit the terminal (see :mod:`dptrace.reports.fit`), bars and text
+# shrink first, then these columns are hidden, first named first; activity, rank, op and
+# size columns never are, and no cell is cut. A dim line names what was hidden.
+#: activities per op: the bar repeats "of span"; mean = wall / count
+ACTIVITY_DROP = ("bar", "mean", "open", "tensor time", "count")
+#: straggler ranks: how often last, and by how much, stay longest
+STRAGGLER_DROP = ("bar", "p95 lag", "reported", "mean lag")
+#: throughput by op size: the times behind the rates go first
+THROUGHPUT_DROP = ("op time", "comm time", "ops", "bytes")
+#: top tensors: the tensor name (shortened from the left) keeps the room
+TENSOR_DROP = ("shape", "negotiating", "size", "ops")
 
 CAPTION = (
     "Per timeline file (rank 0 writes it; it covers all ranks). Wall time is the time at least "
@@ -95,7 +109,7 @@ def _pct(v: Any) -> str:
 
 def short_name(name: str, width: int = NAME_WIDTH) -> str:
     """Keep the end of a long tensor name (where TF/PyTorch names differ): '…conv2d_22_0'."""
-    return name if len(name) <= width else "…" + name[-(width - 1):]
+    return shorten_left(name, width)
 
 
 def _rows(df: pd.DataFrame, src: str) -> pd.DataFrame:
@@ -109,12 +123,32 @@ def draw_horovod(section: Section) -> RenderableType:
     t = section.tables
     parts: list[RenderableType] = [Text(section.title, style="bold"),
                                    Text(section.caption, style="dim")]
-    for _, run in t["runs"].iterrows():
-        parts.append(_file_panel(run, t))
+    prefix, names = common_dir(t["runs"]["source"].astype(str))
+    if prefix:
+        parts.append(Text(f"files under {prefix}", style="dim"))
+    for name, (_, run) in zip(names, t["runs"].iterrows(), strict=True):
+        parts.append(_file_panel(run, t, name))
     return Group(*parts)
 
 
-def _file_panel(run: pd.Series, t: dict[str, pd.DataFrame]) -> Panel:
+class _FilePanel:
+    """A panel titled with the file name; a title or subtitle too long for the width moves
+    into the panel's first lines (wrapped there) instead of being cut."""
+
+    def __init__(self, title: str, subtitle: str, body: list[RenderableType]) -> None:
+        self.title, self.subtitle, self.body = title, subtitle, body
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        room = options.max_width - 6                    # corners, dashes, spaces
+        title = Text(self.title, style="bold cyan")
+        sub = Text(self.subtitle, style="dim")
+        title_fits, sub_fits = cell_len(self.title) <= room, cell_len(self.subtitle) <= room
+        head = [t for t, fits in ((title, title_fits), (sub, sub_fits)) if not fits]
+        yield Panel(Group(*head, *self.body), title_align="left", subtitle_align="right",
+                    title=title if title_fits else None, subtitle=sub if sub_fits else None)
+
+
+def _file_panel(run: pd.Series, t: dict[str, pd.DataFrame], name: str) -> _FilePanel:
     src = str(run["source"])
     body: list[RenderableType] = [Text(f"! {w.detail}", style="bold yellow")
                                   for w in _rows(t["warnings"], src).itertuples()]
@@ -131,8 +165,7 @@ def _file_panel(run: pd.Series, t: dict[str, pd.DataFrame]) -> Panel:
             body.append(part)
     if len(body) == 0:
         body.append(Text("no events", style="dim"))
-    return Panel(Group(*body), title=Text(src, style="bold cyan"), title_align="left",
-                 subtitle=Text(_subtitle(run), style="dim"), subtitle_align="right")
+    return _FilePanel(name, _subtitle(run), body)
 
 
 def _subtitle(run: pd.Series) -> str:
@@ -144,7 +177,7 @@ def _subtitle(run: pd.Series) -> str:
 
 def _time_text(r: pd.Series) -> RenderableType:
     span = human_time(r["span_us"])
-    text = Text("time  ", style="bold")
+    text = Text()
     if r["negotiate_wall_us"]:
         text.append(f"negotiating {human_time(r['negotiate_wall_us'])} of {span} "
                     f"({_pct(r['negotiate_share'])}); ")
@@ -155,43 +188,44 @@ def _time_text(r: pd.Series) -> RenderableType:
     else:
         text.append("no complete op in the file")
     if not r["gaps"]:
-        return text
-    idle = Text.assemble(("idle  ", "bold"), f"no op in flight {human_time(r['idle_us'])} "
-                         f"({_pct(r['idle_share'])}) in {int(r['gaps']):,} gaps between ops, "
-                         f"longest {human_time(r['longest_us'])}")
-    return Group(text, idle)
+        return _labelled(("time", text))
+    idle = (f"no op in flight {human_time(r['idle_us'])} ({_pct(r['idle_share'])}) in "
+            f"{int(r['gaps']):,} gaps between ops, longest {human_time(r['longest_us'])}")
+    return _labelled(("time", text), ("idle", idle))
 
 
-def _table(title: str, cols: list[tuple[str, str]], keep: dict[str, int] | None = None) -> Table:
-    """A borderless table; ``keep`` gives columns a minimum width (names never cut)."""
-    table = Table(title=Text(title, style="bold"), title_justify="left", box=None,
-                  pad_edge=False, show_edge=False)
-    for name, just in cols:
-        table.add_column(name, justify=just, overflow="ellipsis",  # type: ignore[arg-type]
-                         min_width=(keep or {}).get(name))
-    return table
+def _labelled(*rows: tuple[str, str | Text]) -> Table:
+    """'label  text' lines whose text wraps under itself, not under the label."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    for label, text in rows:
+        grid.add_row(label, Text(text) if isinstance(text, str) else text)
+    return grid
 
 
-def _activities(acts: pd.DataFrame) -> Table | None:
+def _table(title: str, cols: list[Col], drop: tuple[str, ...]) -> FitTable:
+    """A borderless table that fits the terminal: keys whole, ``drop`` hidden first."""
+    return FitTable(cols, drop, title=Text(title, style="bold") if title else None,
+                    pad_edge=False, show_edge=False)
+
+
+def _activities(acts: pd.DataFrame) -> FitTable | None:
     if acts.empty:
         return None
     rows = _tree(acts)
-    width = min(30, max(len(label) for label, _ in rows))
     table = _table("activities per op (wall time: at least one tensor in it)", [
-        ("activity", "left"), ("count", "right"), ("open", "right"), ("wall", "right"),
-        ("of span", "right"), ("", "left"), ("tensor time", "right"), ("mean", "right")],
-        keep={"activity": width})
+        Col("activity", KEY), Col("count"), Col("open"), Col("wall"), Col("of span"),
+        Col("bar", BAR, width=10, header=""), Col("tensor time"), Col("mean")], ACTIVITY_DROP)
     top = float(acts["span_share"].max()) if acts["span_share"].notna().any() else 0.0
     for label, r in rows[:MAX_ACTIVITIES]:
         share = 0.0 if _na(r.span_share) else float(r.span_share)
         table.add_row(Text(label, style="bold" if r.level == "op" else ""), f"{r.intervals:,}",
                       Text(f"{r.open:,}", style="yellow") if r.open else "0",
-                      human_time(r.wall_us), _pct(r.span_share),
-                      Bar(size=top or 1.0, begin=0, end=share, width=10),
+                      human_time(r.wall_us), _pct(r.span_share), BarCell(top or 1.0, share),
                       human_time(r.tensor_us), human_time(r.mean_us))
     if len(rows) > MAX_ACTIVITIES:
-        table.add_row(Text(f"+{len(rows) - MAX_ACTIVITIES} more (see --json)", style="dim"),
-                      *[""] * 7)
+        table.add_row(Text(f"+{len(rows) - MAX_ACTIVITIES} more (see --json)", style="dim"))
     return table
 
 
@@ -214,28 +248,26 @@ def _stragglers(ranks: pd.DataFrame, run: pd.Series) -> RenderableType | None:
     n, ticked = int(run["negotiations"]), int(run["negotiations_with_ticks"])
     if not n:
         return None
-    head = Text.assemble(("negotiation  ", "bold"), f"{ticked:,} of {n:,} negotiations have "
-                         "rank-ready ticks")
+    head = Text(f"{ticked:,} of {n:,} negotiations have rank-ready ticks")
     if ranks.empty:
         head.append("; none from 2+ ranks, so no rank can be called late", style="dim")
-        return head
+        return _labelled(("negotiation", head))
     compared = int(ranks["last"].sum())
     head.append(f"; {compared:,} with 2+ ranks are compared below")
-    table = _table("", [("rank", "right"), ("reported", "right"), ("last", "right"),
-                        ("last share", "right"), ("", "left"), ("mean lag", "right"),
-                        ("p95 lag", "right"), ("max lag", "right")])
+    table = _table("", [Col("rank", KEY, "right"), Col("reported"), Col("last"),
+                        Col("last share"), Col("bar", BAR, width=16, header=""),
+                        Col("mean lag"), Col("p95 lag"), Col("max lag")], STRAGGLER_DROP)
     for r in _extremes(ranks).itertuples(index=False):
         if _na(r.rank):
-            table.add_row("…", *[""] * 7)
+            table.add_row("…")
             continue
         style = "bold red" if r.last_share >= 0.5 and len(ranks) > 1 else ""
         table.add_row(Text(str(r.rank), style=style), f"{r.negotiations:,}",
                       Text(f"{r.last:,}", style=style), _pct(r.last_share),
-                      Bar(size=1.0, begin=0, end=float(r.last_share), width=16,
-                          color="red" if style else "green"),
+                      BarCell(1.0, float(r.last_share), "red" if style else "green"),
                       human_time(r.mean_lag_us), human_time(r.p95_lag_us),
                       human_time(r.max_lag_us))
-    return Group(head, table)
+    return Group(_labelled(("negotiation", head)), table)
 
 
 def _extremes(ranks: pd.DataFrame) -> pd.DataFrame:
@@ -256,14 +288,14 @@ def _fusion(fusion: pd.DataFrame, sizes: pd.DataFrame) -> RenderableType | None:
                   if not _na(r.mean_bytes) else "; sizes not recorded")
         copies = (f"; fusion-buffer copies {human_time(r.copy_wall_us)} = "
                   f"{_pct(r.copy_share)} of op time" if r.copy_wall_us else "")
-        lines.append(Text(f"  {r.op}: {r.ops:,} ops carried {r.tensors:,} tensors "
-                          f"({r.tensors_per_op:.2f} per op, max {r.max_tensors}); "
-                          f"{r.fused_ops:,} fused 2+{bytes_}{copies}"))
+        lines.append(Padding(Text(f"{r.op}: {r.ops:,} ops carried {r.tensors:,} tensors "
+                                  f"({r.tensors_per_op:.2f} per op, max {r.max_tensors}); "
+                                  f"{r.fused_ops:,} fused 2+{bytes_}{copies}"), (0, 0, 0, 2)))
         dist = sizes[sizes["op"].astype(str) == str(r.op)]
         if len(dist) > 1:
-            lines.append(Text("    tensors per op: " + " · ".join(
+            lines.append(Padding(Text("tensors per op: " + " · ".join(
                 f"{_span(d.min_tensors, d.max_tensors)}: {d.ops:,} ({_pct(d.share)})"
-                for d in dist.itertuples(index=False)), style="dim"))
+                for d in dist.itertuples(index=False)), style="dim"), (0, 0, 0, 4)))
     return Group(*lines)
 
 
@@ -278,9 +310,8 @@ def _throughput(tp: pd.DataFrame, ranks: int) -> RenderableType | None:
         return Text("throughput: one rank only, so nothing crosses the network; rates are in "
                     "--json but not shown", style="dim")
     table = _table("throughput by op size (fused ops)", [
-        ("op", "left"), ("size", "left"), ("ops", "right"), ("bytes", "right"),
-        ("op time", "right"), ("op rate", "right"), ("comm time", "right"),
-        ("comm rate", "right")])
+        Col("op", KEY), Col("size", KEY), Col("ops"), Col("bytes"), Col("op time"),
+        Col("op rate"), Col("comm time"), Col("comm rate")], THROUGHPUT_DROP)
     for r in tp.itertuples(index=False):
         size = bin_label(int(r.bin), int(r.hi_bytes))
         table.add_row(Text(str(r.op)), size, f"{r.ops:,}", human_bytes(r.bytes),
@@ -292,13 +323,12 @@ def _throughput(tp: pd.DataFrame, ranks: int) -> RenderableType | None:
 def _cycles(cycles: pd.DataFrame, gaps: pd.DataFrame) -> RenderableType | None:
     parts: list[RenderableType] = []
     if len(cycles) and cycles.iloc[0]["cycles"] < 2:
-        parts.append(Text.assemble(("cycles  ", "bold"), "1 CYCLE_START (no cycle time)"))
+        parts.append(_labelled(("cycles", "1 CYCLE_START (no cycle time)")))
     elif len(cycles):
         c = cycles.iloc[0]
-        parts.append(Text.assemble(("cycles  ", "bold"), f"{int(c['cycles']):,} CYCLE_START; "
-                                   f"cycle time mean {human_time(c['mean_us'])}, p50 "
-                                   f"{human_time(c['p50_us'])}, p95 {human_time(c['p95_us'])}, "
-                                   f"max {human_time(c['max_us'])}"))
+        parts.append(_labelled(("cycles", f"{int(c['cycles']):,} CYCLE_START; cycle time mean "
+                                f"{human_time(c['mean_us'])}, p50 {human_time(c['p50_us'])}, "
+                                f"p95 {human_time(c['p95_us'])}, max {human_time(c['max_us'])}")))
     if len(gaps):
         parts.append(Text("longest gaps with no op in flight: " + ", ".join(
             f"{human_time(g.dur_us)} at {human_time(g.start_us)}"
@@ -306,19 +336,18 @@ def _cycles(cycles: pd.DataFrame, gaps: pd.DataFrame) -> RenderableType | None:
     return Group(*parts) if parts else None
 
 
-def _top_tensors(top: pd.DataFrame) -> Table | None:
+def _top_tensors(top: pd.DataFrame) -> FitTable | None:
     if top.empty:
         return None
-    names = [short_name(str(n)) for n in top["tensor"].head(TOP_TENSORS)]
     table = _table("top tensors by op time (shapes are float32 unless a dtype is named)", [
-        ("tensor", "left"), ("op", "left"), ("ops", "right"), ("op time", "right"),
-        ("share", "right"), ("negotiating", "right"), ("size", "right"), ("shape", "left")],
-        keep={"tensor": max(len(n) for n in names)})
+        Col("tensor", SHORT, floor=24), Col("op", KEY), Col("ops"),
+        Col("op time"), Col("share"), Col("negotiating"), Col("size"),
+        Col("shape", TEXT, floor=8)], TENSOR_DROP)
     for r in top.head(TOP_TENSORS).itertuples(index=False):
         size = "-" if _na(r.bytes) else human_bytes(float(r.bytes))
         shape = "" if _na(r.shape) else str(r.shape) if str(r.dtype) == "float32" else \
             f"{r.dtype} {r.shape}"
-        table.add_row(Text(names.pop(0)), Text(str(r.op)), f"{r.ops:,}",
+        table.add_row(Text(str(r.tensor)), Text(str(r.op)), f"{r.ops:,}",
                       human_time(r.total_us), _pct(r.share), human_time(r.negotiate_us), size,
                       Text(shape))
     return table

@@ -13,7 +13,6 @@ import warnings
 from typing import TYPE_CHECKING
 
 import pandas as pd
-from rich.bar import Bar
 from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
@@ -21,6 +20,7 @@ from rich.text import Text
 
 from ..analysis import communication as comm
 from ..dataset import Dataset
+from .fit import BAR, KEY, TEXT, BarCell, Col, FitTable
 
 if TYPE_CHECKING:
     from .model import Section
@@ -29,6 +29,16 @@ if TYPE_CHECKING:
 MAX_RANKS = 16
 #: routines listed per job in the terminal (all are in --json)
 TOP_ROUTINES = 8
+
+# When a table does not fit the terminal (see :mod:`dptrace.reports.fit`), its bars and text
+# shrink first, then these columns are hidden, first named first; the routine, rank, host and
+# size-bin columns never are, and no cell is cut. A dim line names what was hidden.
+#: the ranks table of a job
+RANK_DROP = ("bar", "elapsed s", "host")
+#: top routines: per-rank figures go first (the totals and the share stay)
+ROUTINE_DROP = ("calls/rank", "time/rank s", "avg size", "ranks", "bytes")
+#: message-size bins: busbw stays longest (it compares with nccl-tests)
+BINS_DROP = ("calls/rank", "algbw", "bar", "calls")
 
 
 def communication_section(ds: Dataset, opts: dict) -> Section | None:
@@ -188,24 +198,22 @@ def _summary_text(j: pd.Series) -> Table:
     return g
 
 
-def _rank_table(rt: pd.DataFrame) -> Table:
-    table = Table(box=None, pad_edge=False, show_edge=False)
-    for col, just in (("rank", "right"), ("host", "left"), ("comm s", "right"),
-                      ("elapsed s", "right"), ("comm share", "right"), ("", "left"),
-                      ("role", "left")):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
+def _rank_table(rt: pd.DataFrame) -> FitTable:
+    table = FitTable([Col("rank", KEY, "right"), Col("host", KEY), Col("comm s"),
+                      Col("elapsed s"), Col("comm share"),
+                      Col("bar", BAR, width=20, header=""), Col("role", TEXT, floor=18)],
+                     RANK_DROP, pad_edge=False, show_edge=False)
     shown = _extremes(rt)
     top = float(rt["comm_share"].max()) if rt["comm_share"].notna().any() else 0.0
     for r in shown.itertuples(index=False):
         if pd.isna(r.rank):
-            table.add_row("…", "", "", "", "", "", "")
+            table.add_row("…")
             continue
         share = float(r.comm_share) if pd.notna(r.comm_share) else 0.0
         style = "bold red" if r.mismatch else ""
         table.add_row(Text(str(r.rank), style=style), str(r.host if pd.notna(r.host) else ""),
                       _num(r.comm_time_s, 2), _num(r.elapsed_s, 2), _pct(r.comm_share),
-                      Bar(size=top or 1.0, begin=0, end=share, width=20),
-                      _role(r.comm_role, bool(r.mismatch)))
+                      BarCell(top or 1.0, share), _role(r.comm_role, bool(r.mismatch)))
     return table
 
 
@@ -230,12 +238,12 @@ def _extremes(rt: pd.DataFrame) -> pd.DataFrame:
                          ignore_index=True)
 
 
-def _routine_table(routines: pd.DataFrame) -> Table:
-    table = Table(box=None, pad_edge=False, show_edge=False, title_justify="left",
-                  title=Text("top routines (summed over the ranks with a profile)", style="dim"))
-    for col in ("routine", "ranks", "calls", "calls/rank", "avg size", "bytes", "time s",
-                "time/rank s", "share"):
-        table.add_column(col, justify="left" if col == "routine" else "right")
+def _routine_table(routines: pd.DataFrame) -> FitTable:
+    table = FitTable([Col("routine", KEY), Col("ranks"), Col("calls"), Col("calls/rank"),
+                      Col("avg size"), Col("bytes"), Col("time s"), Col("time/rank s"),
+                      Col("share")], ROUTINE_DROP, pad_edge=False, show_edge=False,
+                     title=Text("top routines (summed over the ranks with a profile)",
+                                style="dim"))
     for r in routines.head(TOP_ROUTINES).itertuples(index=False):
         table.add_row(str(r.routine), str(r.ranks), f"{int(r.calls):,}", _num(r.calls_per_rank, 1),
                       human_bytes(r.avg_bytes), human_bytes(r.bytes), _num(r.time_s),
@@ -276,22 +284,22 @@ def _sizes_panel(job: str, jb: pd.DataFrame) -> Panel:
                  subtitle=Text(sub, style="dim"), subtitle_align="right")
 
 
-def _bins_table(routine: str, rb: pd.DataFrame) -> Table:
+def _bins_table(routine: str, rb: pd.DataFrame) -> FitTable:
     ranks = int(rb["ranks"].max())
     calls = int(rb["calls"].sum())
     title = Text.assemble((routine, "bold"), f"  {calls:,} call{'s' if calls != 1 else ''}, "
                           f"{_num(float(rb['time_s'].sum()))} s over {ranks} rank profile"
                           f"{'s' if ranks > 1 else ''}")
-    table = Table(title=title, title_justify="left", box=None, pad_edge=False, show_edge=False)
-    for col in ("size", "calls", "calls/rank", "time s", "share of time", "", "algbw", "busbw"):
-        table.add_column(col, justify="left" if col in ("size", "") else "right")
+    table = FitTable([Col("size", KEY), Col("calls"), Col("calls/rank"), Col("time s"),
+                      Col("share"), Col("bar", BAR, width=24, header=""), Col("algbw"),
+                      Col("busbw")], BINS_DROP, title=title, pad_edge=False, show_edge=False)
     top = float(rb["time_share"].max()) if rb["time_share"].notna().any() else 0.0
     for r in rb.itertuples(index=False):
         share = float(r.time_share) if pd.notna(r.time_share) else 0.0
         table.add_row(bin_label(int(r.bin), int(r.bin_hi_bytes)), f"{int(r.calls):,}",
                       _num(r.calls_per_rank, 1), _num(r.time_s), _pct(r.time_share),
-                      Bar(size=top or 1.0, begin=0, end=share, width=24),
-                      human_rate(r.algbw_bytes_per_s), human_rate(r.busbw_bytes_per_s))
+                      BarCell(top or 1.0, share), human_rate(r.algbw_bytes_per_s),
+                      human_rate(r.busbw_bytes_per_s))
     return table
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 
+import numpy as np
 import pandas as pd
 from rich.bar import Bar
 from rich.console import Console, Group, RenderableType
@@ -12,19 +14,40 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ..analysis import throughput as thr
+from .fit import KEY, NUM, PATH, TEXT, Col, FitTable, common_dir, fold
 from .model import Report, Section
+from .safe_text import visible, visible_frame
 
-#: series shown in full; the rest are listed in one line (all are in --json)
+#: series shown in full, most important first (never setup bars); the rest are counted in one
+#: line (``show_all`` shows them; all are in --json)
 MAX_SERIES = 12
 #: instances drawn per series before eliding the middle
 MAX_INSTANCES = 32
 
 
-def render(report: Report, console: Console) -> None:
-    """Print every section of ``report`` to ``console``."""
-    for section in report.sections:
+def render(report: Report, console: Console, *, show_all: bool = False) -> None:
+    """Print every section of ``report`` to ``console``.
+
+    ``show_all``: every throughput series, setup bars (downloads, loading) included; by
+    default the :data:`MAX_SERIES` most important training and eval series, and one line
+    that says what else there is.
+    """
+    for section in map(_safe, report.sections):
+        if section.name == "throughput":
+            console.print(_draw_throughput(section, show_all=show_all))
+            continue
         drawer = _DRAWERS.get(section.name, _draw_generic)
         console.print(drawer(section))
+
+
+def _safe(section: Section) -> Section:
+    """``section`` with every string from an input made visible (:func:`safe_text.visible`):
+    no escape sequence from a file name, host, routine or tensor name reaches the terminal,
+    and no bidi override or zero-width character makes a name display as another."""
+    return dataclasses.replace(
+        section, title=visible(section.title), caption=visible(section.caption),
+        tables={k: visible_frame(df) for k, df in section.tables.items()})
 
 
 def fmt(value: object, digits: int = 2) -> str:
@@ -40,47 +63,123 @@ def fmt(value: object, digits: int = 2) -> str:
     return f"{value:,.{digits + 1 if abs(value) < 10 else digits}f}"
 
 
+#: inputs table, when it does not fit (see :mod:`dptrace.reports.fit`): format, variant and
+#: message wrap, then the variant is hidden, then the paths (relative to the directory all
+#: inputs share, named once in the title) fold, then rows and format are hidden. An empty
+#: variant or message column is left out.
+INPUT_DROP = ("variant", fold("input"), "rows", "format")
+
+
 def _draw_inputs(section: Section) -> RenderableType:
     src = section.tables["sources"]
-    table = Table(title=section.title, title_justify="left", caption=section.caption,
-                  caption_justify="left")
-    for col in ("input", "format", "variant", "status", "rows", "message"):
-        table.add_column(col, overflow="fold", justify="right" if col == "rows" else "left")
+    prefix, names = common_dir(src["source"].astype(str))
+    rows = [(name, _breakable(_s(r.format)), _breakable(_s(r.variant)), str(r.status),
+             fmt(int(r.rows)) if pd.notna(r.rows) else "-", _s(r.message))
+            for name, r in zip(names, src.itertuples(index=False), strict=True)]
+    cols = [Col("input", PATH), Col("format", TEXT), Col("variant", TEXT), Col("status", KEY),
+            Col("rows"), Col("message", TEXT, floor=16)]
+    keep = [k for k, col in enumerate(cols) if col.kind != TEXT or col.name == "format"
+            or any(row[k] for row in rows)]
+    table = FitTable([cols[k] for k in keep], [d for d in INPUT_DROP if d.removeprefix(
+                         "fold:") in {cols[k].name for k in keep}],
+                     title=_under(section.title, prefix), caption=section.caption, boxed=True)
     styles = {"ok": "green", "partial": "yellow", "empty": "yellow"}
-    for r in src.itertuples(index=False):
-        status = Text(str(r.status), style=styles.get(str(r.status), "red"))
-        table.add_row(Text(str(r.source)), Text(_s(r.format)), Text(_s(r.variant)), status,
-                      fmt(r.rows), Text(_s(r.message)))
+    for row in rows:
+        cells: list[str | Text] = list(row)
+        cells[3] = Text(row[3], style=styles.get(row[3], "red"))
+        table.add_row(*[cells[k] for k in keep])
     return table
 
 
-def _draw_throughput(section: Section) -> RenderableType:
+def _under(title: str, prefix: str) -> str:
+    """'Inputs (under examples/data/)': the directory every path of the table is in, once."""
+    return f"{title} (under {prefix})" if prefix else title
+
+
+def _breakable(value: str) -> str:
+    """'sntilestat+trainlog' -> 'sntilestat + trainlog', so a narrow column wraps it whole."""
+    return value.replace("+", " + ")
+
+
+def _draw_throughput(section: Section, show_all: bool = False) -> RenderableType:
+    """Series in :func:`~dptrace.analysis.throughput.series_order`; by default the first
+    :data:`MAX_SERIES` that are not setup, and a line saying what is left out."""
     summary, inst = section.tables["summary"], section.tables["instances"]
-    order = summary.assign(_tqdm=summary["pattern"] == "tqdm").sort_values(
-        ["_tqdm", "source"], kind="stable")
+    order = thr.series_order(summary)
+    shown = order
+    if not show_all:
+        shown = order[_phase(order) != "setup"].head(MAX_SERIES)
     parts: list[RenderableType] = [Text(section.title, style="bold"), Text(section.caption,
                                                                           style="dim")]
-    for _, row in order.head(MAX_SERIES).iterrows():
+    for _, row in shown.iterrows():
         parts.append(_series_panel(row, _instances_of(inst, row)))
-    if len(order) > MAX_SERIES:
-        parts.append(Text(f"... and {len(order) - MAX_SERIES} more series (tqdm bars and others);"
-                          " see --json for all", style="dim"))
+    hidden = order.drop(shown.index)
+    if len(hidden):
+        parts.append(Text(_hidden_line(hidden), style="dim"))
     return Group(*parts)
 
 
+def _phase(summary: pd.DataFrame) -> pd.Series:
+    """Each series' phase (train when the table has none)."""
+    if "phase" not in summary:
+        return pd.Series("train", index=summary.index, dtype="object")
+    return summary["phase"].astype("object").fillna("train")
+
+
+def _hidden_line(hidden: pd.DataFrame) -> str:
+    """'... and 41 more series (27 training, 12 setup bars: downloads, loading); --all shows
+    them'."""
+    phase = _phase(hidden)
+    parts = []
+    for name, what in (("train", "training"), ("eval", "eval")):
+        if n := int((phase == name).sum()):
+            parts.append(f"{n} {what}")
+    setup = hidden[phase == "setup"]
+    if len(setup):
+        kinds = ", ".join(_setup_kinds(setup["label"]))
+        parts.append(f"{len(setup)} setup bar{'s' if len(setup) > 1 else ''}"
+                     + (f": {kinds}" if kinds else ""))
+    return (f"... and {len(hidden)} more series ({', '.join(parts)}); --all shows them, "
+            "--json has them all")
+
+
+#: the first word of a setup bar's label -> what the elision line calls it
+_SETUP_WORDS = {"downloading": "downloads", "download": "downloads", "fetching": "downloads",
+                "loading": "loading", "load": "loading"}
+
+
+def _setup_kinds(labels: pd.Series, most: int = 4) -> list[str]:
+    """What the setup bars do, from their labels' first words: downloads, loading, map, ..."""
+    kinds: list[str] = []
+    for label in labels.dropna().astype(str):
+        words = label.split()
+        word = words[0].strip(":").lower() if words else ""
+        kind = _SETUP_WORDS.get(word, word)
+        if kind and kind not in kinds:
+            kinds.append(kind)
+    return kinds[:most] + (["..."] if len(kinds) > most else [])
+
+
 def _instances_of(inst: pd.DataFrame, row: pd.Series) -> pd.DataFrame:
+    """The rows of ``inst`` that belong to the series ``row``, in rank order."""
     mask = pd.Series(True, index=inst.index)
-    for col in ("source", "pattern", "name", "label", "metric", "scope"):
-        mask &= inst[col].isna() if pd.isna(row[col]) else inst[col] == row[col]
-    return inst[mask]
+    for col in thr.SERIES:
+        if col in inst and col in row:
+            mask &= inst[col].isna() if pd.isna(row[col]) else inst[col] == row[col]
+    sel = inst[mask]
+    keys = thr.rank_keys(sel["instance"]).assign(_line=sel["first_lineno"])
+    return sel.loc[keys.sort_values(["text", "number", "rest", "_line"], kind="stable").index]
 
 
 def _series_panel(row: pd.Series, inst: pd.DataFrame) -> RenderableType:
     label = f" [{row['label']}]" if isinstance(row["label"], str) else ""
+    phase = row.get("phase")
+    phase_note = f" · {phase}" if isinstance(phase, str) and phase != "train" else ""
     title = Text.assemble((f"{row['name']}{label}", "bold cyan"),
-                          f"  {row['metric']} · scope {row['scope']} · {row['pattern']}")
+                          f"  {row['metric']} · scope {row['scope']} · {row['pattern']}"
+                          f"{phase_note}")
     body: list[RenderableType] = []
-    if not _identical_copies(row):
+    if row["instances"] > 1 and not _identical_copies(row):  # one instance: nothing to compare
         body.append(_instance_table(row, inst))
     body.append(_aggregate_table(row, inst))
     return Panel(Group(*body), title=title,
@@ -118,7 +217,8 @@ def _elide(inst: pd.DataFrame) -> pd.DataFrame:
     if len(inst) <= MAX_INSTANCES:
         return inst
     slow = inst.nsmallest(MAX_INSTANCES // 2, "value").index
-    keep = inst.loc[inst.index.isin(slow) | (inst.index < inst.index[MAX_INSTANCES // 4])]
+    first = np.arange(len(inst)) < MAX_INSTANCES // 4  # by position: inst is in rank order
+    keep = inst.loc[inst.index.isin(slow) | first]
     gap = pd.DataFrame([{c: None for c in inst.columns}])
     return pd.concat([keep, gap], ignore_index=True)
 
@@ -138,6 +238,16 @@ def _aggregate_table(row: pd.Series, inst: pd.DataFrame) -> Table:
     if row["warmup_rows"]:
         t.add_row("job, all steps", fmt(row["job_value_all_steps"]),
                   f"{row['warmup_rows']} warm-up rows included")
+    if row["instances"] == 1 and len(inst) == 1:
+        one = inst.iloc[0]
+        rows, warm = int(one["rows"]), int(one["warmup_rows"])
+        if pd.notna(one["first_step"]):
+            steps = f"{rows} step{'s' if rows != 1 else ''}"
+            steps += f" ({warm} warm-up)" if warm else ""
+        else:
+            steps = f"{rows} line{'s' if rows != 1 else ''}"
+        t.add_row("instance", str(one["instance"]),
+                  f"{steps}, from line {fmt(one['first_lineno'])}")
     if row["scope"] == "global" and row["instances"] > 1:
         lines = inst["first_lineno"]
         t.add_row("copies", str(row["instances"]),
@@ -157,26 +267,39 @@ def _aggregate_table(row: pd.Series, inst: pd.DataFrame) -> Table:
 
 def _draw_problems(section: Section) -> RenderableType:
     probs = section.tables["problems"]
-    table = Table(title=section.title, title_justify="left", caption=section.caption,
-                  caption_justify="left")
-    for col in ("where", "severity", "message"):
-        table.add_column(col, overflow="fold")
-    for r in probs.itertuples(index=False):
-        where = f"{r.source}:{r.line}" if pd.notna(r.line) else str(r.source)
-        table.add_row(Text(where), Text(str(r.severity),
-                                        style="red" if r.severity == "error" else "yellow"),
-                      Text(str(r.message)))
+    prefix, names = common_dir(probs["source"].map(_s))
+    table = FitTable([Col("where", PATH), Col("severity", KEY), Col("message", TEXT, floor=16)],
+                     title=_under(section.title, prefix), caption=section.caption, boxed=True)
+    for name, r in zip(names, probs.itertuples(index=False), strict=True):
+        where = f"{name}:{r.line}" if pd.notna(r.line) else name
+        table.add_row(where, Text(str(r.severity),
+                                  style="red" if r.severity == "error" else "yellow"),
+                      str(r.message))
     return table
 
 
+#: columns a section without its own drawer keeps whole (the rest give way from the right)
+GENERIC_KEYS = ("source", "job", "run", "rank", "pid", "instance", "routine", "activity",
+                "op", "tile", "xrdu", "rdu", "tensor", "name", "metric")
+
+
 def _draw_generic(section: Section) -> RenderableType:
+    """A section without its own drawer: every table, identifiers whole, the rest giving way
+    (a source path folds first, then columns are hidden from the right)."""
     parts: list[RenderableType] = [Text(section.title, style="bold")]
     for name, df in section.tables.items():
-        table = Table(title=name, title_justify="left")
-        for col in df.columns:
-            table.add_column(str(col))
-        for r in df.head(50).itertuples(index=False):
-            table.add_row(*[Text(fmt(v)) for v in r])
+        cols = [Col(str(c), PATH if str(c) == "source" else KEY if str(c) in GENERIC_KEYS else
+                    NUM if pd.api.types.is_numeric_dtype(df[c]) else TEXT) for c in df.columns]
+        drop = [fold(c.name) for c in cols if c.kind == PATH]
+        drop += [c.name for c in reversed(cols) if c.kind not in (KEY, PATH)]
+        shown = df.head(50)
+        prefix = ""
+        if "source" in shown.columns:
+            prefix, rel = common_dir(shown["source"].map(_s))
+            shown = shown.assign(source=rel)
+        table = FitTable(cols, drop, title=_under(name, prefix), boxed=True)
+        for r in shown.itertuples(index=False):
+            table.add_row(*[fmt(v) for v in r])
         parts.append(table)
     return Group(*parts)
 

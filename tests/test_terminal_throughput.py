@@ -1,0 +1,204 @@
+"""The terminal throughput section shows what matters (issue 11, item 4).
+
+On the real logs of ``shared/realdata/trainlog`` (beside the clone) and ``tests/fixtures``:
+training throughput of known trainers comes first, setup bars (downloads, checkpoint
+loading) are marked ``phase = setup`` and shown only with ``show_all``, instances come in
+rank order, and a series with one instance has nothing to compare, so no bar.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from rich.console import Console
+
+import dptrace
+from dptrace.analysis import throughput as thr
+from dptrace.parsers import _trainlog_rules as rules
+from dptrace.reports import model, terminal
+from dptrace.reports.json_report import to_dict
+
+HERE = Path(__file__).parent
+REAL = HERE.parent.parent / "shared" / "realdata" / "trainlog"
+FIX = HERE / "fixtures" / "trainlog"
+UG_SN30 = HERE.parent / "examples" / "data" / "ug_sn30_multinode_from_docs.md"
+CHECK7B = FIX / "dschat_check7b_16gpu_training.log"  # HF downloads + 32 'Loading checkpoint shards'
+MEG_DS = FIX / "megatron_ds_gpt3_125M_8gpu.log"  # DeepSpeed + Megatron, printed by one rank
+needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="shared/realdata is not beside the clone")
+BAR_BLOCKS = set("▏▎▍▌▋▊▉█")
+
+
+def throughput_text(path: Path, *, show_all: bool = False) -> str:
+    """The throughput section as the terminal draws it, on a pinned 120-column console."""
+    report = model.build(dptrace.load(str(path)))
+    section = report.section("throughput")
+    assert section is not None
+    console = Console(width=120, color_system=None, file=io.StringIO())
+    only = model.Report(report.dataset, [section])
+    if show_all:
+        terminal.render(only, console, show_all=True)
+    else:
+        terminal.render(only, console)  # the default view, as `dptrace report` draws it
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    assert isinstance(out, str)
+    return out
+
+
+def panels(text: str) -> list[str]:
+    """The series panels of a drawn section, each as its lines (title line first)."""
+    found, cur = [], None
+    for line in text.splitlines():
+        if line.startswith("╭"):
+            cur = [line]
+        elif cur is not None:
+            cur.append(line)
+            if line.startswith("╰"):
+                found.append("\n".join(cur))
+                cur = None
+    return found
+
+
+@pytest.fixture(scope="module")
+def real_default() -> str:
+    if not REAL.is_dir():
+        pytest.skip("shared/realdata is not beside the clone")
+    return throughput_text(REAL)
+
+
+@needs_real
+def test_deepspeed_and_megatron_are_in_the_default_view(real_default):
+    titles = [p.splitlines()[0] for p in panels(real_default)]
+    assert len(titles) == terminal.MAX_SERIES
+    assert any("· deepspeed ─" in t for t in titles)
+    assert any("· megatron ─" in t for t in titles)
+    # the job-level figures of known trainers come before any progress bar
+    assert not any("· tqdm" in t for t in titles)
+
+
+@needs_real
+def test_no_setup_bar_by_default_and_the_elision_says_what_is_hidden(real_default):
+    assert "Downloading" not in real_default
+    assert "Loading checkpoint shards" not in real_default
+    last = [line for line in real_default.splitlines() if line.startswith("... and ")]
+    assert len(last) == 1
+    # 65 series in the directory: 12 shown, 10 setup bars among the 53 hidden
+    assert last[0].startswith("... and 53 more series (43 training, 10 setup bars: ")
+    assert "downloads" in last[0] and "loading" in last[0]
+    assert "--all shows them" in last[0]
+
+
+@needs_real
+def test_show_all_shows_every_series_setup_last():
+    text = throughput_text(REAL, show_all=True)
+    titles = [p.splitlines()[0] for p in panels(text)]
+    assert len(titles) == 65
+    assert "... and" not in text
+    setup = [k for k, t in enumerate(titles) if "· setup" in t]
+    assert len(setup) == 10
+    assert setup == list(range(55, 65))  # all at the end
+    assert any("Loading checkpoint shards" in t for t in titles)
+    assert any("Downloading shards" in t for t in titles)
+
+
+def test_download_and_checkpoint_loading_bars_are_setup():
+    tp = dptrace.load(str(CHECK7B))["throughput"]
+    assert str(tp["phase"].dtype) == "category"
+    bars = tp[tp["pattern"] == "tqdm"]
+    loading = bars[bars["label"] == "Loading checkpoint shards"]
+    downloads = bars[bars["label"].str.startswith("Downloading", na=False)]
+    assert len(loading) == 47 and len(downloads) == 697
+    assert set(loading["phase"]) == {"setup"} and set(downloads["phase"]) == {"setup"}
+    # the bars after 'Found cached dataset' have no description: nothing says what they are
+    assert set(bars.loc[bars["label"].isna(), "phase"]) == {"train"}
+    # the summary keeps phase as part of the series
+    s = thr.throughput_summary(tp)
+    assert set(s.loc[s["label"] == "Loading checkpoint shards", "phase"]) == {"setup"}
+
+
+def test_named_trainer_lines_and_training_bars_are_train():
+    tp = dptrace.load(str(MEG_DS))["throughput"]
+    assert set(tp["pattern"].astype(str)) == {"deepspeed", "megatron"}
+    assert set(tp["phase"]) == {"train"}
+    lightning = dptrace.load(str(FIX / "mlprof_deepspeed_thetagpu_16gpu.log"))["throughput"]
+    assert set(lightning.loc[lightning["label"] == "Training", "phase"]) == {"train"}
+
+
+@pytest.mark.parametrize(("label", "phase"), [
+    # descriptions as real tools print them, digits as '#' (the label's form)
+    ("Loading checkpoint shards", "setup"),          # transformers
+    ("Downloading (…)of-#.safetensors", "setup"),    # huggingface_hub
+    ("Fetching # files", "setup"),                   # huggingface_hub snapshot_download
+    ("Map (num_proc=#)", "setup"),                   # datasets
+    ("Generating validation split", "setup"),        # datasets: setup, though 'validation'
+    ("Running tokenizer on dataset", "setup"),       # transformers run_clm.py
+    ("Resolving data files", "setup"),               # datasets
+    ("Validation DataLoader #", "eval"),             # Lightning
+    ("Sanity Checking DataLoader #", "eval"),        # Lightning
+    ("Evaluating", "eval"),
+    ("Epoch #", "train"),                            # Lightning
+    ("Training", "train"),
+    ("Loss:# | Accuracy:#%", "train"),               # Graphcore poprun
+])
+def test_label_phase_rule(label, phase):
+    assert rules.PHASES[rules.label_phase(label)] == phase
+
+
+def test_sambaflow_instances_in_rank_order_in_the_terminal():
+    text = throughput_text(UG_SN30)
+    samba = next(p for p in panels(text) if "e2e samples_per_sec" in p.splitlines()[0])
+    rows = [line.split() for line in samba.splitlines()[2:]]
+    shown = [r[1] for r in rows if len(r) > 2 and r[1].isdigit()][:8]
+    assert shown == [str(k) for k in range(8)]
+
+
+def test_per_instance_is_in_rank_order_whatever_the_row_order():
+    """Rows in another order (sorted by value, as a user may pass them) give the same table:
+    numeric rank order (0, 1, 2, ..., 10, 11), not line order and not string order."""
+    tp = dptrace.load(str(CHECK7B))["throughput"]
+    shuffled = tp.sort_values("value", kind="stable")
+    inst = thr.per_instance(shuffled)
+    loading = inst[inst["label"] == "Loading checkpoint shards"]["instance"].tolist()
+    assert loading == [str(k) for k in range(32)]  # 15 of them on one line (747)
+    pd.testing.assert_frame_equal(inst, thr.per_instance(tp))
+    samba = thr.per_instance(dptrace.load(str(UG_SN30))["throughput"].iloc[::-1])
+    assert samba.loc[samba["pattern"] == "sambaflow", "instance"].tolist() == [
+        str(k) for k in range(8)]
+
+
+def test_rank_keys_sort_numbers_as_numbers():
+    labels = pd.Series(["11", "7", "0", "10", "2", "1"])  # as srun --label prints them
+    keys = thr.rank_keys(labels).sort_values(["text", "number", "rest"])
+    assert labels[keys.index].tolist() == ["0", "1", "2", "7", "10", "11"]
+    roles = pd.Series(["default10", "default2", "default0"])  # torchrun --tee
+    keys = thr.rank_keys(roles).sort_values(["text", "number", "rest"])
+    assert roles[keys.index].tolist() == ["default0", "default2", "default10"]
+
+
+def test_a_single_instance_series_has_no_bar_and_no_vs_median():
+    text = throughput_text(MEG_DS)
+    drawn = panels(text)
+    assert len(drawn) == 4  # DeepSpeed Curr/RunningAvg, Megatron samples/iterations: 1 rank
+    for panel in drawn:
+        assert not BAR_BLOCKS & set(panel), panel
+        assert "vs median" not in panel
+    curr = next(p for p in drawn if "CurrSamplesPerSec" in p.splitlines()[0])
+    assert "12 steps (1 warm-up), from line 2703" in curr  # value, steps and line kept
+    assert "357.06" in curr
+
+
+def test_series_order_is_the_order_of_the_json_summary():
+    ds = dptrace.load(str(FIX))
+    report = model.build(ds)
+    summary = report.tables["throughput.summary"]
+    pd.testing.assert_frame_equal(thr.series_order(summary), summary)
+    phase = summary["phase"].map({p: k for k, p in enumerate(rules.PHASES)})
+    assert phase.is_monotonic_increasing
+    records = to_dict(report, 0)["sections"]["throughput"]["tables"]["summary"]
+    assert [(r["source"], r["name"], r["label"], r["metric"]) for r in records] == [
+        (r.source, r.name, None if pd.isna(r.label) else r.label, r.metric)
+        for r in summary.itertuples()]
+    first = summary.iloc[0]
+    assert first["pattern"] in thr.TRAINER_PATTERNS and first["phase"] == "train"
