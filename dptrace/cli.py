@@ -10,17 +10,18 @@ Exit codes (also in ``dptrace --help`` and the README):
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-from . import __version__, api, registry, schema
-from .dataset import Dataset
+from . import __version__
 from .errors import DptraceError
-from .reports import export, json_report, model, terminal
+
+if TYPE_CHECKING:  # the heavy modules (pandas, rich) load only for a command that needs them
+    from rich.console import Console
+
+    from .dataset import Dataset
 
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_FAILURE = 0, 1, 2, 3
 #: inputs larger than this (in total) get a progress bar
@@ -47,8 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", metavar="FILE", help="also write the report as JSON ('-': stdout, "
                    "replacing the terminal report)")
     r.add_argument("--html", metavar="FILE", help="also write the self-contained HTML dashboard")
-    r.add_argument("--warmup", type=float, default=0.1, metavar="FRACTION",
-                   help="share of each instance's steps dropped as warm-up (default 0.1)")
+    r.add_argument("--warmup", type=_fraction, default=0.1, metavar="FRACTION",
+                   help="share of each instance's steps dropped as warm-up, in [0, 1) "
+                   "(default 0.1)")
+    r.add_argument("--all", action="store_true", dest="show_all",
+                   help="show every throughput series in the terminal, setup bars included "
+                   "(default: the most important ones)")
     r.add_argument("--width", type=int, help="terminal width (default: detected)")
     r.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     _export_parser(sub)
@@ -62,95 +67,207 @@ def _export_parser(sub: argparse._SubParsersAction) -> None:
                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     e.add_argument("paths", nargs="+", help="files, globs or directories (.gz/.bz2/.xz ok)")
     e.add_argument("--to", required=True, metavar="DIR", help="directory for <table>.<format>")
-    e.add_argument("--format", default="csv", choices=export.FORMATS,
+    e.add_argument("--format", default="csv", choices=("csv", "parquet", "json"),
                    help="file format (default csv; parquet needs 'dptrace[parquet]')")
     e.add_argument("--input-format", default="auto", metavar="NAME",
                    help="force the input format (see `dptrace formats`)")
+    e.add_argument("--raw", action="store_true",
+                   help="CSV: write text cells as read (by default a cell that a spreadsheet "
+                   "would run as a formula, starting with = + - @, gets a leading ')")
     e.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+
+
+def _fraction(text: str) -> float:
+    """argparse type of --warmup: a number in [0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(
+            f"{text} is outside [0, 1): it is the share of each instance's steps dropped "
+            "as warm-up (0.1 drops the first 10%)")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    console = Console(width=getattr(args, "width", None), highlight=False)
+    if args.command == "schema":   # no rich: plain text for pipes and files
+        try:
+            return _schema()
+        except BrokenPipeError:
+            return _stdout_closed(EXIT_OK)
+    from rich.console import Console
+    from rich.markup import escape
+
+    from .reports.safe_text import visible
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:   # rich would exit(1): let main pick the code
+            self.quiet = True
+            raise BrokenPipeError(32, "stdout closed")
+
+    console = _Console(width=getattr(args, "width", None), highlight=False)
     err = Console(stderr=True, highlight=False)
     try:
-        if args.command == "schema":
-            return _schema(console)
         if args.command == "formats":
             return _formats(console)
         if args.command == "export":
             return _export(args, err)
         return _report(args, console, err)
+    except BrokenPipeError:   # stdout closed early (`| head`): stop quietly
+        return _stdout_closed(getattr(args, "_code", EXIT_OK))
     except DptraceError as exc:
         if args.debug if hasattr(args, "debug") else False:
             raise
-        err.print(f"[red]dptrace:[/red] {escape(str(exc))}", soft_wrap=True)
+        err.print(f"[red]dptrace:[/red] {escape(visible(str(exc)))}", soft_wrap=True)
         return EXIT_USAGE
     except Exception as exc:  # last resort: one clear line, traceback with --debug
         if getattr(args, "debug", False):
             raise
-        err.print(f"[red]dptrace: internal error:[/red] {type(exc).__name__}: {exc} "
-                  "(rerun with --debug for the traceback)")
+        err.print(f"[red]dptrace: internal error:[/red] {type(exc).__name__}: "
+                  f"{escape(visible(str(exc)))} (rerun with --debug for the traceback)")
         return EXIT_FAILURE
 
 
+def _check_output_file(option: str, target: str) -> None:
+    """A usage error, before any input is read, when ``target`` cannot be written: its
+    directory is missing or it names a directory."""
+    parent = os.path.dirname(os.path.abspath(target))
+    if os.path.isdir(target):
+        raise DptraceError(f"{option} {target}: is a directory; name a file")
+    if not os.path.isdir(parent):
+        raise DptraceError(f"{option} {target}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise DptraceError(f"{option} {target}: directory {parent} is not writable")
+
+
+def _stdout_closed(code: int) -> int:
+    """The reader of stdout went away (``dptrace report ... | head -1``): point stdout at
+    /dev/null so that Python's exit-time flush does not fail again, and keep the exit code
+    the data deserves (every file asked for was already written)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real stdout (tests): nothing to flush
+        pass
+    return code
+
+
 def _report(args: argparse.Namespace, console: Console, err: Console) -> int:
+    from . import registry
+    from .reports import json_report, model, terminal
+
     registry.get(args.format) if args.format != "auto" else None
+    for option, target in (("--html", args.html), ("--json", args.json)):
+        if target and target != "-":
+            _check_output_file(option, target)
     ds = _load_with_progress(args.paths, args.format, err)
-    code = exit_code(ds)
+    code = args._code = exit_code(ds)
     report = model.build(ds, warmup=args.warmup)
-    if args.json != "-":
-        terminal.render(report, console)
+    # files first: a closed stdout (`| head`) must not cost the dashboard or the JSON file
     if args.html:
         report.to_html(args.html)
-    if args.json:
-        text = json_report.dumps(report, code)
-        if args.json == "-":
-            sys.stdout.write(text + "\n")
-        else:
-            with open(args.json, "w", encoding="utf-8") as fh:
-                fh.write(text + "\n")
+    text = json_report.dumps(report, code) if args.json else ""
+    if args.json and args.json != "-":
+        with open(args.json, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    if args.json == "-":
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    else:
+        terminal.render(report, console, show_all=args.show_all)
+        console.file.flush()
     return code
 
 
 def _export(args: argparse.Namespace, err: Console) -> int:
+    from . import registry
+    from .reports import export
+
     export.check_format(args.format)
+    export.check_directory(args.to)
     registry.get(args.input_format) if args.input_format != "auto" else None
     ds = _load_with_progress(args.paths, args.input_format, err)
-    written = export.export(ds, args.to, args.format)
+    written = export.export(ds, args.to, args.format, raw=args.raw)
     err.print(f"dptrace: wrote {len(written)} tables to {args.to}", markup=False)
     return exit_code(ds)
 
 
 def exit_code(ds: Dataset) -> int:
     """0 all parsed, 1 something skipped, 3 nothing parsed at all."""
+    from .reports import model
+
     return model.exit_code(ds)
 
 
 def _load_with_progress(paths: list[str], fmt: str, err: Console) -> Dataset:
+    """``api.load`` with a progress bar on stderr (a terminal only, inputs over
+    PROGRESS_BYTES). The bar counts bytes, so it moves within one large file too: readers
+    of large inputs report how far they are (:mod:`dptrace.progress`)."""
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from . import api
+    from . import progress as byte_progress
     from .sources import expand
 
     sources, _ = expand(paths)
-    total = sum(s.size() for s in sources)
+    sizes = {src.name: _size_or_zero(src) for src in sources}
+    total = sum(sizes.values())
     if total < PROGRESS_BYTES or not err.is_terminal:
         return api.load(paths, fmt)
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/"
-               "{task.total} files"), TimeElapsedColumn())
-    with Progress(*columns, console=err, transient=True) as progress:
-        task = progress.add_task("parsing", total=len(sources))
+    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+               TextColumn("{task.fields[files]}"), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as bar:
+        task = bar.add_task("parsing", total=total, files="")
+        state = {"base": 0, "size": 0}
 
         def step(src: object, i: int, n: int) -> None:
-            progress.update(task, completed=i, description=f"parsing {getattr(src, 'name', '')}")
+            name = str(getattr(src, "name", ""))
+            state["base"] += state["size"]
+            state["size"] = sizes.get(name, 0)
+            bar.update(task, completed=state["base"], files=f"file {i + 1}/{n}",
+                       description=f"parsing {_tail(name)}")
 
-        return api.load(paths, fmt, progress=step)
+        def within(done: int, whole: int) -> None:
+            share = min(1.0, done / whole) if whole > 0 else 0.0
+            bar.update(task, completed=state["base"] + int(state["size"] * share))
+
+        with byte_progress.watching(within):
+            return api.load(paths, fmt, progress=step)
 
 
-def _schema(console: Console) -> int:
-    console.print(schema.markdown(), markup=False)
+def _size_or_zero(src: object) -> int:
+    try:
+        return int(src.size())  # type: ignore[attr-defined]
+    except OSError:   # gone, a dangling link, unreadable: the loader reports it
+        return 0
+
+
+def _tail(name: str, width: int = 40) -> str:
+    """The end of a long path (the file name matters most)."""
+    return name if len(name) <= width else "…" + name[-(width - 1):]
+
+
+def _schema() -> int:
+    """The schema as Markdown, written as is: a pipe or a file gets the same valid Markdown
+    as a terminal (no wrapping at any width)."""
+    from . import schema
+
+    sys.stdout.write(schema.markdown().rstrip("\n") + "\n")
     return EXIT_OK
 
 
 def _formats(console: Console) -> int:
+    from . import registry
+
     for p in registry.parsers().values():
         console.print(f"[bold]{p.name}[/bold]  tables: {', '.join(p.tables)}\n    "
                       f"{p.description}", markup=True)

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import schema
+from .. import progress, schema
 from ..errors import Problem
 from ..registry import ParseResult, register
 from ..sources import Source
@@ -40,6 +40,9 @@ from ._trainlog_spec import SCAN as _SCAN
 #: files at least this large are scanned by WORKERS forked processes, each over a range of lines
 PARALLEL_BYTES = 128 << 20
 WORKERS = min(2, os.cpu_count() or 1)
+#: ranges of a parallel scan are at most about this large (a multiple of WORKERS of them,
+#: so the workers stay evenly loaded): each finished range moves the progress bar
+RANGE_BYTES = 64 << 20
 #: how far to look for a line or segment boundary before giving up (very long lines)
 WINDOW = 1 << 16
 #: recognisers see at most this much text either side of the keyword (bounds regex work)
@@ -103,19 +106,27 @@ def _scan_forked(bounds: tuple[int, int, bool]) -> _Part:
 
 
 def _scan_parallel(buf: Any, name: str) -> list[_Part]:
-    """Split at line boundaries into WORKERS ranges, scan them in forked processes."""
+    """Split at line boundaries into ranges (WORKERS of them, or a multiple of WORKERS of at
+    most about RANGE_BYTES each), scan them in forked processes; progress is reported as
+    the ranges finish, in order."""
     global _FORKED
-    n, cuts = len(buf), [0]
-    for k in range(1, WORKERS):
-        nl = buf.find(b"\n", n * k // WORKERS)
+    n = len(buf)
+    ranges = WORKERS * max(1, -(-n // (WORKERS * RANGE_BYTES)))
+    cuts = [0]
+    for k in range(1, ranges):
+        nl = buf.find(b"\n", max(n * k // ranges, cuts[-1]))
         cuts.append(nl + 1 if nl >= 0 else n)
     cuts.append(n)
-    bounds = [(cuts[i], cuts[i + 1], i == WORKERS - 1) for i in range(WORKERS)]
+    bounds = [(cuts[i], cuts[i + 1], i == ranges - 1) for i in range(ranges)]
     _FORKED = (buf, name)
+    parts: list[_Part] = []
     try:
         ctx = mp.get_context("fork")
         with ProcessPoolExecutor(WORKERS, mp_context=ctx) as pool:
-            return list(pool.map(_scan_forked, bounds))
+            for (_, end, _), part in zip(bounds, pool.map(_scan_forked, bounds), strict=True):
+                parts.append(part)
+                progress.advance(end, n)
+        return parts
     finally:
         _FORKED = None
 
@@ -515,6 +526,8 @@ def _finish(df: pd.DataFrame, source: str, table: schema.Table) -> pd.DataFrame:
     order = df.groupby(key, sort=False, dropna=False).cumcount().astype(str)
     df["instance"] = df["prefix"].where(df["prefix"].notna(), order)
     df["source"] = source
+    if "label" in df:  # throughput: from the bar label and name, after the rows (C path too)
+        df["phase"] = rules.phases(df["name"], df["label"])
     out = schema.conform(df.drop(columns=["prefix", "seg"]), table)
     return out
 

@@ -5,6 +5,10 @@ them), plus ``sources`` and ``problems``. Column names and dtypes are the schema
 (``schema.conform`` already ran); CSV writes missing values as empty fields, JSON as
 ``null`` (an array of records, timestamps in ISO 8601). Parquet keeps the dtypes and
 uses pyarrow, a core dependency.
+
+CSV cells of text that a spreadsheet would run as a formula (starting with ``=``, ``+``,
+``-``, ``@``, tab or CR: OWASP's "CSV injection") get a leading ``'``, unless
+``raw=True`` (``dptrace export --raw``); numbers are never changed.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import pandas as pd
 
 from ..dataset import Dataset
 from ..errors import DptraceError
+from .safe_text import FORMULA_START, csv_cell
 
 FORMATS = ("csv", "parquet", "json")
 
@@ -36,17 +41,52 @@ def tables(ds: Dataset) -> dict[str, pd.DataFrame]:
             "problems": ds.problems}
 
 
-def export(ds: Dataset, directory: str | Path, fmt: str = "csv") -> list[Path]:
-    """Write every table of ``ds`` to ``directory`` (created if needed); return the paths."""
-    check_format(fmt)
+def check_directory(directory: str | Path) -> Path:
+    """The export directory, created if needed; a one-line DptraceError when it names a
+    file or cannot be made (checked before any input is read)."""
     out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    return [_write(df, out / f"{name}.{fmt}", fmt) for name, df in tables(ds).items()]
+    if out.exists() and not out.is_dir():
+        raise DptraceError(f"--to {directory}: exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DptraceError(f"--to {directory}: cannot create the directory "
+                           f"({exc.strerror or exc})") from None
+    return out
 
 
-def _write(df: pd.DataFrame, path: Path, fmt: str) -> Path:
+def export(ds: Dataset, directory: str | Path, fmt: str = "csv", *,
+           raw: bool = False) -> list[Path]:
+    """Write every table of ``ds`` to ``directory`` (created if needed); return the paths.
+
+    ``raw``: write CSV text cells as they are (no ``'`` before formula-leading text)."""
+    check_format(fmt)
+    out = check_directory(directory)
+    return [_write(df, out / f"{name}.{fmt}", fmt, raw) for name, df in tables(ds).items()]
+
+
+def guard_formulas(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with :func:`csv_cell` applied to its text columns (the same frame when no cell
+    starts like a formula)."""
+    out = df
+    for col in df.columns:
+        s = df[col]
+        is_cat = isinstance(s.dtype, pd.CategoricalDtype)
+        values = s.cat.categories if is_cat else s
+        if not (values.dtype == object or pd.api.types.is_string_dtype(values.dtype)):
+            continue
+        text = pd.Series(values).dropna()
+        text = text[text.map(lambda v: isinstance(v, str))].astype(str)
+        if not text.str.startswith(FORMULA_START).any():
+            continue
+        out = out if out is not df else df.copy()
+        out[col] = s.astype(object).map(csv_cell, na_action="ignore")
+    return out
+
+
+def _write(df: pd.DataFrame, path: Path, fmt: str, raw: bool = False) -> Path:
     if fmt == "csv":
-        df.to_csv(path, index=False)
+        (df if raw else guard_formulas(df)).to_csv(path, index=False)
     elif fmt == "parquet":
         df.to_parquet(path, index=False)
     else:
