@@ -1,7 +1,8 @@
 """Command line: ``dptrace report|export|schema|formats``. It only wires arguments to the library.
 
 Exit codes (also in ``dptrace --help`` and the README):
-  0  every input was parsed
+  0  every input was parsed (files inside a directory that no format recognises are
+     skipped with a note and do not count)
   1  partial: the report was written, but an input or part of one was skipped
   2  usage error (bad option, unknown --format)
   3  failure: no input gave any data
@@ -28,9 +29,9 @@ EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_FAILURE = 0, 1, 2, 3
 PROGRESS_BYTES = 64 << 20
 
 _EPILOG = """exit codes:
-  0  every input was parsed
+  0  every input was parsed (unrecognised files inside a directory are noted, not counted)
   1  partial: report written, but an input or part of one was skipped (see Problems)
-  2  usage error
+  2  usage error (bad option, unknown --format, an output that cannot be written)
   3  failure: no input gave any data
 """
 

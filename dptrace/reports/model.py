@@ -111,7 +111,8 @@ def inputs_section(ds: Dataset, opts: dict) -> Section:
         "inputs", "Inputs",
         "One row per input file: the format detected from its content, the rows it gave, "
         "and its status (ok; partial: part skipped; empty: nothing recognised; "
-        "unknown/failed: skipped).",
+        "unknown/failed: skipped; skipped: a file in a directory that no format recognises, "
+        "noted once and not counted in the exit code).",
         {"sources": ds.sources},
     )
 

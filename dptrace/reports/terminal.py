@@ -83,7 +83,7 @@ def _draw_inputs(section: Section) -> RenderableType:
     table = FitTable([cols[k] for k in keep], [d for d in INPUT_DROP if d.removeprefix(
                          "fold:") in {cols[k].name for k in keep}],
                      title=_under(section.title, prefix), caption=section.caption, boxed=True)
-    styles = {"ok": "green", "partial": "yellow", "empty": "yellow"}
+    styles = {"ok": "green", "partial": "yellow", "empty": "yellow", "skipped": "dim"}
     for row in rows:
         cells: list[str | Text] = list(row)
         cells[3] = Text(row[3], style=styles.get(row[3], "red"))
@@ -265,6 +265,9 @@ def _aggregate_table(row: pd.Series, inst: pd.DataFrame) -> Table:
     return t
 
 
+_SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "dim"}
+
+
 def _draw_problems(section: Section) -> RenderableType:
     probs = section.tables["problems"]
     prefix, names = common_dir(probs["source"].map(_s))
@@ -273,7 +276,7 @@ def _draw_problems(section: Section) -> RenderableType:
     for name, r in zip(names, probs.itertuples(index=False), strict=True):
         where = f"{name}:{r.line}" if pd.notna(r.line) else name
         table.add_row(where, Text(str(r.severity),
-                                  style="red" if r.severity == "error" else "yellow"),
+                                  style=_SEVERITY_STYLE.get(str(r.severity), "yellow")),
                       str(r.message))
     return table
 
