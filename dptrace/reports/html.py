@@ -7,7 +7,9 @@
 - Each figure is ``fig.to_html(full_html=False, include_plotlyjs=False)``.
 - Tables are plain ``<table>`` elements (readable without JavaScript), escaped by pandas.
 - Every string from an input is escaped: ``html.escape`` here, ``DataFrame.to_html(
-  escape=True)`` for tables, :func:`dptrace.reports.figures.esc` inside figures.
+  escape=True)`` for tables, :func:`dptrace.reports.figures.esc` inside figures; and before
+  that its control, bidi and zero-width characters become visible marks
+  (:mod:`.safe_text`; figures get their data through :attr:`Section.figures`, which does it).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import pandas as pd
 from .. import __version__
 from ..dataset import Dataset
 from .model import Report, Section
+from .safe_text import visible, visible_frame
 
 ASSETS = Path(__file__).parent / "assets"
 #: rows of a table written into the page (all rows are in --json and `dptrace export`)
@@ -201,7 +204,7 @@ def _figure(section: str, name: str, fig: object) -> str:
 def _table(name: str, df: pd.DataFrame) -> str:
     if df.empty:
         return ""
-    shown = df.head(MAX_ROWS)
+    shown = visible_frame(df.head(MAX_ROWS))
     note = (f"<p class='note'>first {MAX_ROWS} of {len(df)} rows; all rows: --json or "
             "`dptrace export`</p>") if len(df) > MAX_ROWS else ""
     shares = {c: _percent for c in shown.columns if _is_share(str(c))
@@ -232,4 +235,6 @@ def _percent(v: float) -> str:
 
 
 def _e(value: object) -> str:
-    return "" if value is None or value is pd.NA else html.escape(str(value))
+    """Text for the page: escaped, and with control, bidi and zero-width characters shown
+    as marks (:func:`safe_text.visible`)."""
+    return "" if value is None or value is pd.NA else html.escape(visible(str(value)))

@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..analysis import throughput as thr
 from ..dataset import Dataset
+from .safe_text import visible, visible_frame
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -43,10 +44,25 @@ class Section:
 
     @property
     def figures(self) -> dict[str, go.Figure]:
-        """Figures by name, made by ``figure_fn`` on first use (empty without one)."""
+        """Figures by name, made by ``figure_fn`` on first use (empty without one).
+
+        Figures are for people: they are drawn from a copy of the data whose strings have
+        their control, bidi and zero-width characters made visible (:mod:`.safe_text`), so
+        no name in a chart displays as another; the tables keep the data as read."""
         if self._figures is None:
-            self._figures = dict(self.figure_fn(self)) if self.figure_fn else {}
+            self._figures = dict(self._display_figures()) if self.figure_fn else {}
         return self._figures
+
+    def _display_figures(self) -> dict[str, Any]:
+        fn = self.figure_fn
+        assert fn is not None
+        if isinstance(fn, partial):   # DataFrames bound to the figure function: made safe too
+            fn = partial(fn.func, *fn.args, **{
+                k: visible_frame(v) if isinstance(v, pd.DataFrame) else v
+                for k, v in fn.keywords.items()})
+        safe = Section(self.name, visible(self.title), visible(self.caption),
+                       {k: visible_frame(df) for k, df in self.tables.items()})
+        return fn(safe)
 
 
 @dataclass
