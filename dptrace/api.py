@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterable
@@ -14,14 +15,20 @@ import pandas as pd
 from . import registry, schema
 from .dataset import Dataset
 from .errors import Problem, UnknownFormatError
-from .sources import Source, expand
+from .sources import HEAD_BYTES, Source, display_name, expand, resolve_max_decompressed
 
 if TYPE_CHECKING:
     from .reports.model import Report
 
-PathArg = str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
+PathArg = str | bytes | os.PathLike[str] | Iterable[str | bytes | os.PathLike[str]]
 #: called before each source is parsed: (source, index, total)
 ProgressFn = Callable[[Source, int, int], None]
+#: the decompression limit: bytes (0: no limit), a size such as "32G", or None (the default)
+SizeArg = int | str | None
+#: an input that takes longer than this (seconds) to read and parse gets an info problem
+#: saying so (one parse is not interrupted: a watchdog thread cannot stop C code, and a
+#: process per input costs more than most inputs take)
+SLOW_INPUT_S = 30.0
 
 
 @dataclass
@@ -34,17 +41,35 @@ class _Outcome:
     message: str
 
 
-def load(paths: PathArg, format: str = "auto", *, progress: ProgressFn | None = None) -> Dataset:
+def load(paths: PathArg, format: str = "auto", *, progress: ProgressFn | None = None,
+         max_decompressed: SizeArg = None) -> Dataset:
     """Parse every input under ``paths`` (files, globs, directories; .gz/.bz2/.xz) into a Dataset.
 
     ``format="auto"`` detects each file's format from its content; a format name forces it.
     Bad inputs never raise: they become rows of ``Dataset.problems`` and their
     ``Dataset.sources`` status says ``failed`` or ``unknown``. A file found in a directory
-    or by a glob that no format recognises (a README, parameters, an empty file) is
+    or by a glob that no format recognises (a README, parameters, an empty file, a FIFO) is
     ``skipped`` with one ``info`` problem, which does not count as a failure.
+
+    ``max_decompressed`` caps the bytes decompressed from one compressed input: bytes (0:
+    no limit) or a size such as ``"32G"``; by default ``$DPTRACE_MAX_DECOMPRESSED``, else
+    half the memory available, at most 16 GiB. Content past it is not read (an error
+    problem says where it was cut); what came before is parsed.
     """
     forced = None if format == "auto" else registry.get(format)
-    sources, problems = expand(paths)
+    sources, problems = expand(paths,
+                               max_decompressed=resolve_max_decompressed(max_decompressed))
+    return load_sources(sources, problems, forced, progress=progress)
+
+
+def load_sources(sources: list[Source], problems: list[Problem],
+                 format: str | registry.Parser | None = None, *,
+                 progress: ProgressFn | None = None) -> Dataset:
+    """:func:`load` of sources already expanded (``sources.expand``), with the problems
+    found on the way; the CLI expands once to size its progress bar."""
+    forced = (registry.get(format) if isinstance(format, str) and format != "auto"
+              else format if isinstance(format, registry.Parser) else None)
+    problems = list(problems)
     frames: dict[str, list[pd.DataFrame]] = {}
     outcomes: dict[int, _Outcome] = {}
     batches: dict[str, list[int]] = {}
@@ -56,8 +81,10 @@ def load(paths: PathArg, format: str = "auto", *, progress: ProgressFn | None = 
         if progress:
             progress(src, i, len(sources))
         if chosen:
+            started = time.perf_counter()
             outcomes[i], found = _parse_all(src, chosen, frames)
             problems.extend(found)
+            _note_slow(src, time.perf_counter() - started, problems)
         src.forget()
     for name, members in batches.items():
         group = [sources[i] for i in members]
@@ -75,19 +102,55 @@ def load(paths: PathArg, format: str = "auto", *, progress: ProgressFn | None = 
     return Dataset(tables, _sources_frame(ordered), _problems_frame(settle.problems()))
 
 
+def _note_slow(src: Source, seconds: float, problems: list[Problem]) -> None:
+    if seconds >= SLOW_INPUT_S:
+        problems.append(Problem(src.name, f"took {seconds:,.0f} s to read and parse",
+                                severity="info"))
+
+
+def _unread(src: Source, outcomes: dict[int, _Outcome], problems: list[Problem],
+            i: int) -> list[registry.Parser]:
+    """A source ``expand`` found but that is not opened: a FIFO, socket or device found in
+    a directory is skipped (``info``); named on its own, or a broken link or an unreadable
+    path, it failed."""
+    why = src.unreadable or ""
+    if src.special and not src.explicit:
+        outcomes[i] = _Outcome(src, None, None, "skipped", 0, why)
+        problems.append(Problem(src.name, f"skipped: {why}", severity="info"))
+    else:
+        outcomes[i] = _Outcome(src, None, None, "failed", 0, why)
+        problems.append(Problem(src.name, why, severity="error"))
+    return []
+
+
 def _choose(src: Source, forced: registry.Parser | None, outcomes: dict[int, _Outcome],
             problems: list[Problem], i: int) -> list[registry.Parser]:
     """The parsers for ``src``; on failure record why in ``outcomes[i]`` and return []."""
+    if src.unreadable is not None:
+        return _unread(src, outcomes, problems, i)
     try:
-        return [forced] if forced else registry.detect_all(src)
+        if forced:
+            return [forced]
+        head = src.head()
+        if head[:1].isspace() and len(head) < HEAD_BYTES and head.isspace():
+            raise UnknownFormatError(f"empty file: only whitespace ({len(head):,} bytes of "
+                                     "spaces, tabs and newlines)")
+        return registry.detect_all(src, head)
     except UnknownFormatError as exc:
+        notes = src.take_notes()   # e.g. damage that left nothing to decompress
+        problems.extend(notes)
+        damage = next((p for p in notes if p.severity == "error"), None)
+        if damage is not None:
+            outcomes[i] = _Outcome(src, None, None, "failed", 0, damage.message)
+            return []
         outcomes[i] = _Outcome(src, None, None, "unknown", 0, str(exc))
         if src.explicit:
             problems.append(Problem(src.name, f"skipped: {exc}", severity="error"))
         # else: _Settle makes it "skipped" with one info problem
-    except OSError as exc:
-        outcomes[i] = _Outcome(src, None, None, "failed", 0, str(exc))
-        problems.append(Problem(src.name, f"cannot read: {exc}", severity="error"))
+    except OSError as exc:   # the path is in the source column; say what went wrong
+        why = f"cannot read: {exc.strerror or exc}"
+        outcomes[i] = _Outcome(src, None, None, "failed", 0, why)
+        problems.append(Problem(src.name, why, severity="error"))
     return []
 
 
@@ -195,14 +258,17 @@ def _parse_batch(parser: registry.Parser, group: list[Source], members: list[int
         if len(df):
             frames.setdefault(name, []).append(df)
     for i, rep in zip(members, reports, strict=True):
+        late = rep.source.take_notes()
+        problems.extend(late)
         outcomes[i] = _batch_outcome(rep.source, parser.name, rep.variant, rep.rows,
-                                     rep.problems, rep.failed)
+                                     [*rep.problems, *late], rep.failed)
 
 
 def _parse_all(src: Source, chosen: list[registry.Parser],
                frames: dict[str, list[pd.DataFrame]]) -> tuple[_Outcome, list[Problem]]:
     results = [_parse_one(parser, src) for parser in chosen]
-    problems = [p for r in results for p in r.problems]
+    # with what reading found and no parser took (damage seen by a parser that streams)
+    problems = [p for r in results for p in r.problems] + src.take_notes()
     for result in results:
         for name, df in result.tables.items():
             if len(df):
@@ -248,12 +314,15 @@ def _sources_frame(outcomes: list[_Outcome]) -> pd.DataFrame:
         "status": [o.status for o in outcomes],
         "rows": [o.rows for o in outcomes],
         "size_bytes": [_size(o.source) for o in outcomes],
-        "message": [o.message for o in outcomes],
+        # text that names a file can hold its name's undecodable bytes: never in Arrow
+        "message": [display_name(o.message) for o in outcomes],
     }
     return schema.conform(data, schema.SOURCES)
 
 
 def _size(src: Source) -> int | None:
+    if src.unreadable is not None:
+        return None
     try:
         return src.size()
     except OSError:
@@ -262,27 +331,30 @@ def _size(src: Source) -> int | None:
 
 def _problems_frame(problems: list[Problem]) -> pd.DataFrame:
     data = {
-        "source": [p.source for p in problems],
+        "source": [display_name(p.source) for p in problems],
         "line": [p.line for p in problems],
         "severity": [p.severity for p in problems],
-        "message": [p.message for p in problems],
+        "message": [display_name(p.message) for p in problems],
     }
     return schema.conform(data, schema.PROBLEMS)
 
 
-def read_trainlog(paths: PathArg, *, progress: ProgressFn | None = None) -> Dataset:
+def read_trainlog(paths: PathArg, *, progress: ProgressFn | None = None,
+                  max_decompressed: SizeArg = None) -> Dataset:
     """Parse training logs (slurm-*.out, rank logs) into ``throughput`` and ``train_metrics``."""
-    return load(paths, format="trainlog", progress=progress)
+    return load(paths, format="trainlog", progress=progress, max_decompressed=max_decompressed)
 
 
-def read_horovod(paths: PathArg, *, progress: ProgressFn | None = None) -> Dataset:
+def read_horovod(paths: PathArg, *, progress: ProgressFn | None = None,
+                 max_decompressed: SizeArg = None) -> Dataset:
     """Parse Horovod timelines (``HOROVOD_TIMELINE=timeline.json``) into the ``hvd_*`` tables."""
-    return load(paths, format="horovod", progress=progress)
+    return load(paths, format="horovod", progress=progress, max_decompressed=max_decompressed)
 
 
-def read_mpitrace(paths: PathArg, *, progress: ProgressFn | None = None) -> Dataset:
+def read_mpitrace(paths: PathArg, *, progress: ProgressFn | None = None,
+                  max_decompressed: SizeArg = None) -> Dataset:
     """Parse IBM mpitrace profiles (``mpi_profile.<job>.<rank>``) into the ``mpi_*`` tables."""
-    return load(paths, format="mpitrace", progress=progress)
+    return load(paths, format="mpitrace", progress=progress, max_decompressed=max_decompressed)
 
 
 def _batch_outcome(src: Source, fmt: str, variant: str | None, rows: int,

@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show every throughput series in the terminal, setup bars included "
                    "(default: the most important ones)")
     r.add_argument("--width", type=int, help="terminal width (default: detected)")
+    _limit_options(r)
     r.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     _export_parser(sub)
     sub.add_parser("schema", help="print every table's columns, dtypes, units and meaning")
@@ -75,7 +76,27 @@ def _export_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--raw", action="store_true",
                    help="CSV: write text cells as read (by default a cell that a spreadsheet "
                    "would run as a formula, starting with = + - @, gets a leading ')")
+    _limit_options(e)
     e.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+
+
+def _limit_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-decompressed", type=_size, metavar="SIZE",
+                   help="most bytes to decompress from one .gz/.bz2/.xz input, e.g. 32G "
+                   "(0: no limit; default: $DPTRACE_MAX_DECOMPRESSED, else half the "
+                   "available memory, at most 16 GiB); the rest of a larger input is not "
+                   "read, and a problem says where it was cut")
+
+
+def _size(text: str) -> int:
+    """argparse type of --max-decompressed: bytes from 16G, 512M, 1000000 (0: no limit)."""
+    from .sources import parse_size
+
+    try:
+        value = parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return 0 if value >= (1 << 62) else value
 
 
 def _fraction(text: str) -> float:
@@ -164,7 +185,7 @@ def _report(args: argparse.Namespace, console: Console, err: Console) -> int:
     for option, target in (("--html", args.html), ("--json", args.json)):
         if target and target != "-":
             _check_output_file(option, target)
-    ds = _load_with_progress(args.paths, args.format, err)
+    ds = _load_with_progress(args.paths, args.format, err, args.max_decompressed)
     code = args._code = exit_code(ds)
     report = model.build(ds, warmup=args.warmup)
     # files first: a closed stdout (`| head`) must not cost the dashboard or the JSON file
@@ -190,7 +211,7 @@ def _export(args: argparse.Namespace, err: Console) -> int:
     export.check_format(args.format)
     export.check_directory(args.to)
     registry.get(args.input_format) if args.input_format != "auto" else None
-    ds = _load_with_progress(args.paths, args.input_format, err)
+    ds = _load_with_progress(args.paths, args.input_format, err, args.max_decompressed)
     written = export.export(ds, args.to, args.format, raw=args.raw)
     err.print(f"dptrace: wrote {len(written)} tables to {args.to}", markup=False)
     return exit_code(ds)
@@ -203,10 +224,12 @@ def exit_code(ds: Dataset) -> int:
     return model.exit_code(ds)
 
 
-def _load_with_progress(paths: list[str], fmt: str, err: Console) -> Dataset:
+def _load_with_progress(paths: list[str], fmt: str, err: Console,
+                        max_decompressed: int | None = None) -> Dataset:
     """``api.load`` with a progress bar on stderr (a terminal only, inputs over
     PROGRESS_BYTES). The bar counts bytes, so it moves within one large file too: readers
-    of large inputs report how far they are (:mod:`dptrace.progress`)."""
+    of large inputs report how far they are (:mod:`dptrace.progress`). The inputs are
+    expanded once, for both the bar and the load."""
     from rich.progress import (
         BarColumn,
         Progress,
@@ -217,13 +240,13 @@ def _load_with_progress(paths: list[str], fmt: str, err: Console) -> Dataset:
 
     from . import api
     from . import progress as byte_progress
-    from .sources import expand
+    from .sources import expand, resolve_max_decompressed
 
-    sources, _ = expand(paths)
+    sources, found = expand(paths, max_decompressed=resolve_max_decompressed(max_decompressed))
     sizes = {src.name: _size_or_zero(src) for src in sources}
     total = sum(sizes.values())
     if total < PROGRESS_BYTES or not err.is_terminal:
-        return api.load(paths, fmt)
+        return api.load_sources(sources, found, fmt)
     columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
                TextColumn("{task.fields[files]}"), TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True) as bar:
@@ -242,10 +265,12 @@ def _load_with_progress(paths: list[str], fmt: str, err: Console) -> Dataset:
             bar.update(task, completed=state["base"] + int(state["size"] * share))
 
         with byte_progress.watching(within):
-            return api.load(paths, fmt, progress=step)
+            return api.load_sources(sources, found, fmt, progress=step)
 
 
 def _size_or_zero(src: object) -> int:
+    if getattr(src, "unreadable", None) is not None:   # a FIFO, a broken link: never opened
+        return 0
     try:
         return int(src.size())  # type: ignore[attr-defined]
     except OSError:   # gone, a dangling link, unreadable: the loader reports it
