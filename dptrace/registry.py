@@ -240,7 +240,9 @@ _LAST_BINARY: tuple[bytes, bool] = (b"", False)
 
 
 def looks_binary(head: bytes) -> bool:
-    """True for content with NUL bytes or mostly non-text bytes."""
+    """True for content with NUL bytes all over, or mostly non-text bytes. A text file
+    with a few holes of NUL bytes (a crash, Lustre padding) is text: its reader reads
+    around them and flags them."""
     global _LAST_BINARY
     last, answer = _LAST_BINARY
     if last is head:
@@ -251,9 +253,42 @@ def looks_binary(head: bytes) -> bool:
     return answer
 
 
+#: runs of NUL bytes: text files get them from a crash or a file system that padded a
+#: file (Lustre writes a block of zeros where data never arrived)
+_NUL_RUN = re.compile(rb"\0+")
+#: control bytes that text does not hold (NUL aside): not tab, LF, CR, ESC, BS, FF
+_CONTROLS = bytes(range(1, 8)) + b"\x0b\x0e\x0f" + bytes(range(16, 27)) + bytes(range(28, 32)) \
+    + b"\x7f"
+
+
 def _looks_binary(head: bytes) -> bool:
     if b"\0" in head:
+        return _binary_with_nuls(head)
+    return _binary_text(head)
+
+
+def _binary_with_nuls(head: bytes) -> bool:
+    """A head holding NUL bytes is binary unless they sit in a few runs (holes a crash or
+    the file system left in a text file) and what is around them is text.
+
+    Executables, core dumps, compressed or random bytes and UTF-16 text have NULs all
+    over (a run every few bytes); a text log with a hole has one run or a handful. The
+    bytes around the runs must look like text: a line break, at least 32 bytes, next to no
+    control bytes, and UTF-8 as :func:`_binary_text` judges it.
+    """
+    limit = 8 + len(head) // 8192
+    for runs, _ in enumerate(_NUL_RUN.finditer(head), 1):
+        if runs > limit:
+            return True
+    text = bytes(head).replace(b"\0", b"")
+    if len(text) < 32 or b"\n" not in text and b"\r" not in text:
         return True
+    controls = len(text) - len(text.translate(None, _CONTROLS))
+    return controls * 100 > len(text) or _binary_text(text)
+
+
+def _binary_text(head: bytes) -> bool:
+    """Mostly non-text bytes (a head without NUL bytes)."""
     sample = head[:4096]
     if not sample or sample.isascii():   # ASCII without NUL: text (and valid UTF-8)
         return False

@@ -53,7 +53,8 @@ def test_unknown_format_is_usage_error(log, capsys):
 
 def test_forced_format(tmp_path, capsys):
     odd = tmp_path / "weird.bin"
-    odd.write_bytes(b"\x00header\n" + SAMBA.encode())
+    # a head of raw high bytes (a NUL or two alone no longer makes a log binary: issue 12)
+    odd.write_bytes(bytes(range(128, 256)) * 8 + b"\n" + SAMBA.encode())
     assert main(["report", str(odd)]) == 3  # binary-looking: skipped, nothing parsed
     capsys.readouterr()
     assert main(["report", str(odd), "--format", "trainlog", "--json", "-"]) == 0

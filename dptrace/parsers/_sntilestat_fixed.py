@@ -212,6 +212,16 @@ def _newlines(arr: np.ndarray) -> np.ndarray:
     return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
 
+#: PIDs at or beyond this do not fit the Int64 column
+INT64_END = 1 << 63
+
+
+def pid_fits(pid: bytes) -> bool:
+    """Whether ``pid`` (ASCII digits, or empty for an idle tile) is a PID the ``pid`` column
+    holds: 20-digit ones are beyond Int64 and become missing (with a problem)."""
+    return bool(pid) and (len(pid) < 19 or int(pid) < INT64_END)
+
+
 def _owner(data: dict[str, object], buf: bytes, digest: np.ndarray, tails: np.ndarray,
            ends: np.ndarray) -> list[bytes]:
     """PID, USER and COMMAND from what follows %quiesce (empty for an idle tile).
@@ -227,9 +237,15 @@ def _owner(data: dict[str, object], buf: bytes, digest: np.ndarray, tails: np.nd
     pids = [p[0] if p else b"" for p in parts]
     if not all(p.isdigit() for p in pids if p):
         raise ValueError("PID is not a number")
-    missing = np.array([not p for p in pids], dtype=bool)[codes]
-    values = np.array([int(p or 0) for p in pids], dtype=np.int64)[codes]
+    fit = [pid_fits(p) for p in pids]
+    missing = np.array([not f for f in fit], dtype=bool)[codes]
+    values = np.array([int(p) if f else 0 for p, f in zip(pids, fit, strict=True)],
+                      dtype=np.int64)[codes]
     data["pid"] = pd.arrays.IntegerArray(values, missing)
+    too_big = [c for c, (p, f) in enumerate(zip(pids, fit, strict=True)) if p and not f]
+    if too_big:
+        rows = np.flatnonzero(np.isin(codes, too_big))
+        data["pid_too_big"] = [(int(r), pids[codes[r]]) for r in rows.tolist()]
     data["user"] = strings([p[1] if len(p) > 1 else b"" for p in parts], codes)
     data["command"] = strings([p[2].rstrip() if len(p) > 2 else b"" for p in parts], codes)
     return distinct

@@ -9,7 +9,8 @@ from ..registry import Spec, looks_binary
 from ..sources import Source
 
 HEADER = re.compile(rb"TILE[ \t]+%idle[ \t]+[^\r\n]*")
-_ROW_AT_LINE_START = re.compile(rb"(?m)^\s*/XRDU_\d+/RDU_\d+/TILE_\d+\s+\d")
+#: a tile row at a line start; a lone CR starts a line too (CR-only listings, old Mac)
+_ROW_AT_LINE_START = re.compile(rb"(?m)(?:^|\r)\s*/XRDU_\d+/RDU_\d+/TILE_\d+\s+\d")
 
 
 def sniff(source: Source, head: bytes) -> float:

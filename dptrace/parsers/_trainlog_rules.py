@@ -27,6 +27,7 @@ Real lines each recogniser was written against (from ``tests/fixtures/trainlog``
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,6 +40,13 @@ from .. import schema
 
 NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _F = float
+
+
+def _int(x: float) -> int | float:
+    """A step given as a float (``'step': 6.0``): its int, or the float itself when it is not
+    finite (``nan``, ``1e999``), which the parser then makes missing (beyond Int64: with a
+    problem; see ``trainlog._fit_numbers``) instead of failing on the file."""
+    return int(x) if math.isfinite(x) else x
 
 
 TP_COLS = ("prefix", "lineno", "seg", "pattern", "name", "metric", "value", "scope", "step",
@@ -57,11 +65,12 @@ class Rows:
     seg: tuple[str | None, int, int] = (None, 0, 0)
 
     def rate(self, pattern: str, name: str, metric: str, value: float, scope: str,
-             step: int | None = None, epoch: float | None = None, label: str | None = None,
+             step: int | float | None = None, epoch: float | None = None,
+             label: str | None = None,
              ) -> None:
         self.tp.append((*self.seg, pattern, name, metric, value, scope, step, epoch, label))
 
-    def metric(self, pattern: str, name: str, value: float, step: int | None = None,
+    def metric(self, pattern: str, name: str, value: float, step: int | float | None = None,
                epoch: float | None = None) -> None:
         self.tm.append((*self.seg, pattern, name, value, step, epoch))
 
@@ -131,7 +140,7 @@ def py_dict(text: str, rows: Rows) -> bool:
         pattern = _dict_pattern(pairs)
         epoch = pairs.pop("epoch", None)
         step = pairs.pop("step", None)
-        stepi = int(step) if step is not None else None
+        stepi = _int(step) if step is not None else None
         for key, value in pairs.items():
             if key.endswith("_per_second") and not key.startswith(("eval_", "test_", "predict_")):
                 word = key[: -len("_per_second")].split("_")[-1]
@@ -398,9 +407,10 @@ def _bar_label(desc: str) -> tuple[str | None, float | None]:
     return _DIGITS.sub("#", desc) or None, _F(em.group(1)) if em else None
 
 
-def _tqdm_count(n: str) -> int:
+def _tqdm_count(n: str) -> int | float:
+    """A count with a fraction or a scale ('12.5', '1.5k'); inf when it overflows a float."""
     scale = _SCALE.get(n[-1]) if n and n[-1].isalpha() else None
-    return int(float(n[:-1]) * scale) if scale else int(float(n))
+    return _int(float(n[:-1]) * scale if scale else float(n))
 
 
 # --- phase: whether a throughput row measures training --------------------------------------
@@ -483,7 +493,7 @@ def key_value(text: str, rows: Rows) -> bool:
         return False
     took = _TOOK.search(text)
     step_key = next((k for k in ("step", "global_step", "iter", "iteration") if k in pairs), None)
-    step = int(_F(pairs.pop(step_key)[0])) if step_key else None
+    step = _int(_F(pairs.pop(step_key)[0])) if step_key else None
     epoch = _F(pairs.pop("epoch")[0]) if "epoch" in pairs else None
     if took:
         epoch = _F(took.group(1))

@@ -18,6 +18,11 @@ Otherwise the same searches run over the whole buffer, rows come from the aligne
 or one literal-led regex ``findall``; snapshots are numbered where the tile order starts
 again. Files with collapsed whitespace or malformed rows take a line loop that can join
 wrapped commands and name the bad lines.
+
+Damage (issue 12), checked once per file after either route: a listing whose lines end
+with a lone CR (old Mac, some serial captures) has those CRs read as line breaks (and line
+numbers count them); a PID beyond Int64 becomes missing; a last row cut by the end of the
+file (no final newline) loses the field it was cut in; holes of NUL bytes are named.
 """
 
 from __future__ import annotations
@@ -33,10 +38,11 @@ import pandas as pd
 from .. import schema
 from ..errors import Problem
 from ..registry import ParseResult, register
-from ..sources import Source
+from ..sources import HEAD_BYTES, Source
 from . import _sntilestat_columns as _cols
 from . import _sntilestat_fixed as _fixed
 from . import _sntilestat_scan as _scan
+from . import _trainlog_spec
 from ._sntilestat_spec import HEADER as _HEADER
 from ._sntilestat_spec import SPEC
 
@@ -57,6 +63,7 @@ def parse(source: Source) -> ParseResult:
     problems: list[Problem] = []
     with source.buffer(problems) as raw:
         buf = bytes(raw) if not isinstance(raw, bytes) else raw
+    buf = _lone_cr_lines(buf, source.name, problems)
     lines = _fixed.row_lines(np.frombuffer(buf, dtype=np.uint8), b"/XRDU_")
     quick = _quick(buf, lines, source.name, problems)
     if quick is not None:
@@ -67,14 +74,17 @@ def parse(source: Source) -> ParseResult:
     fast = None if (extra or collapsed) else _fast_rows(buf, lines, headers)
     stamps = _WATCH.findall(buf)
     variant = "watch capture" if stamps else "snapshot"
+    original = buf
     if fast is None:  # terminal escapes matter only here: rows follow newlines in watch output
         rows = _slow_rows(buf, source.name, problems, extra)
         buf = _clean(buf)
         variant += ", collapsed whitespace" if collapsed else ""
     else:
         rows = fast
-    df = _frame(rows, stamps, source.name)
+    df = _frame(rows, stamps, source.name, problems)
+    _cut_last_row(original, df, source.name, problems, 6 + len(extra))
     _note_elisions(buf, source.name, problems)
+    _note_holes(original, df, source.name, problems)
     return ParseResult({"tiles": schema.conform(df, schema.TILES)}, problems, variant)
 
 
@@ -97,9 +107,11 @@ def _quick(buf: bytes, lines: tuple[np.ndarray, np.ndarray, np.ndarray], name: s
     if found is None or not _scan.tails_clean(found[1]):
         return None
     stamps = _scan.findall_at(_WATCH, buf, gaps.positions(b"Every"))
-    df = _frame(_Rows(columns=found[0], lines=lines[2]), stamps, name)
+    df = _frame(_Rows(columns=found[0], lines=lines[2]), stamps, name, problems)
+    _cut_last_row(buf, df, name, problems, 6)
     if b"..." in gaps.text:
         _note_elisions(buf, name, problems)
+    _note_holes(buf, df, name, problems)
     variant = "watch capture" if stamps else "snapshot"
     return ParseResult({"tiles": schema.conform(df, schema.TILES)}, problems, variant)
 
@@ -211,8 +223,10 @@ def _split_row(text: bytes, npct: int) -> tuple[bytes, ...] | str:
     return (*m.groups(), *pct[:6], pid, user, command)
 
 
-def _frame(rows: _Rows, stamps: list[tuple[bytes, ...]], name: str) -> pd.DataFrame:
-    """The ``tiles`` frame, every column already in its schema dtype."""
+def _frame(rows: _Rows, stamps: list[tuple[bytes, ...]], name: str, problems: list[Problem],
+           ) -> pd.DataFrame:
+    """The ``tiles`` frame, every column already in its schema dtype; a PID beyond Int64
+    is missing, with a problem naming its line."""
     if rows.columns is not None:
         data = dict(rows.columns)
     elif rows.fields:
@@ -220,6 +234,8 @@ def _frame(rows: _Rows, stamps: list[tuple[bytes, ...]], name: str) -> pd.DataFr
     else:
         return schema.TILES.empty()
     n = len(data["pid"])
+    if data.get("pid_too_big") and rows.lines is not None:
+        _note_big_pids(data["pid_too_big"], np.asarray(rows.lines), name, problems)
     tile = [np.asarray(data[k]) for k in ("xrdu", "rdu", "tile")]
     snapshot = _snapshots(*tile)
     time, host = _times(snapshot, stamps)
@@ -236,10 +252,11 @@ def _frame(rows: _Rows, stamps: list[tuple[bytes, ...]], name: str) -> pd.DataFr
 
 def _from_tuples(fields: list[tuple[bytes, ...]]) -> dict[str, Any]:
     cols = list(zip(*fields, strict=True))
+    pid, too_big = _nullable_ints(cols[9])
     return {
         "xrdu": _ints(cols[0]), "rdu": _ints(cols[1]), "tile": _ints(cols[2]),
         **{c: np.array(v).astype("float64") for c, v in zip(PCT_COLUMNS, cols[3:9], strict=True)},
-        "pid": _nullable_ints(cols[9]),
+        "pid": pid, "pid_too_big": too_big,
         "user": _texts(cols[10]),
         "command": _texts(cols[11]),
     }
@@ -249,11 +266,124 @@ def _ints(col: tuple[bytes, ...]) -> np.ndarray:
     return np.array(col).astype("int64")
 
 
-def _nullable_ints(col: tuple[bytes, ...]) -> pd.arrays.IntegerArray:
+def _nullable_ints(col: tuple[bytes, ...]) -> tuple[pd.arrays.IntegerArray,
+                                                     list[tuple[int, bytes]]]:
+    """PIDs (digits, or empty for an idle tile) and the (row, text) of those beyond Int64."""
     arr = np.array(col)
     missing = arr == b""
+    long = np.flatnonzero(np.char.str_len(arr) > 18)  # numpy would fail on them: checked
+    too_big = [(int(i), bytes(arr[i])) for i in long.tolist()
+               if not _fixed.pid_fits(bytes(arr[i]))]
+    for i, _ in too_big:
+        missing[i] = True
     arr[missing] = b"0"
-    return pd.arrays.IntegerArray(arr.astype("int64"), missing)
+    return pd.arrays.IntegerArray(arr.astype("int64"), missing), too_big
+
+
+def _note_big_pids(too_big: list[tuple[int, bytes]], lines: np.ndarray, name: str,
+                   problems: list[Problem]) -> None:
+    for row, pid in too_big[:MAX_NOTED]:
+        problems.append(Problem(name, f"PID {pid.decode()} does not fit a 64-bit integer: the "
+                                "row is kept, its PID is missing", int(lines[row]), "error"))
+    if len(too_big) > MAX_NOTED:
+        rest = lines[[r for r, _ in too_big[MAX_NOTED:]]]
+        problems.append(Problem(name, f"{len(rest)} more PIDs beyond a 64-bit integer (lines "
+                                f"{rest.min()}-{rest.max()}): the rows are kept, their PIDs "
+                                "are missing", int(rest.min()), "error"))
+
+
+#: problems of one kind named one by one in a file; the rest are counted in one more
+MAX_NOTED = 10
+#: a lone CR that starts a tile row or the header, on the first line (as LF counts lines):
+#: the file ends its lines with CRs only
+_CR_LINES = re.compile(rb"\r[ \t]*(?:/XRDU_|TILE[ \t]+%idle)")
+_LONE_CR = re.compile(rb"\r(?!\n)")
+
+
+def _lone_cr_lines(buf: bytes, name: str, problems: list[Problem]) -> bytes:
+    """A listing whose lines end with a lone CR (old Mac line endings, some serial console
+    captures) has one line as LF counts them: its lone CRs become line breaks. Told from
+    its first line (up to the first LF), so other files pay one ``find``."""
+    first = buf.find(b"\n")
+    if not _CR_LINES.search(buf, 0, first if first >= 0 else len(buf)):
+        return buf
+    problems.append(Problem(name, "lines end with a lone CR (old Mac line endings): read as "
+                            "line breaks, and line numbers count them"))
+    return _LONE_CR.sub(b"\n", buf)
+
+
+def _cut_last_row(buf: bytes, df: pd.DataFrame, name: str, problems: list[Problem],
+                  npct: int) -> None:
+    """A file that does not end with a newline (a listing cut short) whose last line is a
+    tile row: the field that touches the end of the file may be cut (PID 2750333 -> 275),
+    so it becomes missing with an error; a percentage with its one decimal is whole, and a
+    command is cut by sntilestat anyway (both: a warning). Once per file."""
+    if df.empty or buf.endswith(b"\n"):
+        return
+    raw = buf[buf.rfind(b"\n") + 1:]
+    text = _ESCAPES.sub(b"", raw) if b"\x1b" in raw else raw
+    fields = text.split()
+    if not fields or not fields[0].startswith(b"/XRDU_"):
+        return
+    line = buf.count(b"\n") + 1
+    if df["lineno"].iloc[-1] != line:
+        return  # the row was skipped as malformed, with its own problem
+    head = "file does not end with a newline (listing cut short?):"
+    last, cut = df.index[-1], fields[-1]
+    if text[-1:] in b" \t\r" or len(fields) > npct + 3:
+        problems.append(Problem(name, f"{head} its last row was read as it is (its COMMAND "
+                                "may be cut short)", line))
+        return
+    if len(fields) == npct + 1:
+        if npct != len(PCT_COLUMNS) or re.fullmatch(rb"\d+\.\d", cut):
+            problems.append(Problem(name, f"{head} its last row was read as it is", line))
+            return
+        column, label = PCT_COLUMNS[-1], "%quiesce"
+    elif len(fields) == npct + 2:
+        column, label = "pid", "PID"
+    elif len(fields) == npct + 3:
+        column, label = "user", "USER"
+    else:
+        return
+    df.loc[last, column] = np.nan if column in PCT_COLUMNS else None
+    problems.append(Problem(
+        name, f"{head} the last row's {label} {cut.decode('utf-8', 'replace')!r} touches the "
+        f"end of the file and may be cut short: the row is kept, its {label} is missing",
+        line, "error"))
+
+
+_NULS = re.compile(rb"\0+")
+
+
+def _note_holes(buf: bytes, df: pd.DataFrame, name: str, problems: list[Problem]) -> None:
+    """Name the holes of NUL bytes (data lost in a crash, or zeros a file system padded the
+    file with), one per line that holds NULs. A row they touch is not a tile row (it was
+    skipped with its own problem); the rows around them are read. In a page that the
+    training-log reader also reads (its keywords in the head, as its sniffer looks), only the
+    holes from the line before the first tile row to the line after the last are named
+    here: that reader names the others, so a hole is not listed twice."""
+    if b"\0" not in buf:  # one memchr pass
+        return
+    runs = [(m.start(), m.end() - m.start()) for m in _NULS.finditer(buf)]
+    lines = _fixed.line_numbers(np.frombuffer(buf, dtype=np.uint8),
+                                np.asarray([a for a, _ in runs], dtype=np.int64))
+    if len(df) and _trainlog_spec.SCAN.search(buf[:HEAD_BYTES]):
+        inside = (lines >= df["lineno"].min() - 1) & (lines <= df["lineno"].max() + 1)
+        lines, runs = lines[inside], [r for r, ok in zip(runs, inside, strict=True) if ok]
+        if not runs:
+            return
+    first = np.r_[True, np.diff(lines) > 0]
+    nuls = np.add.reduceat(np.asarray([n for _, n in runs]), np.flatnonzero(first))
+    where = lines[first]
+    for line, count in zip(where[:MAX_NOTED].tolist(), nuls[:MAX_NOTED].tolist(), strict=True):
+        problems.append(Problem(name, f"{count:,} NUL byte(s) on this line: a hole in the file "
+                                "(data lost: a node crashed while writing, or the file system "
+                                "padded the file with zeros); the rows around it were read",
+                                line, "error"))
+    if len(where) > MAX_NOTED:
+        problems.append(Problem(name, f"{len(where) - MAX_NOTED} more lines with NUL bytes "
+                                f"(lines {where[MAX_NOTED]}-{where[-1]})", int(where[MAX_NOTED]),
+                                "error"))
 
 
 def _texts(col: tuple[bytes, ...]) -> pd.arrays.ArrowStringArray:

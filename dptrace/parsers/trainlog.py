@@ -71,10 +71,11 @@ def parse(source: Source) -> ParseResult:
             parts = _scan_parallel(buf, source.name)
         else:
             parts = [_scan_range(buf, source.name, 0, n, last=True)]
-    tp, tm = _merge(parts, problems)
+        tp, tm = _merge(parts, problems)
+        _flag_cut_number(buf, source.name, problems)
     tables = {
-        "throughput": _finish(tp, source.name, schema.THROUGHPUT),
-        "train_metrics": _finish(tm, source.name, schema.TRAIN_METRICS),
+        "throughput": _finish(tp, source.name, schema.THROUGHPUT, problems),
+        "train_metrics": _finish(tm, source.name, schema.TRAIN_METRICS, problems),
     }
     return ParseResult(tables, problems, _variant(tp, tm))
 
@@ -85,16 +86,169 @@ _Part = tuple[pd.DataFrame, pd.DataFrame, list[Problem], int]
 def _scan_range(buf: Any, name: str, start: int, end: int, last: bool) -> _Part:
     """Scan ``buf[start:end]`` (which starts at a line start) into frames with local line numbers.
 
-    Returns the two frames, the problems, and the number of newlines in the range.
+    Returns the two frames, the problems, and the number of newlines in the range. When
+    the range ends the file without a newline, a number that touches the end is cut short
+    (a killed job, a truncated copy): the scan stops before it (see :func:`_cut_number`).
     """
     rows = rules.Rows()
     problems: list[Problem] = []
-    scanner = _Scanner(buf, name, rows, problems, start, end)
-    scanner.run(last)
+    if buf.find(b"\0", start, end) < 0:  # one memchr pass; holes of NULs are rare
+        stop = _cut_number(buf, start, end) if last else end
+        scanner = _Scanner(buf, name, rows, problems, start, stop, eof=end)
+        scanner.run(last)
+        newlines = scanner.newlines
+    else:
+        newlines = _scan_around_holes(buf, name, rows, problems, start, end, last)
     tp = pd.DataFrame.from_records(rows.tp, columns=rules.TP_COLS)
     tm = pd.DataFrame.from_records(rows.tm, columns=rules.TM_COLS)
     tp, tm = _collapse_tqdm_repeats(tp, tm)  # in the worker; _merge checks the boundaries
-    return tp, tm, problems, scanner.newlines
+    return tp, tm, problems, newlines
+
+
+#: what a number cut by the end of the data may be: digits, a point, an exponent, a sign,
+#: a unit glued to it ('7.5it', '3.96GB'); a run of these that holds a digit and touches the
+#: end of a file without a final newline (or a hole of NULs) may be cut short
+_NUMBER_BYTES = frozenset(b"0123456789.+-_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_DIGIT_BYTES = frozenset(b"0123456789")
+#: longer runs are not a number (nor read as one by the recognisers)
+_MAX_CUT = 400
+
+
+def _cut_number(buf: Any, start: int, end: int) -> int:
+    """Where the text of ``buf[start:end]`` stops being trustworthy: ``end``, or the start
+    of a number that touches ``end`` on an unfinished line (``end`` is the end of the file
+    or the start of a hole, and no newline precedes it).
+
+    ``CurrSamplesPerSec=171.72`` cut to ``CurrSamplesPerSec=17`` would be read as 17; the
+    recognisers never see the cut ``17``. Once per file (and per hole), not per line.
+    """
+    if end <= start or buf[end - 1] in (10, 13):  # '\n'; '\r' ends a tqdm update
+        return end
+    i = end
+    floor = max(start, end - _MAX_CUT)
+    while i > floor and buf[i - 1] in _NUMBER_BYTES:
+        i -= 1
+    if i == floor and floor > start:
+        return end  # a very long word: not a number
+    return i if _DIGIT_BYTES.intersection(buf[i:end]) else end
+
+
+def _scan_around_holes(buf: Any, name: str, rows: rules.Rows, problems: list[Problem],
+                       start: int, end: int, last: bool) -> int:
+    """Scan the text between the holes of NUL bytes in ``buf[start:end]`` and flag each hole.
+
+    A hole is data the file lost (a node crashed while writing; Lustre pads such a file
+    with zeros). The text before a hole is read up to it (a number it cuts is dropped, as
+    at the end of a file); the rest of the line after it is not read: its start, with the
+    launcher prefix and the key of any number on it, is lost. Returns the range's newlines.
+    """
+    found: list[Problem] = []  # the pieces' own problems: the first of each kind is kept
+    line, pos = 1, start
+    holes = _holes(buf, start, end)
+    for k, (lo, hi, nuls) in enumerate(holes):
+        scanner = _Scanner(buf, name, rows, found, pos, _cut_number(buf, pos, lo), line=line)
+        scanner.run(last=False)
+        line += scanner.newlines  # the hole's line: it holds no newline (see _holes)
+        if k < MAX_HOLES:
+            problems.append(Problem(name, _hole_message(buf, lo, hi, nuls, end), line, "error"))
+        elif k == MAX_HOLES:
+            problems.append(Problem(
+                name, f"{len(holes) - MAX_HOLES} more holes of NUL bytes after this line "
+                "(not listed one by one); the text between them was read", line, "error"))
+        if hi >= end:
+            newlines = line - 1
+            break
+        line, pos = line + 1, hi + 1
+    else:
+        scanner = _Scanner(buf, name, rows, found, pos,
+                           _cut_number(buf, pos, end) if last else end, line=line, eof=end)
+        scanner.run(last)
+        newlines = line - 1 + scanner.newlines
+    seen: set[str] = set()
+    for p in found:
+        if p.message not in seen:
+            seen.add(p.message)
+            problems.append(p)
+    return newlines
+
+
+#: holes named one by one in a range; the rest are counted in one more problem
+MAX_HOLES = 10
+_NULS = re.compile(rb"\0+")
+
+
+def _holes(buf: Any, start: int, end: int) -> list[tuple[int, int, int]]:
+    """The holes of ``buf[start:end]``: (first NUL, end of its line, NUL bytes in it). Runs of
+    NULs on one line make one hole, which ends at the newline after the last run (or at
+    ``end``), so a hole never holds a newline."""
+    out = []
+    pos = buf.find(b"\0", start, end)
+    while pos >= 0:
+        lo, nuls = pos, 0
+        while True:
+            run = _NULS.match(buf, pos, end)
+            assert run is not None
+            nuls += run.end() - pos
+            nl = buf.find(b"\n", run.end(), end)
+            hi = nl if nl >= 0 else end
+            pos = buf.find(b"\0", run.end(), hi)
+            if pos < 0:
+                break
+        out.append((lo, hi, nuls))
+        pos = buf.find(b"\0", hi, end) if hi < end else -1
+    return out
+
+
+def _hole_message(buf: Any, lo: int, hi: int, nuls: int, end: int) -> str:
+    where = []
+    if lo > 0 and buf[lo - 1] not in (10, 13):
+        where.append("the text before it on this line was read up to it")
+    if lo + nuls < hi:
+        where.append("the rest of the line after it was not read")
+    elif hi >= end:
+        where.append("it runs to the end of the file")
+    return (f"{nuls:,} NUL byte(s): a hole in the file (data lost: a node crashed while "
+            f"writing, or the file system padded the file with zeros); "
+            f"{'; '.join(where) or 'the lines around it were read'}")
+
+
+def _flag_cut_number(buf: Any, name: str, problems: list[Problem]) -> None:
+    """Once per file: when the last line ends in a number that may be cut short (see
+    :func:`_cut_number`: the scan stopped before it, so no row holds it), the warning about
+    the missing final newline becomes an error that names it and the figures that would
+    have been read from it (a tqdm update torn in its rate gives none: only that update is
+    lost, the earlier ones of its line are kept)."""
+    n = len(buf)
+    if not n or buf[n - 1] in (10, 13, 0):
+        return
+    stop = _cut_number(buf, max(0, n - 2 * _MAX_CUT), n)
+    if stop == n:
+        return
+    lo = max(0, stop - WINDOW)
+    line_start = buf.rfind(b"\n", lo, stop) + 1 or lo
+    if buf.find(b"\0", line_start, stop) >= 0:
+        return  # the rest of a line after a hole is not read (see _scan_around_holes)
+    dropped = _rows_between(buf, name, line_start, n)
+    for row in _rows_between(buf, name, line_start, stop):
+        if row in dropped:
+            dropped.remove(row)
+    cut = bytes(buf[stop:n]).decode("utf-8", "replace")
+    names = ", ".join(dict.fromkeys(r[1] for r in dropped))
+    for k, p in enumerate(problems):
+        if p.source == name and p.message.startswith(_NO_NEWLINE):
+            problems[k] = Problem(
+                name, f"{_NO_NEWLINE} the last line ends in a number that may be cut short "
+                f"({cut!r}): dropped" + (f", with what would have been read from it ({names})"
+                                         if names else ""), p.line, "error")
+            return
+
+
+def _rows_between(buf: Any, name: str, start: int, end: int) -> list[tuple[str, str, str]]:
+    """The rows the recognisers find in ``buf[start:end]``, as (table, name, value) texts."""
+    rows = rules.Rows()
+    _Scanner(buf, name, rows, [], start, end).run(last=False)
+    return [(kind, str(r[4]), repr(r[6] if kind == "tp" else r[5]))
+            for kind, found in (("tp", rows.tp), ("tm", rows.tm)) for r in found]
 
 
 _FORKED: tuple[Any, str] | None = None
@@ -184,10 +338,14 @@ class _Scanner:
     """One pass over a buffer: find keywords, cut segments, resolve prefixes, run recognisers."""
 
     def __init__(self, buf: Any, name: str, rows: rules.Rows, problems: list[Problem],
-                 start: int, end: int) -> None:
+                 start: int, end: int, line: int = 1, eof: int | None = None) -> None:
+        """Scan ``buf[start:end]``; ``start`` is the start of line ``line``. ``eof``: where
+        the file ends, when the scan stops short of it (before a cut number)."""
         self.buf, self.name, self.rows, self.problems = buf, name, rows, problems
         self.start, self.n = start, end
-        self.line, self.counted, self.newlines = 1, start, 0
+        self.eof = end if eof is None else eof
+        self.line0 = line
+        self.line, self.counted, self.newlines = line, start, 0
         self.bad_utf8: int | None = None
         self.long_line: int | None = None
 
@@ -199,7 +357,7 @@ class _Scanner:
         """
         buf, start, n, rows = self.buf, self.start, self.n, self.rows
         rfind, find = buf.rfind, buf.find
-        line, counted, next_free = 1, start, start
+        line, counted, next_free = self.line0, start, start
         hit = _keyword_finder()
         while (pos := hit(buf, next_free, n)) >= 0:
             line += _count_newlines(buf, counted, pos)
@@ -226,7 +384,7 @@ class _Scanner:
         self.line, self.counted = line, counted
         self._report(last)
         if not last:
-            self.newlines = line - 1 + _count_newlines(buf, counted, n)
+            self.newlines = line - self.line0 + _count_newlines(buf, counted, n)
 
     def _cr_line(self, pos: int, line_start: int, line_end: int, line: int) -> int:
         """All ``\\r``-separated updates of one physical line: decoded once, prefix found once.
@@ -326,11 +484,14 @@ class _Scanner:
             self.problems.append(Problem(
                 self.name, f"line longer than {WINDOW // 1024} KiB without a newline: "
                 "read in windows around each match", self.long_line))
-        if last and self.n > self.start and self.buf[self.n - 1:self.n] != b"\n":
+        if last and self.eof > self.start and self.buf[self.eof - 1:self.eof] != b"\n":
             final = self.line + _count_newlines(self.buf, self.counted, self.n)
             self.problems.append(Problem(
-                self.name, "file does not end with a newline (job killed or file truncated?):"
-                " the last line was read as it is and may be cut short", final))
+                self.name, f"{_NO_NEWLINE} the last line was read as it is and may be cut "
+                "short", final))
+
+
+_NO_NEWLINE = "file does not end with a newline (job killed or file truncated?):"
 
 
 #: every whole tqdm update of a line: TQDM_SEGMENT anchored at the line start or after a
@@ -517,11 +678,13 @@ def _collapse_tqdm_repeats(tp: pd.DataFrame, tm: pd.DataFrame,
 _KEY = ("pattern", "name", "label", "metric", "step", "epoch")
 
 
-def _finish(df: pd.DataFrame, source: str, table: schema.Table) -> pd.DataFrame:
+def _finish(df: pd.DataFrame, source: str, table: schema.Table, problems: list[Problem],
+            ) -> pd.DataFrame:
     """Resolve instances, add the source, and conform to the schema."""
     if df.empty:
         return table.empty()
     df = df.reset_index(drop=True)
+    _fit_numbers(df, source, problems)
     key = [c for c in _KEY if c in df]
     order = df.groupby(key, sort=False, dropna=False).cumcount().astype(str)
     df["instance"] = df["prefix"].where(df["prefix"].notna(), order)
@@ -530,6 +693,60 @@ def _finish(df: pd.DataFrame, source: str, table: schema.Table) -> pd.DataFrame:
         df["phase"] = rules.phases(df["name"], df["label"])
     out = schema.conform(df.drop(columns=["prefix", "seg"]), table)
     return out
+
+
+#: a step at or beyond this does not fit Int64 (as a float: 2**63 - 1 rounds up to it)
+_INT64_END = float(2**63)
+#: rows named one by one per kind of bad number and table; the rest are counted
+MAX_BAD_ROWS = 10
+
+
+def _fit_numbers(df: pd.DataFrame, source: str, problems: list[Problem]) -> None:
+    """Numbers that do not fit their column become missing, each with a problem naming its
+    line: a step beyond Int64 ('99999999999999999999/3247' in a tqdm bar), an epoch or a
+    value that is not finite ('2760.1e3080 img/sec' is inf as a float). A throughput of inf
+    or NaN is no measurement (an error); ``inf`` among train_metrics (a grad norm after an
+    fp16 overflow) is printed by trainers themselves (a warning). Vectorised, once per
+    table and file."""
+    step = df["step"]
+    numeric = pd.to_numeric(step, errors="coerce") if step.dtype == object else step
+    bad = (numeric.abs() >= _INT64_END).to_numpy()
+    if bad.any():
+        if step.dtype == object:  # Python ints: keep those that fit exactly
+            df["step"] = pd.array([None if b else v for v, b in zip(step, bad, strict=True)],
+                                  dtype="Int64")
+        else:
+            df["step"] = numeric.where(~bad)
+        _bad_rows(df, bad, step, source, problems, "step {} does not fit a 64-bit integer: "
+                  "the row is kept, its step is missing", "error")
+    epoch = df["epoch"].to_numpy(dtype="float64", na_value=np.nan)
+    bad = np.isinf(epoch)
+    if bad.any():
+        _bad_rows(df, bad, df["epoch"], source, problems, "epoch {} is not a finite number: the"
+                  " row is kept, its epoch is missing", "error")
+        df["epoch"] = df["epoch"].where(~bad)
+    value = df["value"].to_numpy(dtype="float64", na_value=np.nan)
+    throughput = "metric" in df
+    bad = ~np.isfinite(value) if throughput else np.isinf(value)
+    if bad.any():
+        _bad_rows(df, bad, df["value"], source, problems,
+                  "{name} = {} is not a finite number (too large for a float?): the row is "
+                  "kept, its value is missing", "error" if throughput else "warning")
+        df["value"] = df["value"].where(~bad)
+
+
+def _bad_rows(df: pd.DataFrame, bad: np.ndarray, col: pd.Series, source: str,
+              problems: list[Problem], message: str, severity: str) -> None:
+    where = np.flatnonzero(bad)
+    for i in where[:MAX_BAD_ROWS].tolist():
+        problems.append(Problem(source, message.format(col.iloc[i], name=df["name"].iloc[i]),
+                                int(df["lineno"].iloc[i]), severity))
+    if len(where) > MAX_BAD_ROWS:
+        rest = df["lineno"].iloc[where[MAX_BAD_ROWS:]]
+        problems.append(Problem(
+            source, f"{len(rest)} more rows like the above (lines {rest.min()}-{rest.max()}): "
+            + message.format("...", name=df["name"].iloc[where[MAX_BAD_ROWS]]),
+            int(rest.min()), severity))
 
 
 def _variant(tp: pd.DataFrame, tm: pd.DataFrame) -> str | None:

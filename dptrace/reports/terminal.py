@@ -50,14 +50,24 @@ def _safe(section: Section) -> Section:
         tables={k: visible_frame(df) for k, df in section.tables.items()})
 
 
+#: floats at least this large are shown as 1.23e+18: a column of 1e308 written out in full
+#: would be 400 characters wide
+_HUGE = 1e15
+
+
 def fmt(value: object, digits: int = 2) -> str:
-    """A number for humans: thousands separators; small values keep 3 significant digits."""
+    """A number for humans: thousands separators; small values keep 3 significant digits;
+    huge ones take an exponent, and infinities are ``inf``."""
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
         return "-"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
     if isinstance(value, int):
         return f"{value:,}"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if abs(value) >= _HUGE:
+        return f"{value:.3g}" if digits < 3 else f"{value:.{digits + 1}g}"
     if value != 0 and abs(value) < 1:
         return f"{value:.3g}"
     return f"{value:,.{digits + 1 if abs(value) < 10 else digits}f}"
@@ -192,24 +202,41 @@ def _instance_table(row: pd.Series, inst: pd.DataFrame) -> Table:
     for col, just in (("instance", "right"), (str(row["metric"]), "right"), ("", "left"),
                       ("steps", "right"), ("vs median", "right"), ("line", "right")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
-    top = float(inst["value"].max()) if inst["value"].notna().any() else 0.0
+    values = pd.to_numeric(inst["value"], errors="coerce").astype("float64")
+    finite = values[np.isfinite(values)]
+    top = float(finite.max()) if len(finite) else 0.0
     shown = _elide(inst)
     for r in shown.itertuples(index=False):
         if r.instance is None:
             table.add_row("…", "", "", "", "", "")
             continue
         style = "bold red" if r.straggler else ""
-        bar = Bar(size=top or 1.0, begin=0, end=float(r.value) if pd.notna(r.value) else 0,
-                  width=28, color="red" if r.straggler else "green")
+        bar = Bar(size=1.0, begin=0, end=_bar_fraction(r.value, top), width=28,
+                  color="red" if r.straggler else "green")
         steps = f"{r.rows} ({r.warmup_rows} warm-up)" if r.warmup_rows else str(r.rows)
         table.add_row(Text(str(r.instance), style=style), Text(fmt(r.value), style=style), bar,
                       steps, _vs_median(r.below_median_pct), fmt(r.first_lineno))
     return table
 
 
+def _bar_fraction(value: object, top: float) -> float:
+    """How much of a bar ``value`` fills, in [0, 1], when ``top`` fills it all: 0 for a
+    missing or non-finite value (rich's Bar fails on NaN and inf, and on values whose
+    product with its width overflows, like 1e308)."""
+    try:
+        v = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
+    if not math.isfinite(v) or v <= 0 or not top > 0:
+        return 0.0
+    return min(v / top, 1.0)
+
+
 def _vs_median(below_pct: object) -> str:
-    if not isinstance(below_pct, (int, float)) or math.isnan(below_pct):
+    if not isinstance(below_pct, (int, float)) or not math.isfinite(below_pct):
         return "-"
+    if abs(below_pct) >= 1e6:  # a median near 0 beside a huge value: a ratio, not a share
+        return f"{-below_pct:+.3g}%"
     return f"{-below_pct:+.1f}%" if abs(below_pct) >= 0.05 else "0.0%"
 
 

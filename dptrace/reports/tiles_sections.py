@@ -135,12 +135,12 @@ def _heat(exec_pct: float, idle: bool) -> str:
 
 def _instances(inst: pd.DataFrame, grid: pd.DataFrame) -> RenderableType:
     numbers = dict(zip(grid["pid"], grid["instance"], strict=True))
-    commands = {str(r.command or "") for r in inst.itertuples(index=False)}
+    commands = {_text(r.command) for r in inst.itertuples(index=False)}
     one_command = len(commands) == 1            # then said once, under the table
-    rows = [(f"#{numbers.get(r.pid, '?')}", str(r.pid), str(r.user or ""), str(r.tiles),
-             str(r.rdu_list), f"{r.exec_mean_pct:.1f}%", f"{r.exec_min_pct:.1f}%",
-             f"{r.pload_mean_pct:.1f}%", f"{r.aload_mean_pct:.1f}%", f"{r.chkpt_mean_pct:.1f}%",
-             str(r.command or "")) for r in inst.itertuples(index=False)]
+    rows = [(f"#{numbers.get(r.pid, '?')}", str(r.pid), _text(r.user), str(r.tiles),
+             str(r.rdu_list), _pct(r.exec_mean_pct), _pct(r.exec_min_pct),
+             _pct(r.pload_mean_pct), _pct(r.aload_mean_pct), _pct(r.chkpt_mean_pct),
+             _text(r.command)) for r in inst.itertuples(index=False)]
     lowest = (inst["lowest"].astype(bool) & (len(inst) > 1)).tolist()
     cols = [Col("#", KEY, "right"), Col("PID", KEY, "right"), Col("user", KEY), Col("tiles"),
             Col("RDUs", KEY), Col("exec mean"), Col("exec min"), Col("pload"), Col("aload"),
@@ -160,6 +160,22 @@ def _instances(inst: pd.DataFrame, grid: pd.DataFrame) -> RenderableType:
     line.add_column(style="dim", overflow="fold")
     line.add_row("command", Text(command))
     return Group(table, line)
+
+
+def _text(value: object) -> str:
+    """A user or command cell: empty when missing (a row with a PID but no USER or COMMAND
+    has NA there, and ``NA or ""`` raises)."""
+    return "" if value is None or value is pd.NA or (isinstance(value, float) and
+                                                     value != value) else str(value)
+
+
+def _pct(value: object) -> str:
+    """A share as ``91.6%``; ``-`` when missing (a cut %quiesce, a NaN mean)."""
+    try:
+        v = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return "-"
+    return f"{v:.1f}%" if v == v else "-"
 
 
 def _warnings(row: Any, idle: pd.DataFrame, inst: pd.DataFrame) -> list[RenderableType]:
