@@ -116,7 +116,7 @@ def classes() -> list[dict]:
         problem="binary", exit="3", desc="bytes 0-255 (a core dump named as a log)")
     add("utf16", "slurm-utf16.out", b"\xff\xfe" + SAMBAFLOW.decode().encode("utf-16-le"),
         base=SAMBAFLOW, status="ok|partial", rows="=base", problem="utf-16", exit="0|1",
-        known="issue12", desc="a SambaFlow log saved as UTF-16 with a BOM (PowerShell `>`): read as UTF-16, or "
+        desc="a SambaFlow log saved as UTF-16 with a BOM (PowerShell `>`): read as UTF-16, or "
         "at least say so")
     add("latin1_bytes", "latin1.out", sub(SAMBAFLOW, b"The throughput",
                                           "Th\xe9 d\xe9bit \xb5s".encode("latin-1")),
@@ -124,11 +124,11 @@ def classes() -> list[dict]:
         desc="Latin-1 bytes on a text line before the numbers")
     add("nul_in_head", "nul-head.log", sub(SAMBAFLOW, b"instances.", b"instances.\0\0\0\0"),
         base=SAMBAFLOW, status="partial", rows="=base", problem="nul|binary", exit="1",
-        known="issue12", desc="4 NUL bytes in a training log's first 64 KB (a bad record "
+        desc="4 NUL bytes in a training log's first 64 KB (a bad record "
         "costs that record, not the file)")
     add("nul_padding_lustre", "nul-tail.log", SAMBAFLOW + b"\0" * 8192, base=SAMBAFLOW,
         status="partial", rows="=base", problem="nul|padding|binary", exit="1",
-        known="issue12", desc="8 KB of NUL padding after the last line (a node crashed "
+        desc="8 KB of NUL padding after the last line (a node crashed "
         "while writing to Lustre)")
     add("crlf", "crlf.log", SAMBAFLOW.replace(b"\n", b"\r\n"), base=SAMBAFLOW, status="ok",
         rows="=base", exit="0", desc="Windows line endings")
@@ -161,28 +161,27 @@ def classes() -> list[dict]:
         desc="a DeepSpeed log cut at a line boundary (nothing to flag, nothing lost)")
     add("trainlog_cut_mid_number", "dschat-cut-number.log",
         DSCHAT[:DSCHAT.index(b"CurrSamplesPerSec=171.72") + len(b"CurrSamplesPerSec=17")],
-        status="partial|ok", rows=">=1", problem="newline|truncat|cut", exit="0|1",
+        status="partial", rows=">=1", problem="newline|truncat|cut", exit="1",
         check="cut:throughput.value=17@33",
         desc="a DeepSpeed log cut inside CurrSamplesPerSec=171.72 (-> '17' at the end)")
     add("sntilestat_cut_in_pid", "sntilestat-cut-pid.txt",
         LISTING[:LISTING.rindex(b"2750332") + 3], base=None, status="partial",
         rows=">=63", problem="newline|truncat|cut", exit="1", check="cut:tiles.pid=275@65",
-        known="issue12", desc="an sntilestat listing cut inside the last row's PID (2750332 -> 275)")
+        desc="an sntilestat listing cut inside the last row's PID (2750332 -> 275)")
     gz = gzip.compress(BAGUA, mtime=0)
     add("gz_flipped_byte", "bagua.out.gz", flip_at(gz, 0.9), status="partial",
-        rows=">=0", problem="gz", exit="1|3", known="issue12", desc="gzip copy with one byte flipped at 90%")
+        rows=">=0", problem="gz", exit="1|3", desc="gzip copy with one byte flipped at 90%")
     xz = lzma.compress(BAGUA)
     add("xz_flipped_byte", "bagua.out.xz", flip_at(xz, 0.9), status="partial|failed",
-        rows=">=0", problem="xz", exit="1|3", known="issue12", desc="xz copy with one byte flipped at 90%")
+        rows=">=0", problem="xz", exit="1|3", desc="xz copy with one byte flipped at 90%")
     bz = bz2.compress(BAGUA)
     add("bz2_flipped_byte", "bagua.out.bz2", flip_at(bz, 0.9), status="partial|failed",
-        rows=">=0", problem="bz2", exit="1|3", known="issue12", desc="bz2 copy with one byte flipped at 90%")
+        rows=">=0", problem="bz2", exit="1|3", desc="bz2 copy with one byte flipped at 90%")
     add("bz2_truncated", "bagua-cut.out.bz2", bz[: len(bz) * 3 // 4], status="partial|failed",
-        rows=">=0", problem="bz2", exit="1|3", known="issue12", desc="bz2 copy cut at 75% (bz2 has no "
+        rows=">=0", problem="bz2", exit="1|3", desc="bz2 copy cut at 75% (bz2 has no "
         "independent blocks at this size: nothing may come out, but it must say why)")
     add("plain_named_gz", "plain-log.out.gz", BAGUA, base=BAGUA, status="ok|partial",
-        rows="=base", problem="gz|gzip|compress", exit="0|1", known="issue12",
-        desc="an uncompressed log named .gz: read as plain text, and say so")
+        rows="=base", problem="gz|gzip|compress", exit="0|1", desc="an uncompressed log named .gz: read as plain text, and say so")
     add("deep_json", "timeline-deep.json", deep_json(), status="partial", rows=">=10",
         problem="", exit="1", desc="a Horovod timeline with an event nested 20,000 levels "
         "deep in its args")
@@ -204,8 +203,7 @@ def classes() -> list[dict]:
     add("trainlog_img_sec_1e3080", "bagua-1e3080.md",
         sub(BAGUA, b"Iter #8: 2760.0 img/sec", b"Iter #8: 2760.1e3080 img/sec"), base=BAGUA,
         status="partial", rows=">=base-1", problem="range|overflow|fit|inf|too large", exit="1",
-        check="finite:throughput.value", known="issue12",
-        desc="'2760.1e3080 img/sec per GPU': a rate that is inf as a float")
+        check="finite:throughput.value", desc="'2760.1e3080 img/sec per GPU': a rate that is inf as a float")
     add("horovod_pid_20_digits", "timeline-bigpid.json",
         HVD_CPU.replace(b'"pid": 3,', b'"pid": 99999999999999999999,'), status="partial",
         rows=">=100", problem="pid|int64|range|too large|overflow|fit", exit="1",
@@ -213,12 +211,11 @@ def classes() -> list[dict]:
     add("sntilestat_pid_20_digits", "sntilestat-bigpid.txt",
         sub(LISTING, b" 2750333  vsastry", b" 99999999999999999999  vsastry"), base=LISTING,
         status="partial", rows="=base", problem="pid|int64|range|too large|overflow|fit",
-        exit="1", check="na:tiles.pid", known="issue12",
-        desc="a 20-digit PID in a tile row (beyond int64)")
+        exit="1", check="na:tiles.pid", desc="a 20-digit PID in a tile row (beyond int64)")
     add("tqdm_step_beyond_int64", "tqdm-bigstep.log",
         sub(TQDM, b"247/3247", b"99999999999999999999/3247"), base=TQDM, status="partial",
         rows=">=base-1", problem="step|int64|range|too large|overflow|fit", exit="1",
-        known="issue12", desc="a tqdm bar whose step is beyond int64")
+        desc="a tqdm bar whose step is beyond int64")
     add("horovod_nan_infinity", "timeline-nan.json",
         HVD_CPU.replace(b'"ts": 3585426,', b'"ts": NaN,', 1)
         .replace(b'"ts": 3585424,', b'"ts": Infinity,', 1), status="partial", rows=">=100",
@@ -265,13 +262,11 @@ def classes() -> list[dict]:
         exit="0", check="safe_output", desc="a log whose file name holds ESC ] 0 ; title "
         "BEL, ESC [ 2 J, U+202E, zero-width chars and a formula")
     add("non_utf8_file_name", "@generated", None, base=SAMBAFLOW, status="ok", rows="=base",
-        exit="0", known="issue12", desc="a log whose file name has the bytes 0xff 0xfe (not UTF-8)")
+        exit="0", desc="a log whose file name has the bytes 0xff 0xfe (not UTF-8)")
     add("fifo", "@generated", None, status="failed|unknown|skipped", rows="=0",
-        problem="fifo|pipe|regular|special", exit="3", known="issue12",
-        desc="a named pipe given as an input (opening it would block)")
+        problem="fifo|pipe|regular|special", exit="3", desc="a named pipe given as an input (opening it would block)")
     add("dangling_symlink", "@generated", None, status="failed|unknown", rows="=0",
-        problem="symlink|link|no such|not exist|cannot read", exit="3", known="issue12",
-        desc="a symlink to nothing, named on its own: one sources row saying so")
+        problem="symlink|link|no such|not exist|cannot read", exit="3", desc="a symlink to nothing, named on its own: one sources row saying so")
     add("symlink_loop_glob", "@generated", None, base=SAMBAFLOW, status="ok", rows="=base",
         exit="0", desc="dir/**/*.log where dir holds a good log and "
         "loop -> . : the log is read once")
