@@ -10,6 +10,9 @@ Reading the numbers:
   load imbalance elsewhere, not a slow network; the bandwidths below are estimates.
 - Routine and message tables exist only for ranks that wrote a profile (by default rank
   0 and the min/median/max ranks); sums are over those ranks, and means are per rank.
+- A value the parser could not store (a count beyond int64, a size or time that was nan or
+  inf, bytes that overflowed; each has a problem row) is missing, and so is every total
+  that includes it: a sum over the values that remain would look complete and be too small.
 """
 
 from __future__ import annotations
@@ -45,6 +48,18 @@ def _factor(formula: str, n: float) -> float:
     if not n or np.isnan(n):
         return np.nan
     return {"1": 1.0, "n": n, "2(n-1)/n": 2 * (n - 1) / n, "(n-1)/n": (n - 1) / n}[formula]
+
+
+def _totals(df: pd.DataFrame, keys: list[str], cols: list[str]) -> pd.DataFrame:
+    """Sums of ``cols`` per ``keys`` (in order of first appearance), missing where any
+    summed value is missing (one vectorised pass each; no per-group Python)."""
+    g = df.groupby(keys, sort=False)
+    sums = g[cols].sum()
+    gaps = df[cols].isna()
+    if gaps.to_numpy().any():
+        any_gap = gaps.groupby([df[k] for k in keys], sort=False).any()
+        sums = sums.mask(any_gap.reindex(sums.index).to_numpy(dtype=bool))
+    return sums
 
 
 def _obj(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
@@ -153,9 +168,9 @@ def top_routines(routines: pd.DataFrame, by: str = "time_s", n: int | None = 10,
     (of the job's MPI time in these profiles), order (1 = top). ``n=None`` keeps all.
     """
     df = _obj(routines, ["job", "routine"])
-    g = df.groupby(["job", "routine"], sort=False)
-    out = g.agg(ranks=("rank", "size"), calls=("calls", "sum"), bytes=("bytes", "sum"),
-                time_s=("time_s", "sum")).reset_index()
+    keys = ["job", "routine"]
+    out = df.groupby(keys, sort=False).agg(ranks=("rank", "size")).join(
+        _totals(df, keys, ["calls", "bytes", "time_s"])).reset_index()
     for c in ("calls", "bytes", "time_s"):
         out[f"{c}_per_rank"] = out[c] / out["ranks"]
     out["avg_bytes"] = out["bytes"] / out["calls"].where(out["calls"] > 0)
@@ -187,10 +202,10 @@ def message_sizes(messages: pd.DataFrame) -> pd.DataFrame:
     """
     df = _obj(messages, ["job", "routine"])
     keys = ["job", "routine", "bin"]
-    g = df.groupby(keys, sort=False)
+    g = df.groupby(keys, sort=False)   # rows without a bin (no size to bin) are left out
     out = g.agg(nranks=("nranks", "max"), bin_lo_bytes=("bin_lo_bytes", "first"),
-                bin_hi_bytes=("bin_hi_bytes", "first"), calls=("calls", "sum"),
-                bytes=("bytes", "sum"), time_s=("time_s", "sum")).reset_index()
+                bin_hi_bytes=("bin_hi_bytes", "first")).join(
+        _totals(df.dropna(subset=["bin"]), keys, ["calls", "bytes", "time_s"])).reset_index()
     profiles = df.groupby(["job", "routine"])["rank"].nunique(dropna=False).rename("ranks")
     out = out.join(profiles, on=["job", "routine"])
     out = out.sort_values(["job", "routine", "bin"], kind="stable").reset_index(drop=True)

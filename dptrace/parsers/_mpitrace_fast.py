@@ -42,6 +42,10 @@ _PROFILE = re.compile(
     rf"Message size distributions:\n((?:\n|{_MSG_HDR}(?:{_BIN})*)*)",
     re.ASCII)
 _SEEN = frozenset((scan.ROUTINES, scan.TOTALS, scan.MSG))
+#: a number of 19 characters or more: up to 18 digits (and a '.') every value fits its
+#: column (int64, a finite float, an average with a size bin) and no product calls x avg
+#: overflows; a longer one may not, and the scanner checks and reports each value
+_LONG_NUMBER = re.compile(r"[\d.]{19}")
 
 
 class _Numbers(dict[str, Any]):
@@ -66,7 +70,8 @@ _FLOAT = _Numbers(float).__getitem__
 def read(text: str) -> scan.Block | None:
     """The one profile in ``text`` when it has the plain layout, else None."""
     m = _PROFILE.fullmatch(text)
-    if m is None:
+    if m is None or len(m[1]) > 18 or len(m[2]) > 18 or _LONG_NUMBER.search(m[5]) or \
+            _LONG_NUMBER.search(m[7]):
         return None
     times = scan._TIMES.match(m[4].rstrip())
     if times is None:
@@ -74,7 +79,7 @@ def read(text: str) -> scan.Block | None:
     b = scan.Block(1, int(m[1]), int(m[2]), bool(m[3]))
     b.generation = "statistics" if times[1] else "times"
     b.region = scan._REGION.get(times[2], times[2])
-    if not _totals(b, m[6]):
+    if not _totals(b, m[6]) or b.unfit:
         return None
     t = m[5].split()
     b.routines = list(zip(t[0::4], map(_INT, t[1::4]), map(_FLOAT, t[2::4]),
@@ -183,7 +188,7 @@ class Plain:
         given); False, adding nothing, otherwise."""
         m = _PLAIN.fullmatch(data.decode("ascii")) if data.isascii() else None
         times = _TIMES[m[4]] if m else None
-        if m is None or times is None:
+        if m is None or times is None or len(m[1]) > 18 or len(m[2]) > 18:
             return False
         r, n = int(m[1]), int(m[2])
         if r == 0 or (rank is not None and r != rank) or max(r, n) >= EXACT:
@@ -263,7 +268,8 @@ class PlainColumns:
 def _check(c: PlainColumns) -> None:
     """Mark the files :func:`~._mpitrace_scan.check_block` would report on (bins missing or
     not adding up to the routine's calls), those with a routine listed twice, and those with
-    numbers too large to be summed exactly; the others get no problem from it."""
+    numbers too large to be summed exactly or too long for a float (the scanner reports
+    them); the others get no problem from it."""
     nfiles = len(c.rank)
     codes, uniques = pd.factorize(np.array(c.routine_name + c.heading_name, dtype=object))
     width = max(len(uniques), 1)
@@ -287,8 +293,12 @@ def _check(c: PlainColumns) -> None:
     calls, avg = c.routine[:, 0], c.routine[:, 1]
     bad = (found & (sums[at] != calls) if len(keys) else found) | (~found & (avg > 0))
     bad |= calls >= EXACT
+    # a time or total too long for a float (the layout has digits only: no nan, no inf)
+    bad |= ~np.isfinite(c.routine[:, 2])
     c.suspect[routine_file[bad]] = True
-    c.suspect[np.repeat(c.heading_file, c.bin_rows)[c.message[:, 1] >= EXACT]] = True
+    c.suspect[np.repeat(c.heading_file, c.bin_rows)[
+        (c.message[:, 1] >= EXACT) | ~np.isfinite(c.message[:, 2])]] = True
+    c.suspect[~np.isfinite(c.totals).all(axis=1)] = True
 
 
 class _TimesLines(dict[str, "tuple[str, str] | None"]):

@@ -5,17 +5,22 @@ of tuples (:class:`Block`), which :mod:`dptrace.parsers.mpitrace` turns into tab
 hot states (routine rows, bin rows, the per-rank table) use ``str.split`` and ``int`` /
 ``float`` only; regexes are tried on the few other lines. Every line inside a profile is
 either understood, blank, a separator, or reported as a problem with its line number.
+
+Numbers that do not fit their column (an integer beyond int64, a float that is nan or inf,
+e.g. '1e999', or a product calls x avg. bytes that overflows) are stored as missing (NaN;
+None for the header's ranks) and reported as an error at their line; the rest of the row is
+kept. The checks cost a comparison per row: the conversions themselves signal nothing.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
 
-from ..errors import Problem
+from ..errors import Problem, quote
 
 # states
 HEAD, ROUTINES, TOTALS, MSG, COMMSIZE, STACK, SUMMARY, HISTO, RANKTABLE, SKIP, AFTER = range(11)
@@ -66,6 +71,52 @@ _UNIT_MIB = {"KB": 1 / 1024, "KBytes": 1 / 1024, "KiB": 1 / 1024, "MB": 1.0, "MB
 _REGION = {"MPI_Init()": "init_finalize", "MPI_Pcontrol(1)": "pcontrol",
            "summary_start()": "summary_start"}
 
+#: integers stored in Int64 columns must be below this (and at least its negative)
+I64 = 1 << 63
+#: the largest average message size whose size bin fits Int64 bounds: bin 61 holds
+#: (2^61, 2^62] bytes (and, at that size, calls x avg cannot overflow a float)
+MAX_BIN_BYTES = float(1 << 62)
+NAN = float("nan")
+#: a line longer than this is no mpitrace line (they are under 200 characters, call-stack
+#: paths a few hundred): reported without being split into words, which for a line of
+#: hundreds of MB would cost GBs
+MAX_LINE = 10_000
+_FFFD_EDGES = re.compile(r"^[\s\ufffd]+|[\s\ufffd]+$")
+_NOT_INT64 = "does not fit a 64-bit integer"
+_NOT_FINITE = "is not a finite number"
+
+
+def _fits(value: float) -> bool:
+    """True for a finite float (nan - nan and inf - inf are nan, which is not 0)."""
+    return value - value == 0.0
+
+
+def _digits(text: str) -> int:
+    """``int`` of a word of ASCII digits (a regex group); one too long for ``int`` (Python's
+    4300-digit limit) is beyond int64 anyway."""
+    try:
+        return int(text)
+    except ValueError:
+        return I64
+
+
+def _int(cur: Block, what: str, text: str) -> int | None:
+    """``int(text)`` of digits, or None (noted in ``cur.unfit``) when it does not fit int64."""
+    n = _digits(text)
+    if -I64 <= n < I64:
+        return n
+    cur.unfit.append((what, text, _NOT_INT64))
+    return None
+
+
+def _float(cur: Block, what: str, text: str) -> float:
+    """``float(text)``, or NaN (noted in ``cur.unfit``) when it is nan or inf."""
+    x = float(text)
+    if x - x == 0.0:
+        return x
+    cur.unfit.append((what, text, _NOT_FINITE))
+    return NAN
+
 
 @dataclass
 class Block:
@@ -97,6 +148,8 @@ class Block:
     elided: bool = False
     underlined: bool = False
     msg_lines: dict[str, int] = field(default_factory=dict)
+    #: values read from a line that did not fit (what, text, why), not yet reported
+    unfit: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 class Scanner:
@@ -109,18 +162,75 @@ class Scanner:
         self.cur: Block | None = None
         self.msg_routine: str | None = None
         self.table_cols: list[str] | None = None
-        self.table_reader: Callable[[list[list[str]]], list[tuple[Any, ...]]] | None = None
+        self.table_reader: RankReader | None = None
         self.limit = 0
-        self.sub: tuple[int, int, float] | None = None   # communicator-size bin
-        self.stack: tuple[int, float] | None = None
+        #: communicator-size bin: lo, hi (None: beyond int64), avg size
+        self.sub: tuple[int | None, int | None, float] | None = None
+        #: call stack index (NaN: beyond int64), its time
+        self.stack: tuple[float, float] | None = None
         #: the current call stack's frames: [function, source] each, as translated
         self.frames: list[list[str | None]] = []
         self.lineno = 0
         #: number of the last line when the text does not end with a newline (maybe cut)
         self.cut_line = 0
+        #: the text holds U+FFFD, bytes that were not UTF-8 (reported when decoded): taken
+        #: off the ends of lines, so that a stray byte after a heading or a number costs
+        #: nothing ('time(sec)\ufffd' is still the routine table's heading)
+        self.replaced = "\ufffd" in text
 
     def problem(self, message: str, severity: str = "error", line: int | None = None) -> None:
         self.problems.append(Problem(self.name, message, line or self.lineno, severity))
+
+    # -- numbers that do not fit their column ---------------------------------------------
+    def unfit(self, what: str, text: str, why: str, line: int | None = None) -> None:
+        self.problem(f"{what} {quote(text, 40)} {why}: stored as missing", "error", line)
+
+    def report_unfit(self, cur: Block) -> None:
+        """Report the values :func:`_int` / :func:`_float` set aside on the current line."""
+        for what, text, why in cur.unfit:
+            self.unfit(what, text, why)
+        cur.unfit.clear()
+
+    def _header_int(self, what: str, text: str) -> int | None:
+        n = _digits(text)
+        if -I64 <= n < I64:
+            return n
+        self.unfit(what, text, _NOT_INT64)
+        return None
+
+    def _fit(self, values: Sequence[Any], words: Sequence[str], names: Sequence[str],
+             line: int) -> tuple[Any, ...]:
+        """``values`` (ints and floats converted from ``words``) with each that does not fit
+        its column (an int beyond int64, a float nan or inf) as NaN, reported at ``line``."""
+        out = list(values)
+        for k, v in enumerate(out):
+            if isinstance(v, int):
+                if -I64 <= v < I64:
+                    continue
+                why = _NOT_INT64
+            elif v - v == 0.0:
+                continue
+            else:
+                why = _NOT_FINITE
+            self.unfit(names[k], words[k], why, line)
+            out[k] = NAN
+        return tuple(out)
+
+    def _fit3(self, routine: str, words: Sequence[str], row: tuple[int, float, float],
+              line: int, binned: bool) -> tuple[Any, ...]:
+        """A (#calls, avg. bytes, time) row that failed the quick check of the row readers:
+        the values that do not fit as NaN; an average too large to bin (``binned``) and a
+        product calls x avg that overflows (the table's bytes) reported too."""
+        label = f"{routine}: "
+        c, a, t = self._fit(row, words, (label + "#calls", label + "avg. bytes",
+                                         label + "time(sec)"), line)
+        if binned and a > MAX_BIN_BYTES:
+            self.problem(f"{label}avg. bytes {quote(words[1], 40)} is beyond the largest size "
+                         "bin stored (2^62 bytes): its bin is stored as missing", "error", line)
+        if _fits(c) and _fits(a) and not _fits(c * a):
+            self.problem(f"{label}#calls x avg. bytes ({words[0]} x {quote(words[1], 40)}) "
+                         "overflows a float: its bytes are stored as missing", "error", line)
+        return c, a, t
 
     def run(self) -> list[Block]:
         lines = self.lines
@@ -131,9 +241,17 @@ class Scanner:
         self.limit = len(lines) - (1 if self.cut_line else 0)
         i, n = 0, len(lines)
         while i < n:
-            line = lines[i].strip()
+            line = lines[i]
             i += 1
             self.lineno = i
+            if len(line) > MAX_LINE:
+                if self.cur is not None:
+                    self.problem(f"a line of {len(line):,} characters, too long for an mpitrace "
+                                 f"line: skipped it ({quote(line, 80)})")
+                continue
+            line = line.strip()
+            if self.replaced and "\ufffd" in line:
+                line = _FFFD_EDGES.sub("", line)
             if line[:1] == ">":
                 line = line.lstrip("> ")
             cur = self.cur
@@ -161,13 +279,19 @@ class Scanner:
         """
         lines, out, limit, routine = self.lines, cur.messages, self.limit, self.msg_routine
         while i < limit:
-            parts = lines[i].split()
+            line = lines[i]
+            if len(line) > MAX_LINE:
+                break
+            parts = line.split()
             k = len(parts)
             if k == 3 and routine is not None and parts[0].isdigit():
                 try:
-                    out.append((routine, int(parts[0]), float(parts[1]), float(parts[2])))
+                    c, a, t = int(parts[0]), float(parts[1]), float(parts[2])
                 except ValueError:
                     break
+                if c >= I64 or a - a or t - t or a > MAX_BIN_BYTES:
+                    c, a, t = self._fit3(routine, parts, (c, a, t), i + 1, True)
+                out.append((routine, c, a, t))
             elif k == 0:
                 routine = None
             elif k == 5 and parts[1] == "#calls" and parts[4] == "time(sec)":
@@ -189,20 +313,29 @@ class Scanner:
         ncol = len(self.table_cols or ())
         start, rows = i, []
         while i < limit:
-            parts = lines[i].split()
+            line = lines[i]
+            if len(line) > MAX_LINE:
+                break
+            parts = line.split()
             if len(parts) != ncol or not parts[0].isdigit():
                 break
             rows.append(parts)
             i += 1
         try:
-            cur.table.extend(read(rows))
+            got, bad = read(rows)
         except ValueError:   # stop at the first row that does not convert, as row by row
+            got, bad = [], []
             for k, parts in enumerate(rows):
                 try:
-                    cur.table.extend(read([parts]))
+                    one, one_bad = read([parts])
                 except ValueError:
                     i = start + k
                     break
+                got.extend(one)
+                bad.extend((k, *b[1:]) for b in one_bad)
+        cur.table.extend(got)
+        for k, what, text, why in bad:
+            self.unfit(what, text, why, start + k + 1)
         if i > start:
             cur.last_line = i
         return i
@@ -219,15 +352,17 @@ class Scanner:
         if self.cur is not None:
             self._end("next")
         self.cur, self.msg_routine, self.table_cols, self.table_reader = block, None, None, None
+        block.last_line = block.last_line or block.start_line   # its header is read
         self.blocks.append(block)
 
     def _start_data(self, line: str) -> None:
         m = _DATA.match(line)
         if not m:
             if self.cur is not None:
-                self.problem(f"unreadable profile header {line!r}")
+                self.problem(f"unreadable profile header {quote(line)}")
             return
-        self._start(Block(self.lineno, int(m[1]), int(m[2]), bool(m[3])))
+        self._start(Block(self.lineno, self._header_int("rank", m[1]),
+                          self._header_int("ranks", m[2]), bool(m[3])))
 
     def _end(self, how: str) -> None:
         assert self.cur is not None
@@ -237,8 +372,8 @@ class Scanner:
     # -- inside a block -----------------------------------------------------------------
     def _inside(self, cur: Block, line: str) -> None:
         if self.lineno == self.cut_line and not line.startswith(_FENCE):
-            self.problem(f"the file does not end with a newline, so its last line {line!r} may "
-                         "be cut short: skipped it")
+            self.problem(f"the file does not end with a newline, so its last line {quote(line)} "
+                         "may be cut short: skipped it")
             return
         state = cur.state
         if state == MSG and self._bin_row(cur, line):
@@ -282,7 +417,7 @@ class Scanner:
         state = {"msg": MSG, "onnode": SKIP, "commsize": COMMSIZE, "stack": STACK,
                  "summary": SUMMARY, "histo": HISTO, "ranktable": RANKTABLE}[kind or ""]
         if kind == "onnode":
-            self.problem(f"section {line!r} (old mpitrace) is not read: skipped it", "warning")
+            self.problem(f"section {quote(line)} (old mpitrace) is not read: skipped it", "warning")
         if kind == "msg" and MSG in cur.seen:
             self.problem("a second 'Message size distributions' section in one profile",
                          "warning")
@@ -311,9 +446,9 @@ class Scanner:
         elif state == STACK:
             self._stack(cur, line)
         elif state == ROUTINES:
-            self.problem(f"unparseable line in the routine table: {line!r}")
+            self.problem(f"unparseable line in the routine table: {quote(line)}")
         elif state == AFTER:
-            self.problem(f"unrecognised line after the message size distributions: {line!r}",
+            self.problem(f"unrecognised line after the message size distributions: {quote(line)}",
                          "warning")
 
     # -- header and routine table -------------------------------------------------------
@@ -324,7 +459,7 @@ class Scanner:
         elif line.startswith("Times ") and _TIMES.match(line):
             self._times(cur, line)
         else:
-            self.problem(f"unexpected line before the routine table: {line!r}", "warning")
+            self.problem(f"unexpected line before the routine table: {quote(line)}", "warning")
 
     def _times(self, cur: Block, line: str) -> None:
         m = _TIMES.match(line)
@@ -340,15 +475,20 @@ class Scanner:
         if len(parts) != 4 or not parts[1].isdigit():
             return False
         try:
-            cur.routines.append((parts[0], int(parts[1]), float(parts[2]), float(parts[3])))
+            row = c, a, t = int(parts[1]), float(parts[2]), float(parts[3])
         except ValueError:
             return False
+        if c >= I64 or a - a or t - t or a > MAX_BIN_BYTES:   # a large avg: check c x a
+            row = self._fit3(parts[0], parts[1:], row, self.lineno, False)
+        cur.routines.append((parts[0], *row))
         return True
 
     # -- totals -------------------------------------------------------------------------
     def _totals(self, cur: Block, line: str) -> None:
         if not read_total(cur, line):
-            self.problem(f"unrecognised line after the routine table: {line!r}", "warning")
+            self.problem(f"unrecognised line after the routine table: {quote(line)}", "warning")
+        if cur.unfit:
+            self.report_unfit(cur)
 
     # -- message size distributions -----------------------------------------------------
     def _bin_row(self, cur: Block, line: str) -> bool:
@@ -356,10 +496,12 @@ class Scanner:
         if len(parts) != 3 or not parts[0].isdigit() or self.msg_routine is None:
             return False
         try:
-            cur.messages.append((self.msg_routine, int(parts[0]), float(parts[1]),
-                                 float(parts[2])))
+            row = c, a, t = int(parts[0]), float(parts[1]), float(parts[2])
         except ValueError:
             return False
+        if c >= I64 or a - a or t - t or a > MAX_BIN_BYTES:
+            row = self._fit3(self.msg_routine, parts, row, self.lineno, True)
+        cur.messages.append((self.msg_routine, *row))
         return True
 
     def _msg_other(self, cur: Block, line: str) -> None:
@@ -368,9 +510,9 @@ class Scanner:
             self.msg_routine = m[1]
             cur.msg_lines[m[1]] = self.lineno
         elif self.msg_routine is None and line.split()[0].isdigit():
-            self.problem(f"size-bin row without a routine heading: {line!r}")
+            self.problem(f"size-bin row without a routine heading: {quote(line)}")
         else:
-            self.problem(f"unparseable line in the message size distributions: {line!r}")
+            self.problem(f"unparseable line in the message size distributions: {quote(line)}")
 
     # -- rank 0's job summary -----------------------------------------------------------
     def _summary(self, cur: Block, line: str) -> None:
@@ -378,19 +520,26 @@ class Scanner:
             known = _summary_line(cur, line)
         except ValueError:   # a malformed number such as '1..5'
             known = False
+            cur.unfit.clear()
         if not known:
-            self.problem(f"unrecognised line in the job summary: {line!r}", "warning")
+            self.problem(f"unrecognised line in the job summary: {quote(line)}", "warning")
+        if cur.unfit:
+            self.report_unfit(cur)
 
     def _histo(self, cur: Block, line: str) -> None:
         parts = line.split()
         if len(parts) == 2 and parts[1].isdigit():
             try:
-                cur.histogram.append((float(parts[0]), int(parts[1])))
-                return
+                row: tuple[Any, ...] = (float(parts[0]), int(parts[1]))
             except ValueError:
                 pass
+            else:
+                if row[0] - row[0] or row[1] >= I64:
+                    row = self._fit(row, parts, ("time-bin", "#ranks"), self.lineno)
+                cur.histogram.append(row)
+                return
         if not line.startswith("time-bin"):
-            self.problem(f"unparseable line in the histogram of times spent in MPI: {line!r}")
+            self.problem(f"unparseable line in the histogram of times spent in MPI: {quote(line)}")
 
     def _rank_header(self, cur: Block, line: str) -> None:
         if line.startswith("taskid"):
@@ -398,9 +547,9 @@ class Scanner:
             try:
                 self.table_reader = _rank_reader(self.table_cols)
             except ValueError as exc:
-                self.problem(f"per-rank table heading not understood ({exc}): {line!r}")
+                self.problem(f"per-rank table heading not understood ({exc}): {quote(line)}")
         else:
-            self.problem(f"unparseable line in the per-rank table: {line!r}")
+            self.problem(f"unparseable line in the per-rank table: {quote(line)}")
 
     def _rank_row(self, cur: Block, line: str) -> bool:
         cols, read = self.table_cols, self.table_reader
@@ -410,42 +559,61 @@ class Scanner:
         if len(parts) != len(cols) or not parts[0].isdigit():
             return False
         try:
-            cur.table.extend(read([parts]))
+            got, bad = read([parts])
         except ValueError:
             return False
+        cur.table.extend(got)
+        for _, what, text, why in bad:
+            self.unfit(what, text, why)
         return True
 
     # -- optional sections --------------------------------------------------------------
     def _commsize(self, cur: Block, line: str) -> None:
         m = _COMMSIZE_BIN.match(line)
         if m:
-            self.sub = (int(m[1]), int(m[2]), float(m[3]))
+            self.sub = (_int(cur, "communicator size", m[1]),
+                        _int(cur, "communicator size", m[2]),
+                        _float(cur, "avg size", m[3]))
+            if cur.unfit:
+                self.report_unfit(cur)
             return
         parts = line.split()
         if self.sub is not None and len(parts) == 4 and parts[1].isdigit():
             try:
-                cur.comm_sizes.append((*self.sub, parts[0], int(parts[1]), float(parts[2]),
-                                       float(parts[3])))
-                return
+                row = c, a, t = int(parts[1]), float(parts[2]), float(parts[3])
             except ValueError:
                 pass
+            else:
+                if c >= I64 or a - a or t - t or a > MAX_BIN_BYTES:
+                    row = self._fit3(parts[0], parts[1:], row, self.lineno, False)
+                cur.comm_sizes.append((*self.sub, parts[0], *row))
+                return
         if not (_ROUTINE_HDR.match(line) or _COMMSIZE_END.match(line)):
-            self.problem(f"unparseable line in the communicator-size profile: {line!r}")
+            self.problem(f"unparseable line in the communicator-size profile: {quote(line)}")
 
     def _stack(self, cur: Block, line: str) -> None:
         m = _STACK_HEAD.match(line)
         if m:
-            self.stack = (int(m[2]), float(m[1]))
+            index = _int(cur, "call stack index", m[2])
+            self.stack = (NAN if index is None else index,
+                          _float(cur, "time in MPI routines", m[1]))
             self.frames = []
+            if cur.unfit:
+                self.report_unfit(cur)
             return
         parts = line.split()
         if self.stack is not None and len(parts) == 3 and parts[1].isdigit():
             try:
-                cur.stacks.append((*self.stack, parts[0], int(parts[1]), float(parts[2]),
-                                   *self._translation()))
-                return
+                row: tuple[Any, ...] = (int(parts[1]), float(parts[2]))
             except ValueError:
                 pass
+            else:
+                if row[0] >= I64 or row[1] - row[1]:
+                    label = f"{parts[0]}: "
+                    row = self._fit(row, parts[1:], (label + "#calls", label + "time(sec)"),
+                                    self.lineno)
+                cur.stacks.append((*self.stack, parts[0], *row, *self._translation()))
+                return
         if self.stack is not None:
             if line.startswith("filename"):      # "filename = ./a.out", "filename is unknown"
                 self.frames.append([None, None])
@@ -456,7 +624,7 @@ class Scanner:
                 cur.translated = True
                 return
         if not line.startswith(_STACK_NOISE) and self.stack is not None:
-            self.problem(f"unparseable line in the call-stack profile: {line!r}")
+            self.problem(f"unparseable line in the call-stack profile: {quote(line)}")
 
     def _translation(self) -> tuple[str | None, str | None, str | None]:
         """(function, call_site, call_path) of the current stack; Nones when untranslated."""
@@ -481,24 +649,26 @@ def read_total(cur: Block, line: str) -> bool:
     try:
         return _total(cur, line)
     except ValueError:
+        cur.unfit.clear()   # the line is not read: nothing of it is stored
         return False
 
 
 def _total(cur: Block, line: str) -> bool:
     m = _TOTAL.match(line)
     if m:
-        cur.own[m[1]] = float(m[2])
+        cur.own[m[1]] = _float(cur, m[1], m[2])
         return True
     m = _MEM.match(line)
     if m:
-        cur.own["max_rss_mib"] = float(m[1]) * _UNIT_MIB.get(m[2], float("nan"))
+        size = _float(cur, "max resident set size", m[1])
+        cur.own["max_rss_mib"] = size * _UNIT_MIB.get(m[2], float("nan"))
         cur.mem_unit = m[2]
         return True
     m = _ROLE.match(line)
     if m:
         cur.roles.append(m[3])
         if cur.nranks is None:
-            cur.rank, cur.nranks = int(m[1]), int(m[2])
+            cur.rank, cur.nranks = _int(cur, "rank", m[1]), _int(cur, "ranks", m[2])
         return True
     return read_largest(cur, line) or bool(_AGGREGATE.match(line))
 
@@ -507,7 +677,9 @@ def _summary_line(cur: Block, line: str) -> bool:
     m = _COMM_LINE.match(line)
     if m:
         key = _SHORT[m[1]]
-        cur.summary[f"{key}_comm_s"], cur.summary[f"{key}_comm_rank"] = float(m[2]), int(m[3])
+        what = f"{m[1]} communication time"
+        cur.summary[f"{key}_comm_s"] = _float(cur, what, m[2])
+        cur.summary[f"{key}_comm_rank"] = _int(cur, f"{what}: task", m[3])
         return True
     return read_largest(cur, line) or bool(_IO_LINE.match(line))
 
@@ -517,37 +689,72 @@ def read_largest(cur: Block, line: str) -> bool:
     m = _LARGEST.match(line)
     if not m:
         return False
+    what = f"the largest {m[2]}"
+    rank = _int(cur, f"{what}: rank", m[1])
+    value = _float(cur, what, m[3])
     if m[2] == "elapsed time":
-        cur.summary["max_elapsed_rank"], cur.summary["max_elapsed_s"] = int(m[1]), float(m[3])
+        cur.summary["max_elapsed_rank"], cur.summary["max_elapsed_s"] = rank, value
     else:
-        mib = float(m[3]) * _UNIT_MIB.get(m[4], float("nan"))
-        cur.summary["max_rss_rank"], cur.summary["max_rss_mib"] = int(m[1]), mib
+        mib = value * _UNIT_MIB.get(m[4], float("nan"))
+        cur.summary["max_rss_rank"], cur.summary["max_rss_mib"] = rank, mib
     return True
 
 
-def _rank_reader(cols: list[str]) -> Callable[[list[list[str]]], list[tuple[Any, ...]]]:
+#: a value of the per-rank table that did not fit: (row index, column, text, why)
+Unfit = tuple[int, str, str, str]
+RankReader = Callable[[list[list[str]]], tuple[list[tuple[Any, ...]], list[Unfit]]]
+
+
+def _rank_reader(cols: list[str]) -> RankReader:
     """A function turning rows of the per-rank table (split into words, ``len(cols)`` each)
     into (rank, host, cpu, comm, elapsed, user, system, rss_mib, switches) tuples, converted
-    column by column; absent columns: None."""
+    column by column; absent columns: None. It also returns the values that do not fit
+    their column (stored as NaN): found per column with one ``max`` of the words' lengths
+    (an int of up to 18 digits fits int64) or one ``sum`` of the floats (finite unless a
+    value is nan or inf, or the sum overflows)."""
     where = {c: i for i, c in enumerate(cols)}
     host = next((where[c] for c in cols if c in _HOST_COLS), None)
     size = next((c for c in cols if c.startswith("size(")), None)
     scale = _UNIT_MIB.get(size[5:-1], float("nan")) if size else float("nan")
-    fields: list[tuple[int | None, Callable[[str], Any]]] = [
-        (where.get("taskid"), int), (host, str), (where.get("cpu"), int),
-        (where.get("comm(s)"), float), (where.get("elapsed(s)"), float),
-        (where.get("user(s)"), float), (where.get("system(s)"), float),
-        (where.get(size) if size else None, lambda v: float(v) * scale),
-        (where.get("switches"), int)]
+    # (column index, kind: int, str or float, scale of a float)
+    fields: list[tuple[int | None, str, float]] = [
+        (where.get("taskid"), "i", 1.0), (host, "s", 1.0), (where.get("cpu"), "i", 1.0),
+        (where.get("comm(s)"), "f", 1.0), (where.get("elapsed(s)"), "f", 1.0),
+        (where.get("user(s)"), "f", 1.0), (where.get("system(s)"), "f", 1.0),
+        (where.get(size) if size else None, "f", scale), (where.get("switches"), "i", 1.0)]
     if fields[0][0] is None:
         raise ValueError("per-rank table without a taskid column")
 
-    def read(rows: list[list[str]]) -> list[tuple[Any, ...]]:
+    def read(rows: list[list[str]]) -> tuple[list[tuple[Any, ...]], list[Unfit]]:
         if not rows:
-            return []
+            return [], []
         columns = list(zip(*rows, strict=True))
-        return list(zip(*(repeat(None, len(rows)) if i is None else map(conv, columns[i])
-                          for i, conv in fields), strict=True))
+        out: list[Any] = []
+        bad: list[Unfit] = []
+        for i, kind, factor in fields:
+            if i is None:
+                out.append(repeat(None, len(rows)))
+                continue
+            words = columns[i]
+            if kind == "s":
+                out.append(words)
+                continue
+            if kind == "i":
+                values: list[Any] = list(map(int, words))
+                check = max(map(len, words)) > 18
+            else:
+                values = list(map(float, words))
+                total = sum(values)
+                check = total - total != 0.0
+            if check:
+                for k, v in enumerate(values):
+                    if (-I64 <= v < I64) if kind == "i" else (v - v == 0.0):
+                        continue
+                    bad.append((k, cols[i], words[k], _NOT_INT64 if kind == "i" else
+                                _NOT_FINITE))
+                    values[k] = NAN
+            out.append(values if factor == 1.0 else [v * factor for v in values])
+        return list(zip(*out, strict=True)), bad
 
     return read
 
@@ -604,8 +811,8 @@ def _check_messages(b: Block, add: Any, where: str) -> bool:
     if missing:
         add(f"no message size bins for {', '.join(missing)} although the routine table gives "
             "them bytes (bins cut from this copy?)", "warning")
-    for routine, n in calls.items():
-        if routine in table and table[routine] != n:
+    for routine, n in calls.items():   # a count stored as missing (NaN) is not compared
+        if routine in table and table[routine] != n and n == n and _fits(table[routine]):
             add(f"the size bins of {routine} add up to {n:,} calls, the routine table "
                 f"says {table[routine]:,}", "warning")
     return False

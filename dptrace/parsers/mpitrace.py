@@ -242,13 +242,20 @@ class Parsed:
     failed: str | None = None
 
 
-def bin_of(avg_bytes: float) -> tuple[int, int, int]:
+_NO_BIN = (scan.NAN, scan.NAN, scan.NAN)
+
+
+def bin_of(avg_bytes: float) -> tuple[float, float, float]:
     """mpitrace's size bin of a row with this average size: (bin, lo, hi), bounds inclusive.
 
     mpitrace bins each message: 0 bytes is bin 0; 1-4 bytes bin 1; then each doubling,
     bin k holding (2^k, 2^(k+1)] bytes. Sizes are whole bytes, so bin k >= 2 is
-    [2^k + 1, 2^(k+1)], and a bin's average lies within its bounds.
+    [2^k + 1, 2^(k+1)], and a bin's average lies within its bounds. An average that is
+    missing (NaN), inf or above 2^62 bytes (a bin whose bounds do not fit Int64) has no
+    bin: (NaN, NaN, NaN); the scanner reported it.
     """
+    if not avg_bytes <= scan.MAX_BIN_BYTES:
+        return _NO_BIN
     if avg_bytes <= 0:
         return 0, 0, 0
     if avg_bytes <= 4:
@@ -258,10 +265,12 @@ def bin_of(avg_bytes: float) -> tuple[int, int, int]:
     return k, (1 << k) + 1, 1 << (k + 1)
 
 
-class _BinCache(dict[float, tuple[int, int, int]]):
+class _BinCache(dict[float, tuple[float, float, float]]):
     """:func:`bin_of` by average size: rank files of one job repeat the same sizes."""
 
-    def __missing__(self, avg: float) -> tuple[int, int, int]:
+    def __missing__(self, avg: float) -> tuple[float, float, float]:
+        if avg != avg:   # NaN: never equal to a key, so not kept
+            return _NO_BIN
         if len(self) >= 1 << 16:
             self.clear()
         self[avg] = got = bin_of(avg)
@@ -331,8 +340,7 @@ class Rows:
         if b.routines:
             r, calls, avg, t = zip(*b.routines, strict=True)
             self._extend("mpi_routines", key, routine=r, calls=calls, avg_bytes=avg,
-                         bytes=[c * a for c, a in zip(calls, avg, strict=True)], time_s=t,
-                         region=[b.region] * len(r))
+                         bytes=_products(calls, avg), time_s=t, region=[b.region] * len(r))
         if b.messages:
             self._messages(key, b, name, problems)
         self._ranks(key, b)
@@ -352,7 +360,7 @@ class Rows:
         r, calls, avg, t = zip(*b.messages, strict=True)
         ks, lo, hi = zip(*map(_BINS.__getitem__, avg), strict=True)
         self._extend("mpi_messages", key, routine=r, bin=ks, bin_lo_bytes=lo, bin_hi_bytes=hi,
-                     calls=calls, avg_bytes=avg, bytes=list(map(mul, calls, avg)), time_s=t)
+                     calls=calls, avg_bytes=avg, bytes=_products(calls, avg), time_s=t)
         if not any(map(and_, map(le, ks[1:], ks), map(eq, r[1:], r))):
             return
         for i in range(1, len(r)):
@@ -431,6 +439,16 @@ class Rows:
 
 
 _JOB_COLS = [c.name for c in schema.MPI_JOBS.columns[4:]]
+
+
+def _products(calls: Sequence[float], avg: Sequence[float]) -> list[float]:
+    """calls x avg per row; one that overflows (reported by the scanner) becomes NaN. One
+    ``sum`` tells whether any product is not finite."""
+    out = list(map(mul, calls, avg))
+    total = sum(out)
+    if total - total != 0.0:
+        out = [b if b - b == 0.0 else scan.NAN for b in out]
+    return out
 
 
 def _roles_from_summary(summary: dict[str, Any]) -> dict[int, str]:
@@ -512,8 +530,12 @@ def _bins(avg: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         hi = np.where(small, 4.0, np.ldexp(1.0, k + 1))
     k = np.where(small, 1.0, k)
     zero = avg <= 0
+    none = ~(avg <= scan.MAX_BIN_BYTES)   # no bin (bin_of); never in a batch (>= 2**53)
     for a in (k, lo, hi):
         a[zero] = 0.0
+    if none.any():
+        for a in (k, lo, hi):
+            a[none] = np.nan
     return k, lo, hi
 
 

@@ -12,6 +12,7 @@ import math
 import warnings
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 from rich.console import Group, RenderableType
 from rich.panel import Panel
@@ -94,12 +95,35 @@ def _message_size_figures(section: Section) -> dict:
 
 # -- drawing -------------------------------------------------------------------------------
 
+def _missing(v: object) -> bool:
+    """None, pd.NA, NaN (a float or a numpy float): shown as '-'."""
+    if v is None or v is pd.NA:
+        return True
+    try:
+        return bool(v != v)   # NaN is the one value not equal to itself
+    except (TypeError, ValueError):
+        return False
+
+
+def _infinite(v: object) -> str | None:
+    """'inf' or '-inf' for an infinite number (a sum that overflowed), else None."""
+    if isinstance(v, float | np.floating) and math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return None
+
+
 def human_bytes(n: float) -> str:
-    """1536 -> '1.5 KiB' (binary units, as mpitrace's bins are powers of two)."""
-    if n is None or (isinstance(n, float) and math.isnan(n)):
+    """1536 -> '1.5 KiB' (binary units, as mpitrace's bins are powers of two); up to EiB, and
+    beyond in EiB with an exponent (1e308 -> '8.67e+289 EiB'). Missing: '-'; infinite: 'inf'."""
+    if _missing(n):
         return "-"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
+    inf = _infinite(n)
+    if inf:
+        return inf
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if abs(n) < 1024 or unit == "EiB":
+            if abs(n) >= 1024:
+                return f"{n:.3g} {unit}"
             return f"{n:.0f} {unit}" if n == int(n) else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n} B"  # pragma: no cover
@@ -118,27 +142,58 @@ def bin_label(bin_: int, hi: int) -> str:
 
 
 def human_rate(bps: float) -> str:
-    """Bytes per second in decimal units (nccl-tests convention): '6.62 GB/s'."""
-    if bps is None or (isinstance(bps, float) and math.isnan(bps)):
+    """Bytes per second in decimal units (nccl-tests convention): '6.62 GB/s'. Missing: '-';
+    infinite: 'inf'."""
+    if _missing(bps):
         return "-"
+    inf = _infinite(bps)
+    if inf:
+        return inf
     for unit, scale in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
         if bps >= scale:
             return f"{bps / scale:.3g} {unit}"
     return f"{bps:.3g} B/s"
 
 
+#: above this a number is shown with an exponent (a 300-digit figure helps nobody)
+_PLAIN_LIMIT = 1e15
+
+
 def _num(v: object, digits: int = 3) -> str:
-    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+    """A number with thousands separators; missing '-', infinite 'inf'."""
+    if _missing(v):
         return "-"
-    if isinstance(v, float):
-        return f"{v:,.{digits}f}"
-    return f"{v:,}" if isinstance(v, int) else str(v)
+    inf = _infinite(v)
+    if inf:
+        return inf
+    if isinstance(v, float | np.floating):
+        return f"{v:,.{digits}f}" if abs(v) < _PLAIN_LIMIT else f"{v:.3g}"
+    return f"{v:,}" if isinstance(v, int | np.integer) else str(v)
+
+
+def _count(v: object) -> str:
+    """A whole number with thousands separators ('97,896'); missing '-'."""
+    if _missing(v):
+        return "-"
+    return f"{int(v):,}"  # type: ignore[call-overload]
+
+
+def _total(values: pd.Series) -> object:
+    """The sum of ``values``, or None when one is missing (a partial sum would look whole)."""
+    return None if values.isna().any() else values.sum()
 
 
 def _pct(v: object) -> str:
-    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+    """A share as a percentage; missing '-', infinite 'inf'."""
+    if _missing(v):
         return "-"
-    return f"{100 * float(v):.1f}%"  # type: ignore[arg-type]
+    inf = _infinite(v)
+    if inf:
+        return inf
+    pct = 100 * float(v)  # type: ignore[arg-type]
+    if math.isinf(pct):   # a share near the float limit: 100 x overflows
+        return "inf" if pct > 0 else "-inf"
+    return f"{pct:.1f}%" if abs(pct) < _PLAIN_LIMIT else f"{pct:.3g}%"
 
 
 def draw_communication(section: Section) -> RenderableType:
@@ -245,7 +300,7 @@ def _routine_table(routines: pd.DataFrame) -> FitTable:
                      title=Text("top routines (summed over the ranks with a profile)",
                                 style="dim"))
     for r in routines.head(TOP_ROUTINES).itertuples(index=False):
-        table.add_row(str(r.routine), str(r.ranks), f"{int(r.calls):,}", _num(r.calls_per_rank, 1),
+        table.add_row(str(r.routine), str(r.ranks), _count(r.calls), _num(r.calls_per_rank, 1),
                       human_bytes(r.avg_bytes), human_bytes(r.bytes), _num(r.time_s),
                       _num(r.time_s_per_rank), _pct(r.time_share))
     if len(routines) > TOP_ROUTINES:
@@ -272,7 +327,7 @@ def _sizes_panel(job: str, jb: pd.DataFrame) -> Panel:
     for routine, total in totals.items():
         rb = jb[jb["routine"] == routine]
         if total <= 0 and routine not in comm.COLLECTIVES or total <= 0 and len(rb) <= 2:
-            minor.append(f"{routine} ({int(rb['calls'].sum()):,} calls, "
+            minor.append(f"{routine} ({_count(_total(rb['calls']))} calls, "
                          f"{human_bytes(float(rb['avg_bytes'].mean()))})")
             continue
         body.append(_bins_table(str(routine), rb))
@@ -286,9 +341,9 @@ def _sizes_panel(job: str, jb: pd.DataFrame) -> Panel:
 
 def _bins_table(routine: str, rb: pd.DataFrame) -> FitTable:
     ranks = int(rb["ranks"].max())
-    calls = int(rb["calls"].sum())
-    title = Text.assemble((routine, "bold"), f"  {calls:,} call{'s' if calls != 1 else ''}, "
-                          f"{_num(float(rb['time_s'].sum()))} s over {ranks} rank profile"
+    calls = _count(_total(rb["calls"]))
+    title = Text.assemble((routine, "bold"), f"  {calls} call{'s' if calls != '1' else ''}, "
+                          f"{_num(_total(rb['time_s']))} s over {ranks} rank profile"
                           f"{'s' if ranks > 1 else ''}")
     table = FitTable([Col("size", KEY), Col("calls"), Col("calls/rank"), Col("time s"),
                       Col("share"), Col("bar", BAR, width=24, header=""), Col("algbw"),
@@ -296,7 +351,7 @@ def _bins_table(routine: str, rb: pd.DataFrame) -> FitTable:
     top = float(rb["time_share"].max()) if rb["time_share"].notna().any() else 0.0
     for r in rb.itertuples(index=False):
         share = float(r.time_share) if pd.notna(r.time_share) else 0.0
-        table.add_row(bin_label(int(r.bin), int(r.bin_hi_bytes)), f"{int(r.calls):,}",
+        table.add_row(bin_label(int(r.bin), int(r.bin_hi_bytes)), _count(r.calls),
                       _num(r.calls_per_rank, 1), _num(r.time_s), _pct(r.time_share),
                       BarCell(top or 1.0, share), human_rate(r.algbw_bytes_per_s),
                       human_rate(r.busbw_bytes_per_s))
