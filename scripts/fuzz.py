@@ -310,6 +310,9 @@ def check_keyed(sub_ds, sup_ds, table: str, what: str) -> list[str]:
             and x not in ("lineno", "command")]
     if table in ("hvd_activities", "hvd_ready", "hvd_tensors"):
         cols = [x for x in cols if x != "op_index"]
+    if "job" in key:   # a doc pasting k profiles names them job#1..#k; a prefix may hold one
+        s, p = (x.assign(job=x["job"].astype("object").map(
+            lambda v: re.sub(r"#\d+$", "", v) if isinstance(v, str) else v)) for x in (s, p))
     index: dict[tuple, list[tuple]] = {}
     for k, v in zip(_rows(p, key), _rows(p, cols), strict=True):
         index.setdefault(k, []).append(v)

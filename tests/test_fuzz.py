@@ -50,7 +50,6 @@ PERCENT_SEED = {
 }
 #: (format, group) that fail on today's code (issue 12)
 KNOWN = {
-    ("mpitrace", "robust"), ("mpitrace", "prefix"),
     ("sntilestat", "robust"), ("sntilestat", "prefix"),
 }
 _PREFIX_MARKS = ("rows before line", "lines before line", "the cut line", "rows past the cut", "untouched-prefix",
