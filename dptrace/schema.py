@@ -367,7 +367,8 @@ HVD_ACTIVITIES = Table(
             "activity (nested in an op)"),
      Column("depth", "Int64", "nesting depth: 0 for negotiations and ops, 1 for activities"),
      _START,
-     Column("dur_us", "float64", "duration; null when the interval is open", "us"),
+     Column("dur_us", "float64", "duration; null when the interval is open, a time is unknown or "
+            "the E is earlier than the B (flagged)", "us"),
      Column("complete", "bool", "False for a B with no E (a killed job or a cut file)")),
     key=("source", "pid", "start_us", "depth"),
 )
@@ -377,7 +378,8 @@ HVD_TENSORS = Table(
     "Horovod timeline: one row per op instance of a tensor (a top-level interval that is not "
     "a negotiation).",
     (_HVD_SRC, _TENSOR, _PID, _OP, _OP_INDEX, _START,
-     Column("dur_us", "float64", "op duration, activities included; null when open", "us"),
+     Column("dur_us", "float64", "op duration, activities included; null when open, a time is "
+            "unknown or the E is earlier than the B (flagged)", "us"),
      Column("negotiate_us", "float64", "duration of the negotiation just before the op; null "
             "when there is none (or it is open)", "us"),
      Column("dtype", "category", "element type from the closing E: float32, int64, ... "
@@ -410,7 +412,8 @@ HVD_CYCLES = Table(
     "Horovod timeline: one row per CYCLE_START marker (HOROVOD_TIMELINE_MARK_CYCLES=1).",
     (_HVD_SRC, Column("cycle", "Int64", "0, 1, ... in file order"),
      Column("ts_us", "float64", "marker time, from the first event", "us"),
-     Column("dur_us", "float64", "time to the next marker; null for the last", "us")),
+     Column("dur_us", "float64", "time to the next marker; null for the last, or when the next "
+            "marker is earlier (flagged)", "us")),
     key=("source", "cycle"),
 )
 

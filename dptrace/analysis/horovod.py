@@ -63,7 +63,8 @@ def activity_breakdown(acts: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     Columns: ``source``, ``level`` (negotiate, op, activity), ``op``, ``activity``,
     ``intervals``, ``open``, ``wall_us`` (union of the intervals), ``span_share``
     (wall_us / the file's span), ``tensor_us`` (durations summed over tensors),
-    ``mean_us`` (tensor_us per closed interval). Sorted by source, level, wall_us desc.
+    ``mean_us`` (tensor_us per closed interval with a duration: a closed interval whose
+    times are unknown or go backwards has none). Sorted by source, level, wall_us desc.
     """
     cols = ["source", "level", "op", "activity", "intervals", "open", "wall_us", "span_share",
             "tensor_us", "mean_us"]
@@ -75,9 +76,10 @@ def activity_breakdown(acts: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
         done = g[g["complete"]]
         wall = union_us(done["start_us"].to_numpy(float), _end(done))
         tensor = float(done["dur_us"].sum())
+        timed = int(done["dur_us"].notna().sum())   # closed, with both times known
         rows.append([src, level, op, act, len(g), len(g) - len(done), wall,
                      wall / spans.get(src, np.nan) if spans.get(src) else np.nan, tensor,
-                     tensor / len(done) if len(done) else np.nan])
+                     tensor / timed if timed else np.nan])
     out = pd.DataFrame(rows, columns=cols)
     rank = out["level"].map({"negotiate": 0, "op": 1, "activity": 2})
     return out.assign(_r=rank).sort_values(["source", "_r", "wall_us"],
@@ -152,14 +154,17 @@ def fusion_groups(tensors: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     t = tensors.assign(_end=tensors["start_us"] + tensors["dur_us"],
                        _src=tensors["source"].astype(str), _op=tensors["op"].astype(str),
-                       _nobytes=tensors["bytes"].isna())
+                       _nobytes=tensors["bytes"].isna(),
+                       _bytes=tensors["bytes"].astype("float64"))
     g = t.groupby(["_src", "fusion_group"], sort=True)
     out = pd.DataFrame({
-        "op": g["_op"].first(), "tensors": g.size(), "bytes": g["bytes"].sum(),
+        "op": g["_op"].first(), "tensors": g.size(), "bytes": g["_bytes"].sum(),
         "_unknown": g["_nobytes"].any(), "start_us": g["start_us"].min(),
         "_end": g["_end"].max(), "complete": g["complete"].all(),
     }).reset_index().rename(columns={"_src": "source"})
-    out["bytes"] = out["bytes"].astype("Int64").mask(out["_unknown"])
+    # summed as floats: an int64 sum of huge sizes would wrap around; beyond int64, unknown
+    unknown = out["_unknown"] | ~(out["bytes"] < 2.0 ** 63)
+    out["bytes"] = out["bytes"].where(~unknown, 0).astype("int64").astype("Int64").mask(unknown)
     out["dur_us"] = out["_end"].where(out["complete"]) - out["start_us"]
     return out[cols]
 
@@ -214,9 +219,10 @@ def size_bin(nbytes: pd.Series) -> pd.Series:
     """mpitrace's size bins: 0 bytes is bin 0, 1-4 bytes bin 1, and bin k >= 2 holds
     (2^k, 2^(k+1)] bytes (see docs/mpitrace.md), so both tools' tables line up."""
     b = nbytes.astype(float)
+    b = b.where(np.isfinite(b))              # an infinite size has no bin
     k = np.ceil(np.log2(b.clip(lower=4))) - 1
     k = k.where(b > 4, np.where(b > 0, 1, 0))
-    return k.astype("Int64").where(b.notna())
+    return k.where(b.notna()).astype("Int64")
 
 
 def bin_bounds(k: pd.Series) -> tuple[pd.Series, pd.Series]:

@@ -36,6 +36,8 @@ class Events:
     pid: np.ndarray
     labels: np.ndarray          # name code -> name
     ts0: float                  # raw ts of the first event (the offset removed)
+    backwards: int = 0          # timed events earlier than the timed event before them
+    max_back_us: float = 0.0    # the largest such step back
 
     @classmethod
     def from_columns(cls, cols: Columns) -> Events:
@@ -44,9 +46,13 @@ class Events:
         name, pid = take_all(cols.name, np.int32), take_all(cols.pid, np.int32)
         timed = ts[(ph != M) & ~np.isnan(ts)]
         ts0 = float(timed.min()) if timed.size else 0.0
+        step = np.diff(timed)
+        back = int(np.count_nonzero(step < 0))
+        max_back = float(-step.min()) if back else 0.0
+        del timed, step
         ts -= ts0
         labels = np.array(cols.names.labels() or [""], dtype=object)
-        return cls(ph, name, ts, pid, labels, ts0)
+        return cls(ph, name, ts, pid, labels, ts0, back, max_back)
 
 
 def index_dtype(n: int) -> type[np.signedinteger]:
@@ -61,11 +67,11 @@ def stable_argsort(keys: np.ndarray) -> np.ndarray:
     low, top = int(keys.min()), int(keys.max()) - int(keys.min())
     if top < (1 << 16):
         return np.argsort((keys - low).astype(np.uint16), kind="stable")
-    k = keys.astype(np.int64) - low
     if top < (1 << 32):
+        k = keys.astype(np.int64) - low
         lo = np.argsort((k & 0xFFFF).astype(np.uint16), kind="stable")
         return lo[np.argsort((k[lo] >> 16).astype(np.uint16), kind="stable")]
-    return np.argsort(k, kind="stable")
+    return np.argsort(keys, kind="stable")   # keys - low could overflow int64
 
 
 def segment_cumsum(values: np.ndarray, new_group: np.ndarray,
@@ -142,15 +148,34 @@ def _match(kind: np.ndarray, depth: np.ndarray, orphan: np.ndarray,
     return close
 
 
+#: elements of a tensor beyond which a shape is taken as garbage (bytes = elements x 8 must
+#: fit an int64)
+MAX_ELEMENTS = 1 << 59
+
+
 def shape_elements(shape: str) -> int | None:
-    """'[64, 3, 3, 3]' -> 1728; '[]' (a scalar) -> 1; None when it is not a shape."""
+    """'[64, 3, 3, 3]' -> 1728; '[]' (a scalar) -> 1; None when it is not a shape, or when
+    it has more than :data:`MAX_ELEMENTS` elements (see :func:`oversized`)."""
     text = shape.strip()
     if not (text.startswith("[") and text.endswith("]")):
         return None
     n = 1
     for d in _DIMS.findall(text):
+        if len(d) > 20:                  # int() of thousands of digits is slow, then refused
+            return None
         n *= int(d)
+        if abs(n) > MAX_ELEMENTS:
+            return None
     return n if n >= 0 else None
+
+
+def oversized(shape: str) -> bool:
+    """A shape of more elements than :data:`MAX_ELEMENTS` (so its bytes are left empty)."""
+    text = shape.strip()
+    if not (text.startswith("[") and text.endswith("]")) or shape_elements(text) is not None:
+        return False
+    dims = _DIMS.findall(text)
+    return all(not d.startswith("-") for d in dims) and "0" not in dims
 
 
 def dtype_size(dtype: str) -> int | None:

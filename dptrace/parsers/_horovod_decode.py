@@ -14,21 +14,44 @@ A block that does not decode is retried after replacing invalid UTF-8 and then r
 by record, so one bad record costs only itself; the problems name the byte offset and
 line. Plain files of :data:`PARALLEL_BYTES` or more are split into :data:`WORKERS`
 byte ranges at event boundaries and decoded by forked processes.
+
+Numbers that do not fit: ``pid`` must fit a 64-bit integer and ``ts`` (and the start
+time) 0 <= ts < 2**63 us (Horovod writes microseconds since the timeline started). The
+block decoder does not check this (msgspec constraints cost ~1.3 ms per 16 MB block, 4% of
+its decoding): :meth:`Columns.add` checks the block's columns (a pid beyond int64 fails its
+conversion; the ts range is two numpy reductions, ~0.2 ms) and raises :class:`OutOfRange`,
+a DecodeError, so the block is read record by record with a decoder that has the
+constraints. There a ``pid`` that does not fit costs its record (it cannot be matched to
+anything); a timestamp out of range is dropped from the record, which is kept without a
+time (its B/E record still opens or closes its interval, so the records around it still
+match), with an error naming the byte and line. NaN and Infinity are not JSON and
+``1e999`` does not fit a float: such records are skipped as malformed.
+
+Duplicate keys (``{"ts": 1, ..., "ts": 2}``): msgspec keeps the last value and says
+nothing. Counting the four keys (``"ph":``, ``"name":``, ``"ts":``, ``"pid":``) in
+every block and comparing with the fields decoded takes ~9 ms per key per 16 MB block
+(``bytearray.count``), about 20% of the decoding time of a block, so the hot path checks
+only the first :data:`DUP_SAMPLE` bytes of a file (a writer that duplicates keys does so
+in every record; ~3 ms per file). Records read one by one (blocks that failed to
+decode) are all checked. ``Columns.dup_keys`` counts what was found; the parser gives one
+warning per file.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import lzma
 import multiprocessing as mp
 import os
 import re
+import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import attrgetter
-from typing import IO, Any, Literal
+from typing import IO, Annotated, Any, Literal
 
 import msgspec
 import numpy as np
@@ -44,7 +67,15 @@ WORKERS = min(2, os.cpu_count() or 1)
 RANGE_BYTES = 64 << 20
 #: problems reported one by one before the rest are only counted
 MAX_PROBLEMS = 20
+#: bytes at the head of a file whose records are checked for duplicate keys
+DUP_SAMPLE = 1 << 20
 _RECORD_END = re.compile(rb"\}\s*,?\s*(?=\{)")
+#: timestamps are microseconds since the timeline started, stored as int64 by Horovod
+TS_LIMIT = 2.0 ** 63
+_Pid = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
+_Ts = Annotated[float, msgspec.Meta(ge=0.0, lt=TS_LIMIT)]
+_DUP_KEYS = (b'"ph":', b'"ts":', b'"pid":')
+_NAME_KEY, _EMPTY_NAME = b'"name":', b'"name": ""'
 
 
 class _Args(msgspec.Struct, gc=False):
@@ -55,6 +86,8 @@ class _Args(msgspec.Struct, gc=False):
 
 
 class _Event(msgspec.Struct, gc=False):
+    """An event as blocks decode it (ranges checked on the columns, see Columns.add)."""
+
     ph: str = "?"
     name: str = ""
     ts: float = float("nan")
@@ -62,8 +95,49 @@ class _Event(msgspec.Struct, gc=False):
     args: _Args | None = None
 
 
+class _StrictArgs(msgspec.Struct, gc=False):
+    name: str | None = None
+    dtype: str | None = None
+    shape: str | None = None
+    start_time_since_epoch_in_micros: _Ts | None = None
+
+
+class _StrictEvent(msgspec.Struct, gc=False):
+    """An event as single records decode it: out-of-range numbers fail validation."""
+
+    ph: str = "?"
+    name: str = ""
+    ts: _Ts = float("nan")
+    pid: _Pid = -1
+    args: _StrictArgs | None = None
+
+
+class _LaxArgs(msgspec.Struct, gc=False):
+    name: str | None = None
+    dtype: str | None = None
+    shape: str | None = None
+    start_time_since_epoch_in_micros: float | None = None
+
+
+class _LaxEvent(msgspec.Struct, gc=False):
+    """An event whose times are not range-checked (the record-by-record route fixes them)."""
+
+    ph: str = "?"
+    name: str = ""
+    ts: float = float("nan")
+    pid: _Pid = -1
+    args: _LaxArgs | None = None
+
+
 _DECODE_MANY = msgspec.json.Decoder(list[_Event]).decode
-_DECODE_ONE = msgspec.json.Decoder(_Event).decode
+_DECODE_ONE = msgspec.json.Decoder(_StrictEvent).decode
+_DECODE_LAX = msgspec.json.Decoder(_LaxEvent).decode
+
+
+class OutOfRange(msgspec.DecodeError):
+    """A block holds a number out of its column's range: read it record by record."""
+
+
 _PH, _NAME, _TS, _PID, _ARGS = (attrgetter(k) for k in ("ph", "name", "ts", "pid", "args"))
 _DTYPE, _SHAPE, _ANAME, _START = (attrgetter(k) for k in (
     "dtype", "shape", "name", "start_time_since_epoch_in_micros"))
@@ -106,8 +180,10 @@ class _Vocab:
             try:
                 return self.fast(data)
             except msgspec.ValidationError:
+                evs = _DECODE_MANY(data)  # raises when a record is bad, not the vocabulary
                 self.misses += 1
-        evs = _DECODE_MANY(data)
+        else:
+            evs = _DECODE_MANY(data)
         if self.misses < self.MAX_MISSES:
             self._learn(evs)
         return evs
@@ -177,27 +253,41 @@ class Columns:
     closed: bool = False     # the array ends with ']'
     torn: bool = False       # the last record was cut
     bad_records: int = 0
+    bad_times: int = 0       # records kept without their out-of-range time
+    dup_keys: int = 0        # duplicate keys found (see the module docstring)
 
-    def add(self, evs: list[_Event]) -> None:
-        """Append one block's events."""
+    def add(self, evs: list[Any]) -> None:
+        """Append one block's events; raises OutOfRange (appending nothing) when a pid,
+        a ts or a start time is out of range."""
         n = len(evs)
         if not n:
             return
+        ts = np.fromiter(map(_TS, evs), np.float64, n)
+        if np.fmin.reduce(ts) < 0 or np.fmax.reduce(ts) >= TS_LIMIT:   # NaN: no time
+            raise OutOfRange("a timestamp out of range")
+        try:
+            pid = np.fromiter(map(_PID, evs), np.int64, n)
+        except OverflowError:
+            raise OutOfRange("a pid beyond int64") from None
+        args = list(map(_ARGS, evs))
+        have = list(compress(range(self.events, self.events + n), args))
+        given = list(filter(None, args))
+        starts = list(map(_START, given))
+        if starts.count(None) < len(starts) and any(
+                not 0 <= st < TS_LIMIT for st in starts if st is not None):
+            raise OutOfRange("a start time out of range")
         self.ph.append(_ph_codes(evs))
         self.name.append(np.fromiter(map(self.names.__getitem__, map(_NAME, evs)),
                                      np.int32, n))
-        self.ts.append(np.fromiter(map(_TS, evs), np.float64, n))
-        pid = np.fromiter(map(_PID, evs), np.int64, n)
-        if pid.size and pid.min() >= -(1 << 31) and pid.max() < (1 << 31):
+        self.ts.append(ts)
+        if pid.min() >= -(1 << 31) and pid.max() < (1 << 31):
             pid = pid.astype(np.int32)
         self.pid.append(pid)
-        args = list(map(_ARGS, evs))
-        have = list(compress(range(self.events, self.events + n), args))
         if have:
-            self._add_args(have, list(filter(None, args)))
+            self._add_args(have, given, starts)
         self.events += n
 
-    def _add_args(self, idx: list[int], args: list[_Args]) -> None:
+    def _add_args(self, idx: list[int], args: list[Any], starts: list[float | None]) -> None:
         """dtype and shape as codes, for every record with args; names and start times
         (metadata records, a few per tensor) as tuples."""
         k = len(idx)
@@ -206,13 +296,41 @@ class Columns:
                                           np.int32, k))
         self.arg_shape.append(np.fromiter(map(self.shapes.__getitem__, map(_SHAPE, args)),
                                           np.int32, k))
-        names, starts = list(map(_ANAME, args)), list(map(_START, args))
+        names = list(map(_ANAME, args))
         self.meta.extend((i, nm, st) for i, nm, st in zip(idx, names, starts, strict=True)
                          if nm is not None or st is not None)
 
     def problem(self, source: str, message: str, line: int | None,
                 severity: str = "error") -> None:
         self.problems.append(Problem(source, message, line, severity))
+
+    def sample_dups(self, data: bytes | bytearray, start: int, end: int, n: int) -> int:
+        """Duplicate keys in ``data[start:end]``, which holds the first ``n`` events of the
+        last block added: each key's occurrences beyond the events that have that field."""
+        if not self.ts or n > len(self.ts[-1]):
+            return 0
+        ph, ts, pid, name = (c[-1][:n] for c in (self.ph, self.ts, self.pid, self.name))
+        have = ((_DUP_KEYS[0], int((ph != ord("?")).sum())),
+                (_DUP_KEYS[1], int((~np.isnan(ts)).sum())),
+                (_DUP_KEYS[2], int((pid != -1).sum())))
+        dups = sum(max(0, data.count(key, start, end) - k) for key, k in have)
+        empty = self.names.get("")
+        named = n - (int((name == empty).sum()) if empty is not None else 0)
+        base = self.events - len(self.ts[-1])
+        arg_names = 0
+        for idx, nm, _ in reversed(self.meta):
+            if idx < base:
+                break
+            arg_names += idx < base + n and nm is not None
+        names = data.count(_NAME_KEY, start, end) - data.count(_EMPTY_NAME, start, end)
+        return dups + max(0, names - named - arg_names)
+
+
+def _record_dups(record: bytes, ev: Any) -> int:
+    """Duplicate keys in one record (``name`` may appear twice: the event's and its args')."""
+    n = sum(record.count(key) > 1 for key in _DUP_KEYS)
+    own = 1 + (ev.args is not None and ev.args.name is not None)
+    return n + (record.count(_NAME_KEY) > own)
 
 
 def _ph_codes(evs: list[_Event]) -> np.ndarray:
@@ -259,6 +377,7 @@ class _Scanner:
         self.pos = rng.start          # absolute offset of buf[1]
         self.left = None if rng.end is None else rng.end - rng.start
         self.vocab = _Vocab(*rng.words)
+        self.sample = rng.first   # check the file's first records for duplicate keys
 
     def run(self) -> None:
         buf = bytearray(b"[")
@@ -298,7 +417,7 @@ class _Scanner:
         """One read; a damaged compressed stream ends the input with a problem."""
         try:
             return read(want)
-        except (EOFError, OSError, ValueError) as exc:  # zlib/lzma errors derive from these
+        except (EOFError, OSError, ValueError, lzma.LZMAError, zlib.error) as exc:
             self.cols.problem(self.source, f"compressed stream is truncated or corrupt ({exc}); "
                               "parsed what was decompressed before the damage", None)
             self.left = 0
@@ -310,6 +429,14 @@ class _Scanner:
         body = body.lstrip()
         if body[:1] == b"[":
             body = body[1:]
+            extra, first = 0, 0
+            while body.lstrip()[:1] == b"[":     # records start with '{': a repeated '['
+                body = body.lstrip()
+                first = first or len(data) - len(body)
+                body, extra = body[1:], extra + 1
+            if extra:
+                self.cols.problem(self.source, f"{extra} extra '[' at the start of the array: "
+                                  "ignored", data.count(b"\n", 0, first) + 1, "warning")
         self._consume(data[:len(data) - len(body)])
         return body
 
@@ -327,10 +454,22 @@ class _Scanner:
         except (msgspec.DecodeError, UnicodeDecodeError):
             view.release()
             self._decode_slow(bytes(buf[1:cut]))
+        else:
+            if self.sample:
+                self._sample_dups(buf, cut)
         finally:
             view.release()
         self._consume(buf, 1, cut + 1)
         return bytearray(b"[") + buf[cut + 1:]
+
+    def _sample_dups(self, buf: bytearray, cut: int) -> None:
+        """Count duplicate keys in the records of the first :data:`DUP_SAMPLE` bytes of a
+        block that decoded whole (``buf[1:cut]``; its ``},`` end records)."""
+        self.sample = False
+        end = buf.rfind(b"},", 1, min(cut, 1 + DUP_SAMPLE))
+        end = cut - 1 if end < 0 else end
+        n = buf.count(b"},", 1, end) + 1
+        self.cols.dup_keys += self.cols.sample_dups(buf, 1, end + 1, n)
 
     def _records_prefix(self, buf: bytearray) -> bytearray:
         """Decode the complete records in ``buf`` one by one; keep the rest."""
@@ -379,13 +518,68 @@ class _Scanner:
             record = piece[start:end].rstrip().rstrip(b",")
             if not record.strip():
                 continue
-            try:
-                good.append(_DECODE_ONE(record))
-            except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-                torn = final and k == len(starts) - 1 and (
-                    not record.endswith(b"}") or "truncated" in str(exc))
-                self._bad_record(piece, start, exc, torn)
+            ev = self._record(piece, start, record, final and k == len(starts) - 1)
+            if ev is not None:
+                self.cols.dup_keys += _record_dups(record, ev)
+                good.append(ev)
         self.cols.add(good)
+
+    def _record(self, piece: bytes, start: int, record: bytes, last: bool) -> Any:
+        """The event of one record, or None (reported). Stray bytes around an intact record
+        (a flipped separator, a control character) cost only themselves."""
+        try:
+            return self._validated(piece, start, record)
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+            error: Exception = exc
+        lo, hi = record.find(b"{"), record.rfind(b"}") + 1
+        stray = len(record[:lo].strip()) + len(record[hi:].strip()) if 0 <= lo < hi else 0
+        if stray:
+            with contextlib.suppress(msgspec.DecodeError, UnicodeDecodeError):
+                ev = self._validated(piece, start + lo, record[lo:hi])
+                self.cols.problem(self.source, f"ignored {stray} stray byte(s) around the "
+                                  f"record at byte {self.pos + start + lo:,}",
+                                  self._line(piece, start + lo), "warning")
+                return ev
+        torn = last and (not record.endswith(b"}") or "truncated" in str(error))
+        self._bad_record(piece, start, error, torn)
+        return None
+
+    def _validated(self, piece: bytes, start: int, record: bytes) -> Any:
+        """Decode one record; one whose times are out of range is kept without them."""
+        try:
+            return _DECODE_ONE(record)
+        except msgspec.ValidationError:
+            ev = self._lax_record(piece, start, record)
+            if ev is None:
+                raise
+            return ev
+
+    def _lax_record(self, piece: bytes, start: int, record: bytes) -> Any:
+        """A record that failed validation, kept without its out-of-range times; None when
+        something else was wrong with it."""
+        try:
+            ev = _DECODE_LAX(record)
+        except msgspec.DecodeError:
+            return None
+        bad = []
+        if not 0 <= ev.ts < TS_LIMIT:
+            bad.append(f"timestamp {ev.ts:.16g}")
+            ev.ts = float("nan")
+        args = ev.args
+        st = args.start_time_since_epoch_in_micros if args is not None else None
+        if args is not None and st is not None and not 0 <= st < TS_LIMIT:
+            bad.append(f"start_time_since_epoch_in_micros {st:.16g}")
+            args.start_time_since_epoch_in_micros = None
+        if not bad:
+            return None
+        cols = self.cols
+        cols.bad_times += 1
+        if cols.bad_times <= MAX_PROBLEMS:
+            cols.problem(self.source, f"{' and '.join(bad)} at byte {self.pos + start:,} is "
+                         "out of range (Horovod writes microseconds since the timeline "
+                         "started, 0 to 2^63): the record is kept without it",
+                         self._line(piece, start))
+        return ev
 
     def _bad_record(self, piece: bytes, start: int, exc: Exception, torn: bool) -> None:
         cols = self.cols
@@ -399,7 +593,10 @@ class _Scanner:
             return
         cols.bad_records += 1
         if cols.bad_records <= MAX_PROBLEMS:
-            cols.problem(self.source, f"skipped a malformed record at {where}: {exc}", line)
+            why = str(exc)
+            if "`$.pid`" in why and ("<=" in why or ">=" in why):
+                why = "its pid does not fit a 64-bit integer"
+            cols.problem(self.source, f"skipped a malformed record at {where}: {why}", line)
 
     def _tail(self, carry: bytes) -> None:
         """The bytes after the last separator: the end of the array or a last record."""
@@ -411,6 +608,13 @@ class _Scanner:
         if body.endswith(b"]"):
             self.cols.closed = True
             body = body[:-1].rstrip()
+            extra = 0
+            while body.endswith(b"]"):          # records end with '}': a repeated ']'
+                body, extra = body[:-1].rstrip(), extra + 1
+            if extra:
+                self.cols.problem(self.source, f"{extra} extra ']' after the end of the "
+                                  "array: ignored", self._line(carry, len(carry.rstrip()) - 1),
+                                  "warning")
         body = body.rstrip(b",").rstrip()
         if not body:
             return
@@ -505,6 +709,8 @@ def _append(out: Columns, part: Columns) -> None:
     out.newlines += part.newlines
     out.closed, out.torn = part.closed, out.torn or part.torn
     out.bad_records += part.bad_records
+    out.bad_times += part.bad_times
+    out.dup_keys += part.dup_keys
 
 
 def _remap(into: Codes, codes: Codes) -> np.ndarray:

@@ -10,7 +10,7 @@ from ..sources import Source
 
 TABLES = ("hvd_activities", "hvd_tensors", "hvd_ready", "hvd_cycles", "hvd_runs")
 _EVENT_KEYS = rb'"(?:ph|name|pid|tid|ts|cat|args|dur|s|id)"\s*:'
-STARTS_LIKE_EVENTS = re.compile(rb"\s*(?:\xef\xbb\xbf)?\s*(?:\[\s*)?\{\s*" + _EVENT_KEYS)
+STARTS_LIKE_EVENTS = re.compile(rb"\s*(?:\xef\xbb\xbf)?\s*(?:\[\s*)*\{\s*" + _EVENT_KEYS)
 _PH_KEY = re.compile(rb'"ph"\s*:\s*"[A-Za-z]"')
 _MARKERS = re.compile(
     rb'"(?:NEGOTIATE_[A-Z]+|CYCLE_START|(?:ALLREDUCE|ALLGATHER|BROADCAST|REDUCESCATTER|ALLTOALL|'

@@ -11,7 +11,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ._horovod_build import B, Events, Stack, X, dtype_size, segment_cumsum, shape_elements
+from ..errors import Problem
+from ._horovod_build import (
+    MAX_ELEMENTS,
+    B,
+    Events,
+    Stack,
+    X,
+    dtype_size,
+    oversized,
+    segment_cumsum,
+    shape_elements,
+)
 from ._horovod_decode import Columns, concat
 
 NEGOTIATE = "NEGOTIATE_"
@@ -120,11 +131,17 @@ class Intervals:
     egidx: np.ndarray      # global event index of its E, -1 when open
     level: np.ndarray      # 1 = top level (negotiation or op)
     start: np.ndarray
-    dur: np.ndarray        # NaN when open
+    dur: np.ndarray        # NaN when open, a time is unknown, or the E is earlier than the B
     name: np.ndarray
     pid: np.ndarray
     op_index: np.ndarray   # -1 when unknown
     top_name: np.ndarray   # name code of the enclosing top-level B (its own when top level)
+    backwards: np.ndarray  # entries whose E is earlier than their B (duration left NaN)
+
+    @property
+    def complete(self) -> np.ndarray:
+        """Closed by an E (its duration may still be unknown)."""
+        return self.egidx >= 0
 
     @classmethod
     def of(cls, ev: Events, st: Stack, names: Names) -> Intervals:
@@ -142,8 +159,11 @@ class Intervals:
         own = _op_index(st.pid[pos[top_at]], names.negotiate[ev.name[gidx[top_at]]])
         op_index = np.where(ok, own[np.minimum(entry, len(own) - 1)] if len(own) else -1, -1)
         top_name = ev.name[np.where(ok, st.order[np.maximum(top, 0)], gidx)]
-        return cls(pos, gidx, egidx, level, start, end - start, ev.name[gidx],
-                   st.pid[pos], op_index.astype(np.int32), top_name)
+        dur = end - start
+        backwards = np.flatnonzero(dur < 0)
+        dur[backwards] = np.nan                      # never a negative duration
+        return cls(pos, gidx, egidx, level, start, dur, ev.name[gidx],
+                   st.pid[pos], op_index.astype(np.int32), top_name, backwards)
 
 
 @dataclass
@@ -200,7 +220,7 @@ def activities_frame(b: Built) -> pd.DataFrame:
     level = iv.level[perm]
     neg = names.negotiate[top_name]
     kind = np.where(level > 1, 2, np.where(neg, 0, 1))
-    complete = ~np.isnan(iv.dur[perm])
+    complete = iv.complete[perm]
     return pd.DataFrame({
         "source": source_cat(source, len(perm)),
         "tensor": tensor_cat(iv.pid[perm], meta),
@@ -270,6 +290,8 @@ class Built:
     source: str
     pids: np.ndarray      # distinct pids with B, E or tick records
     orphans: int          # E records that closed nothing
+    backwards: int = 0    # timed events earlier than the one before them (file order)
+    max_back_us: float = 0.0
 
     @property
     def perm(self) -> np.ndarray:
@@ -277,6 +299,38 @@ class Built:
         if not hasattr(self, "_perm"):
             self._perm = file_order(self.iv.gidx, self.n_events)
         return self._perm
+
+    def time_problems(self, acts: pd.DataFrame) -> list[Problem]:
+        """Timestamps that go backwards (once per file, with the count), the durations that
+        would have been negative (left empty: a negative duration is never kept), and
+        shapes too large for their bytes to be counted. ``acts``: hvd_activities."""
+        out: list[Problem] = []
+        if self.backwards:
+            out.append(Problem(self.source, f"timestamps go backwards {self.backwards:,} "
+                               "time(s) in file order (largest step back "
+                               f"{self.max_back_us / 1e3:,.3f} ms): the records were not "
+                               "written in time order (a merged or rewritten file, or "
+                               "several writer threads); B and E records are still matched "
+                               "in file order"))
+        if len(self.iv.backwards):
+            k = self.iv.backwards[0]
+            first = acts.iloc[int(np.flatnonzero(self.perm == k)[0])]
+            out.append(Problem(self.source, f"{len(self.iv.backwards):,} interval(s) end "
+                               "before they start (their E record has an earlier timestamp "
+                               "than their B): their duration is left empty (first: "
+                               f"{first['activity']} of {first['tensor']}, B at ts "
+                               f"{self.iv.start[k] + self.ts0:.16g})", severity="error"))
+        back = int(np.count_nonzero(np.diff(self.cycle_ts) < 0))
+        if back:
+            out.append(Problem(self.source, f"{back:,} CYCLE_START marker(s) are earlier than "
+                               "the one before them: those cycle times are left empty",
+                               severity="error"))
+        big = sum(map(oversized, self.cols.shapes.labels()))
+        if big:
+            out.append(Problem(self.source, f"{big:,} distinct tensor shape(s) have more than "
+                               f"{MAX_ELEMENTS:,} elements: the bytes of their ops are left "
+                               "empty", severity="error"))
+        return out
 
 
 def tensors_frame(b: Built) -> pd.DataFrame:
@@ -303,7 +357,7 @@ def tensors_frame(b: Built) -> pd.DataFrame:
         "bytes": bytes_of(b.cols, dt, sh),
         "fusion_group": int_col(group[ops]),
         "fused_tensors": int_col(members[group[ops]]),
-        "complete": ~np.isnan(dur[ops]),
+        "complete": iv.complete[p][ops],
     })
 
 
@@ -340,8 +394,9 @@ def ready_frame(b: Built) -> pd.DataFrame:
     """hvd_ready: one row per rank tick, with its lag behind the first rank ready."""
     names, iv, tk = b.names, b.iv, b.ticks
     ln, gidx, ts = tk.nego, tk.gidx, tk.ts
-    key = np.where(ln >= 0, ln, -2 - tk.pid)
-    lag, last, size = _lags(ts, key)
+    new = np.ones(len(ln), bool)             # runs: one negotiation, or one pid's stray ticks
+    new[1:] = (ln[1:] != ln[:-1]) | (tk.pid[1:] != tk.pid[:-1])
+    lag, last, size = _lags(ts, new)
     op_index = np.where(ln >= 0, iv.op_index[tk.entry], -1) if len(iv.pos) else ln
     op = np.where(ln >= 0, names.op_code[iv.name[tk.entry]], -1) if len(iv.pos) else ln
     p = file_order(gidx, b.n_events)
@@ -359,18 +414,17 @@ def ready_frame(b: Built) -> pd.DataFrame:
     })
 
 
-def _lags(ts: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Within runs of equal ``key``: ts minus the run's first-ready ts, the last-ready flag
-    (the latest tick; the later record on ties) and the run's size."""
+def _lags(ts: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Within the runs that ``new`` starts: ts minus the run's first-ready ts, the
+    last-ready flag (the latest tick; the later record on ties) and the run's size. A tick
+    without a time has no lag and is never last."""
     n = len(ts)
     if not n:
         return np.empty(0), np.zeros(0, bool), np.zeros(0, np.int64)
-    new = np.ones(n, bool)
-    new[1:] = key[1:] != key[:-1]
     starts = np.flatnonzero(new)
     sizes = np.diff(np.append(starts, n))
-    lag = ts - np.repeat(np.minimum.reduceat(ts, starts), sizes)
-    at_max = ts == np.repeat(np.maximum.reduceat(ts, starts), sizes)
+    lag = ts - np.repeat(np.fmin.reduceat(ts, starts), sizes)
+    at_max = ts == np.repeat(np.fmax.reduceat(ts, starts), sizes)
     idx = np.flatnonzero(at_max)
     run = (np.cumsum(new) - 1)[idx]
     keep = np.ones(len(idx), bool)
@@ -390,6 +444,7 @@ def cycles_frame(b: Built) -> pd.DataFrame:
     """hvd_cycles: one row per CYCLE_START marker, with the time to the next one."""
     ts = b.cycle_ts
     dur = np.append(np.diff(ts), np.nan) if ts.size else ts
+    dur[dur < 0] = np.nan                    # a marker earlier than the one before it
     return pd.DataFrame({
         "source": source_cat(b.source, len(ts)),
         "cycle": int_col(np.arange(len(ts))),

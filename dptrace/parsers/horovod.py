@@ -30,6 +30,12 @@ ends ``}]``; a killed job leaves a record cut in the middle; sagemaker-debugger 
 the keys in another order. Reading is streamed in blocks (:mod:`._horovod_decode`) and
 the tables are built from whole columns (:mod:`._horovod_build`, :mod:`._horovod_tables`).
 See docs/horovod.md.
+
+Bad numbers (issue 12): a pid beyond int64 costs its record; a ts outside 0..2^63 us is
+dropped from its record (kept without a time); both name byte and line
+(:mod:`._horovod_decode`). A duration is never negative: an interval whose E comes before
+its B has none, and timestamps going backwards are counted once per file
+(``Built.time_problems``). Duplicate keys give one warning per file.
 """
 
 from __future__ import annotations
@@ -89,6 +95,10 @@ def parse(source: Source) -> ParseResult:
     if cols.bad_records > MAX_PROBLEMS:
         problems.append(Problem(source.name, f"{cols.bad_records - MAX_PROBLEMS:,} more "
                                 "malformed record(s) skipped", severity="error"))
+    if cols.bad_times > MAX_PROBLEMS:
+        problems.append(Problem(source.name, f"{cols.bad_times - MAX_PROBLEMS:,} more "
+                                "record(s) kept without their out-of-range timestamp",
+                                severity="error"))
     if not cols.events:
         problems.append(Problem(source.name, "the timeline holds no events (Horovod writes "
                                 "them from the first collective on)", severity="warning"))
@@ -98,6 +108,11 @@ def parse(source: Source) -> ParseResult:
     if _foreign_trace(ev, cols):
         problems.append(Problem(source.name, _foreign(ev), severity="error"))
         return ParseResult({}, problems, "failed")
+    if cols.dup_keys:
+        problems.append(Problem(source.name, f"{cols.dup_keys:,} duplicate key(s) in records "
+                                "(e.g. two \"ts\" in one record): the last value of each was "
+                                "used. Only the first MB and records read one by one are "
+                                "checked, so there may be more", severity="warning"))
     built = _build(ev, names, cols, source.name)
     del ev                                   # the frames need only what Built kept
     tables = _tables(built, head)
@@ -115,7 +130,7 @@ def _build(ev: Events, names: Names, cols: Columns, source: str) -> Built:
     timed = ev.ts[~np.isnan(ev.ts)]
     return Built(len(ev.ph), ev.labels, ev.ts0, float(timed.max()) if timed.size else np.nan,
                  cycle_times(ev, cols), iv, Ticks.of(ev, st, iv, names), names, meta, cols,
-                 source, st.pids, int(st.orphan.sum()))
+                 source, st.pids, int(st.orphan.sum()), ev.backwards, ev.max_back_us)
 
 
 def _size(source: Source) -> int:
@@ -226,7 +241,7 @@ def _checks(b: Built, tables: dict[str, pd.DataFrame]) -> list[Problem]:
     if b.meta.conflicts:
         out.append(Problem(b.source, f"{b.meta.conflicts} process_name record(s) rename a pid "
                            "already named: the first name is kept"))
-    return out
+    return out + b.time_problems(acts)
 
 
 sniff = SPEC.sniff
