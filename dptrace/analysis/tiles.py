@@ -106,6 +106,13 @@ def _tile_key(t: pd.DataFrame) -> pd.Series:
     return t["xrdu"].astype(str) + "/" + t["rdu"].astype(str) + "/" + t["tile"].astype(str)
 
 
+def tile_columns(tiles: pd.DataFrame) -> list[int]:
+    """The tile numbers present in ``tiles`` (or in a ``grid``), ascending: the columns of a
+    heatmap. A grid is sized by the tiles that exist, never by the largest number, so a
+    listing naming ``TILE_20000000`` adds one column, not twenty million."""
+    return sorted(int(t) for t in tiles["tile"].dropna().unique())
+
+
 def instance_numbers(tiles: pd.DataFrame) -> dict[int, int]:
     """PID -> instance number (1, 2, ...) by first appearance in one source's ``tiles``."""
     return {int(p): i + 1 for i, p in enumerate(dict.fromkeys(tiles["pid"].dropna()))}

@@ -8,13 +8,27 @@ Escaping: plotly draws titles, tick labels, legend entries and hover text as pse
 (``<b>``, ``<br>``, ``<a href>``). Every string that comes from an input (file names,
 instances, routines, hosts, commands, tqdm labels) goes through :func:`esc` first, so
 ``<img src=x onerror=alert(1)>`` arrives as ``&lt;img ...&gt;`` and is drawn as text.
+
+Numbers that cannot be drawn: tables can hold ``inf`` or values like ``1e308`` (a log line
+printing ``1e999``, sums that overflow). plotly.js cannot place them (an axis range of
+Infinity draws nothing), so every figure an area module returns goes through
+:func:`guard`: values that are not finite or beyond :data:`DRAWABLE` in the traces become
+missing, shapes and annotations placed at them are dropped, and the title says how many
+values were left out. Statistics drawn as lines (mean, median, quantiles) are taken over the
+drawable values only (:func:`drawable`). A figure function that still fails gives a figure
+that says so instead of stopping the report (:func:`build_all`).
 """
 
 from __future__ import annotations
 
 import html
 import math
+import traceback
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import Any
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -40,6 +54,99 @@ TEMPLATE = go.layout.Template(layout={
 })
 
 
+#: the largest magnitude drawn; beyond it an axis with padding overflows in plotly.js
+DRAWABLE = 1e300
+#: trace attributes holding the numbers drawn (counted in the title's note when left out),
+#: then the ones only shown on hover or sizing bars (cleaned, not counted)
+_DRAWN = ("x", "y", "z")
+_NUMERIC = (*_DRAWN, "customdata", "base", "width")
+
+
+def drawable(values: Any) -> np.ndarray:
+    """float64 values with the ones that cannot be drawn (inf, beyond :data:`DRAWABLE`) as NaN."""
+    v = pd.to_numeric(pd.Series(values), errors="coerce").astype("float64").to_numpy()
+    return np.where(np.abs(v) <= DRAWABLE, v, np.nan)
+
+
+def _clean(value: Any) -> tuple[Any, int]:
+    """``value`` (a trace array, nested lists) with undrawable numbers as NaN / None, and
+    how many there were."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "fc":
+            bad = ~(np.abs(value) <= DRAWABLE) & ~np.isnan(value)
+            n = int(np.count_nonzero(bad))
+            return (np.where(bad, np.nan, value), n) if n else (value, 0)
+        if value.dtype.kind == "O":
+            out, n = _clean(value.tolist())
+            return (np.array(out, dtype=object), n) if n else (value, 0)
+        return value, 0
+    if isinstance(value, (list, tuple)):
+        items, total = [], 0
+        for item in value:
+            fixed, n = _clean(item)
+            items.append(fixed)
+            total += n
+        return (type(value)(items) if total else value), total
+    if isinstance(value, (float, np.floating)) and not math.isnan(value) \
+            and not abs(value) <= DRAWABLE:
+        return None, 1
+    return value, 0
+
+
+def _placed(item: Any) -> bool:
+    """A shape or annotation whose coordinates can be drawn."""
+    for key in ("x", "y", "x0", "x1", "y0", "y1"):
+        v = getattr(item, key, None)
+        if isinstance(v, (int, float, np.number)) and not isinstance(v, bool) \
+                and not abs(float(v)) <= DRAWABLE:
+            return False
+    return True
+
+
+def guard(fig: go.Figure) -> go.Figure:
+    """Make ``fig`` safe for plotly.js: see the module docstring. Returns ``fig``."""
+    dropped = 0
+    for trace in fig.data:
+        for key in _NUMERIC:
+            value = getattr(trace, key, None)
+            if value is None or isinstance(value, str):
+                continue
+            fixed, n = _clean(value)
+            if n:
+                trace[key] = fixed
+                dropped += n if key in _DRAWN else 0
+    for kind in ("shapes", "annotations"):
+        items = fig.layout[kind]
+        keep = [item for item in items if _placed(item)]
+        if len(keep) < len(items):
+            fig.layout[kind] = keep
+    if dropped:
+        title = fig.layout.title.text or ""
+        fig.update_layout(title_text=f"{title} <i>({dropped:,} value(s) not finite or too "
+                          "large to draw: left out)</i>")
+    return fig
+
+
+def build_all(jobs: Iterable[tuple[str, Callable[[], go.Figure]]]) -> dict[str, go.Figure]:
+    """Build each named figure and :func:`guard` it; a figure function that fails gives a
+    figure saying so (naming the error), so one bad table never costs the report."""
+    out: dict[str, go.Figure] = {}
+    for name, job in jobs:
+        try:
+            out[name] = guard(job())
+        except Exception as exc:  # a figure must not stop the report
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            fig = go.Figure()
+            fig.add_annotation(text=esc(f"this figure could not be drawn: {type(exc).__name__}: "
+                                        f"{exc} (at {where.name}:{where.lineno}; please "
+                                        "report)"), showarrow=False, xref="paper",
+                               yref="paper", x=0.5, y=0.5)
+            fig.update_xaxes(visible=False)
+            fig.update_yaxes(visible=False)
+            out[name] = layout(fig, esc(name), "", "", height=160)
+    return out
+
+
 def esc(value: object) -> str:
     """An input string made safe for plotly's pseudo-HTML text ('' for missing values)."""
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
@@ -48,10 +155,13 @@ def esc(value: object) -> str:
 
 
 def num(value: object, digits: int = 2) -> str:
-    """'5,278.34'; '-' when missing."""
-    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+    """'5,278.34'; '-' when missing or not finite; '1.2e+300' beyond 1e15."""
+    if value is None or value is pd.NA:
         return "-"
-    return f"{float(value):,.{digits}f}"  # type: ignore[arg-type]
+    v = float(value)  # type: ignore[arg-type]
+    if not math.isfinite(v):
+        return "-"
+    return f"{v:,.{digits}f}" if abs(v) < 1e15 else f"{v:.3g}"
 
 
 def layout(fig: go.Figure, title: str, x_title: str, y_title: str,
@@ -75,7 +185,7 @@ def throughput_bars(inst: pd.DataFrame, *, metric: str, title: str = "",
     Mean and median over the instances are horizontal lines; the job figure (by default
     the sum) is an annotation. x: instance (category); y: ``value`` in ``metric``.
     """
-    v = inst["value"].astype("float64")
+    v = pd.Series(drawable(inst["value"]))
     slow = inst["straggler"].fillna(False).astype(bool)
     fig = go.Figure()
     for name, mask, color in (("instance", ~slow, BAR),
@@ -83,11 +193,14 @@ def throughput_bars(inst: pd.DataFrame, *, metric: str, title: str = "",
                                slow, STRAGGLER)):
         if mask.any():
             fig.add_trace(_instance_bar(inst[mask], name, color, esc(metric)))
-    mean, median = v.mean(), v.median()
-    fig.add_hline(y=mean, line_dash="dash", line_color=MEAN,
-                  annotation_text=f"mean {num(mean)}", annotation_position="top left")
-    fig.add_hline(y=median, line_dash="dot", line_color=MEDIAN,
-                  annotation_text=f"median {num(median)}", annotation_position="bottom right")
+    mean, median = v.mean(), v.median()    # over the drawable values
+    if np.isfinite(mean) and abs(mean) <= DRAWABLE:
+        fig.add_hline(y=mean, line_dash="dash", line_color=MEAN,
+                      annotation_text=f"mean {num(mean)}", annotation_position="top left")
+    if np.isfinite(median):
+        fig.add_hline(y=median, line_dash="dot", line_color=MEDIAN,
+                      annotation_text=f"median {num(median)}",
+                      annotation_position="bottom right")
     job = v.sum() if job_value is None else job_value
     rule = job_rule or f"sum over {len(inst)} instances"
     fig.add_annotation(text=f"job: {num(job)} {esc(metric)} ({esc(rule)})", xref="paper",
@@ -143,7 +256,7 @@ def throughput_figures(tables: dict[str, pd.DataFrame], tp: pd.DataFrame,
     order = order.sort_values(["_tqdm", "_one", "source"], kind="stable")
     stepped = tp[tp["step"].notna()]
     stepped = stepped.assign(warmup=thr.mark_warmup(stepped, fraction))
-    figures: dict[str, go.Figure] = {}
+    jobs: list[tuple[str, Callable[[], go.Figure]]] = []
     drawn = 0
     for k, (_, row) in enumerate(order.iterrows(), start=1):
         if drawn == MAX_SERIES:
@@ -154,14 +267,15 @@ def throughput_figures(tables: dict[str, pd.DataFrame], tp: pd.DataFrame,
         lines = steps["step"].nunique() >= 3
         drawn += bars or lines
         if bars:
-            figures[f"series{k}_instances"] = throughput_bars(
-                mine, metric=str(row["metric"]), title=_series_title(row, "per instance"),
-                job_value=row["job_value"],
-                job_rule=str(row["job_rule"]))
+            jobs.append((f"series{k}_instances", partial(
+                throughput_bars, mine, metric=str(row["metric"]),
+                title=_series_title(row, "per instance"), job_value=row["job_value"],
+                job_rule=str(row["job_rule"]))))
         if lines:
-            figures[f"series{k}_steps"] = step_series(steps, metric=str(row["metric"]),
-                                                      title=_series_title(row, "per step"))
-    return figures
+            jobs.append((f"series{k}_steps", partial(
+                step_series, steps, metric=str(row["metric"]),
+                title=_series_title(row, "per step"))))
+    return build_all(jobs)
 
 
 def series_mask(df: pd.DataFrame, row: pd.Series) -> pd.Series:
@@ -179,5 +293,6 @@ def _series_title(row: pd.Series, what: str) -> str:
 
 
 def _identical_copies(row: pd.Series) -> bool:
-    spread = (row["max"] - row["min"]) / row["median"] if row["median"] else 0.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        spread = (row["max"] - row["min"]) / row["median"] if row["median"] else 0.0
     return bool(row["scope"] == "global" and row["instances"] > 1 and spread <= 0.01)

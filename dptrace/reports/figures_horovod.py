@@ -6,12 +6,15 @@ Tensor, op and activity names come from the input: they go through :func:`.figur
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .figures import BAR, COLORS, MAX, MEDIAN, STRAGGLER, esc, layout, num
+from .figures import BAR, COLORS, MAX, MEDIAN, STRAGGLER, build_all, drawable, esc, layout, num
 from .mpi_sections import bin_label
 
 #: timeline files drawn; the rest are in the tables and exports
@@ -135,6 +138,10 @@ def op_throughput(tp: pd.DataFrame, *, title: str = "") -> go.Figure:
     """
     fig = go.Figure()
     labels: list[str] = []
+    placed = tp["bin"].notna() & (drawable(tp["hi_bytes"]) < 2.0 ** 63)
+    if not placed.all():
+        title += f" <i>({int((~placed).sum()):,} size bin(s) unknown: left out)</i>"
+    tp = tp[placed]
     for i, (op, g) in enumerate(tp.groupby(tp["op"].astype(str), sort=False)):
         g = g.sort_values("bin", kind="stable")
         x = [bin_label(int(b), int(h)) for b, h in zip(g["bin"], g["hi_bytes"], strict=True)]
@@ -161,10 +168,22 @@ def cycle_times(durations_us: pd.Series, *, title: str = "") -> go.Figure:
 
     Log-spaced bins (binned here, so a file with millions of cycles stays small), drawn as
     a filled step line; x: cycle time in ms (log axis); y: cycles per bin. Vertical lines
-    mark the median and the p95.
+    mark the median and the p95. Cycles of 0 µs (markers sharing a timestamp) and times
+    that are not finite cannot be placed on the log axis: the title counts them, and a
+    figure with none left says so.
     """
-    d = durations_us.dropna().astype("float64").to_numpy() / 1e3
-    d = d[d > 0]
+    given = int(durations_us.notna().sum())
+    d = drawable(durations_us)
+    d = d[d > 0] / 1e3
+    if len(d) < given:
+        title += (f" <i>({given - len(d):,} cycle time(s) of 0 µs or less, or not finite: "
+                  "not drawn)</i>")
+    if not d.size:
+        fig = go.Figure()
+        fig.add_annotation(text="no cycle time above 0 µs to draw (the CYCLE_START markers "
+                           "share their timestamps)", showarrow=False, xref="paper",
+                           yref="paper", x=0.5, y=0.5)
+        return layout(fig, title, "cycle time (ms, log scale)", "cycles", height=200)
     lo, hi = float(d.min()), float(d.max())
     edges = np.geomspace(lo, hi * 1.0001, CYCLE_BINS + 1) if hi > lo else np.array([lo, lo * 2])
     counts, edges = np.histogram(d, bins=edges)
@@ -186,37 +205,42 @@ def horovod_figures(tables: dict[str, pd.DataFrame],
                     cycles: pd.DataFrame) -> dict[str, go.Figure]:
     """Per timeline file: activities; stragglers (2+ ranks compared); fused-op sizes (when
     an op carried 2+ tensors); throughput by size (2+ ranks); cycle times (3+ markers)."""
-    figures: dict[str, go.Figure] = {}
+    jobs: list[tuple[str, Callable[[], go.Figure]]] = []
     for k, run in enumerate(tables["runs"].head(MAX_SOURCES).itertuples(index=False), start=1):
         src = str(run.source)
-        for name, fig in _file_figures(tables, cycles, src, int(run.ranks)):
-            figures[f"file{k}_{name}"] = fig
-    return figures
+        ranks = int(run.ranks) if pd.notna(run.ranks) else 0
+        jobs += [(f"file{k}_{name}", job) for name, job in _file_figures(tables, cycles, src,
+                                                                          ranks)]
+    return build_all(jobs)
 
 
 def _file_figures(tables: dict[str, pd.DataFrame], cycles: pd.DataFrame, src: str,
-                  ranks: int) -> list[tuple[str, go.Figure]]:
+                  ranks: int) -> list[tuple[str, Callable[[], go.Figure]]]:
     def rows(name: str) -> pd.DataFrame:
         df = tables[name]
         return df[df["source"].astype(str) == src] if len(df) else df
 
     head = f"<b>{esc(src)}</b>: "
-    out: list[tuple[str, go.Figure]] = []
+    out: list[tuple[str, Callable[[], go.Figure]]] = []
     acts = rows("activities")
     if len(acts):
-        out.append(("activities", activity_breakdown(acts, title=head + "time per activity")))
+        out.append(("activities", partial(activity_breakdown, acts,
+                                          title=head + "time per activity")))
     strag = rows("stragglers")
     if len(strag) > 1:
-        out.append(("stragglers", straggler_ranks(
-            strag, title=head + "straggler ranks (last to report a tensor ready)")))
+        out.append(("stragglers", partial(
+            straggler_ranks, strag, title=head + "straggler ranks (last to report a tensor "
+            "ready)")))
     sizes = rows("fusion_sizes")
-    if len(sizes) and int(sizes["max_tensors"].max()) > 1:
-        out.append(("fusion_sizes", fusion_sizes(sizes, title=head + "tensors per fused op")))
+    if len(sizes) and sizes["max_tensors"].max() > 1:
+        out.append(("fusion_sizes", partial(fusion_sizes, sizes,
+                                            title=head + "tensors per fused op")))
     tp = rows("throughput")
     if len(tp) and ranks > 1:
-        out.append(("throughput", op_throughput(tp, title=head + "throughput by op size")))
+        out.append(("throughput", partial(op_throughput, tp,
+                                          title=head + "throughput by op size")))
     mine = cycles[cycles["source"].astype(str) == src]["dur_us"] if len(cycles) else None
-    if mine is not None and mine.notna().sum() >= 2:
-        out.append(("cycles", cycle_times(mine, title=head + "cycle times (CYCLE_START to "
-                                          "CYCLE_START)")))
+    if mine is not None and (drawable(mine) > 0).sum() >= 2:  # 2+ cycles on the log axis
+        out.append(("cycles", partial(cycle_times, mine, title=head + "cycle times "
+                                      "(CYCLE_START to CYCLE_START)")))
     return out

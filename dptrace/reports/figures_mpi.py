@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..analysis import communication as comm
-from .figures import BAR, COLORS, MAX, MEDIAN, MIN, esc, layout
+from .figures import BAR, COLORS, MAX, MEDIAN, MIN, build_all, drawable, esc, layout
 from .mpi_sections import bin_label
 
 #: jobs drawn per figure kind; the rest are in the tables and exports
@@ -21,8 +25,11 @@ def message_size_histogram(bins: pd.DataFrame, *, title: str = "") -> go.Figure:
     bytes): calls (log scale), time in s, and the estimated busbw in GB/s per bin.
     Routines with no measurable time that are not collectives are left out.
     """
+    bins, unplaced = _placed_bins(bins)
     keep = _drawn_routines(bins)
     bins = bins[bins["routine"].isin(keep)].sort_values("bin", kind="stable")
+    if unplaced:
+        title += f" <i>({unplaced:,} bin(s) with no finite size: left out)</i>"
     order = bins.drop_duplicates("bin")
     labels = [bin_label(int(b), int(h)) for b, h in zip(order["bin"], order["bin_hi_bytes"],
                                                          strict=True)]
@@ -44,8 +51,16 @@ def message_size_histogram(bins: pd.DataFrame, *, title: str = "") -> go.Figure:
     return fig
 
 
+def _placed_bins(bins: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The bins with a size bin and bound that can be labelled, and how many were not."""
+    ok = np.isfinite(drawable(bins["bin"])) & np.isfinite(drawable(bins["bin_hi_bytes"]))
+    ok &= drawable(bins["bin_hi_bytes"]) < 2.0 ** 63
+    return bins[ok], int((~ok).sum())
+
+
 def _drawn_routines(bins: pd.DataFrame) -> list[str]:
-    total = bins.groupby("routine", sort=False, observed=True)["time_s"].sum()
+    time = pd.Series(drawable(bins["time_s"]), index=bins.index)
+    total = time.groupby(bins["routine"], sort=False, observed=True).sum()
     total = total.sort_values(ascending=False, kind="stable")
     return [str(r) for r, t in total.items() if t > 0 or r in comm.COLLECTIVES]
 
@@ -111,25 +126,25 @@ def _rank_bar(rows: pd.DataFrame, name: str, color: str) -> go.Bar:
 def communication_figures(tables: dict[str, pd.DataFrame]) -> dict[str, go.Figure]:
     """Per job with more than one rank listed: the per-rank communication share."""
     jobs, ranks = tables["jobs"], tables["ranks"]
-    figures: dict[str, go.Figure] = {}
+    todo: list[tuple[str, Callable[[], go.Figure]]] = []
     for k, (_, job) in enumerate(jobs.head(MAX_JOBS).iterrows(), start=1):
         mine = ranks[ranks["job"] == job["job"]]
         if len(mine) > 1:
-            figures[f"job{k}_rank_share"] = rank_share(
-                mine, job=job, title=f"<b>job {esc(job['job'])}</b>: communication share "
-                f"per rank ({len(mine)} of {esc(job['nranks'])} ranks)")
-    return figures
+            todo.append((f"job{k}_rank_share", partial(
+                rank_share, mine, job=job, title=f"<b>job {esc(job['job'])}</b>: communication "
+                f"share per rank ({len(mine)} of {esc(job['nranks'])} ranks)")))
+    return build_all(todo)
 
 
 def message_size_figures(tables: dict[str, pd.DataFrame]) -> dict[str, go.Figure]:
     """Per job: the message-size histogram of its routines."""
     bins = tables["bins"]
-    figures: dict[str, go.Figure] = {}
+    todo: list[tuple[str, Callable[[], go.Figure]]] = []
     for k, job in enumerate(list(dict.fromkeys(bins["job"]))[:MAX_JOBS], start=1):
         jb = bins[bins["job"] == job]
-        if _drawn_routines(jb):
+        if _drawn_routines(_placed_bins(jb)[0]):
             n = jb["nranks"].max()
-            figures[f"job{k}_message_sizes"] = message_size_histogram(
-                jb, title=f"<b>job {esc(job)}</b>: message sizes per routine"
-                + (f" ({n} ranks)" if pd.notna(n) else ""))
-    return figures
+            todo.append((f"job{k}_message_sizes", partial(
+                message_size_histogram, jb, title=f"<b>job {esc(job)}</b>: message sizes per "
+                "routine" + (f" ({n} ranks)" if pd.notna(n) else ""))))
+    return build_all(todo)

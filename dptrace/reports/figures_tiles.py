@@ -3,12 +3,15 @@ instance over a capture's snapshots."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..analysis.tiles import instance_numbers
-from .figures import esc, layout
+from ..analysis.tiles import instance_numbers, tile_columns
+from .figures import build_all, drawable, esc, layout
 
 #: sources drawn; the rest are in the tables and exports
 MAX_SOURCES = 24
@@ -23,24 +26,29 @@ EXEC_SCALE = [[0.0, "#d73027"], [0.5, "#fee08b"], [0.8, "#a6d96a"], [1.0, "#1a98
 def tile_heatmap(tiles: pd.DataFrame, *, title: str = "") -> go.Figure:
     """One source's ``tiles`` rows: %exec per tile, each cell labelled with its instance.
 
-    y: XRDU/RDU; x: TILE_k; z: ``exec_pct`` (0-100 %), null (grey) for tiles no process
-    owns. Instances are numbered #1, #2, ...
+    y: XRDU/RDU pairs listed; x: TILE_k for the tile numbers listed (the grid is sized by
+    the tiles that exist, so a listing naming TILE_20000000 gives one more column, not 20
+    million); z: ``exec_pct`` (0-100 %), null (grey) for tiles no process owns. Instances
+    are numbered #1, #2, ...
     by first appearance of their PID, as ``analysis.tiles.grid`` numbers them. With several
     snapshots the figure opens on the mean over snapshots and a slider steps through each
     (through :data:`MAX_FRAMES` evenly spaced ones, first and last included, in longer
     captures).
     """
     numbers = instance_numbers(tiles)
-    rows, ncols = _rows(tiles), int(tiles["tile"].max()) + 1
-    frames = [("mean", _matrix(tiles, rows, ncols, numbers))]
+    rows, cols = _rows(tiles), tile_columns(tiles)
+    undrawable = int((tiles["exec_pct"].notna() & np.isnan(drawable(tiles["exec_pct"]))).sum())
+    if undrawable:
+        title += f" <i>({undrawable:,} %exec value(s) not finite or too large: left grey)</i>"
+    frames = [("mean", _matrix(tiles, rows, cols, numbers))]
     snaps = sorted(int(s) for s in tiles["snapshot"].dropna().unique())
     shown = sample_snapshots(snaps)
     if len(snaps) > 1:
-        frames += [(_snap_label(tiles, s), _matrix(tiles[tiles["snapshot"] == s], rows, ncols,
+        frames += [(_snap_label(tiles, s), _matrix(tiles[tiles["snapshot"] == s], rows, cols,
                                                    numbers)) for s in shown]
     z, text = frames[0][1]
     fig = go.Figure(go.Heatmap(
-        z=z, text=text, texttemplate="%{text}", x=[f"TILE_{k}" for k in range(ncols)],
+        z=z, text=text, texttemplate="%{text}", x=[f"TILE_{k}" for k in cols],
         y=[f"{x}/{r}" for x, r in rows], zmin=0, zmax=100, colorscale=EXEC_SCALE,
         colorbar={"title": {"text": "%exec"}, "ticksuffix": "%"}, xgap=2, ygap=2,
         hovertemplate="XRDU/RDU %{y} %{x}<br>exec %{z:.1f}%<br>%{text}<extra></extra>"))
@@ -57,24 +65,27 @@ def tile_heatmap(tiles: pd.DataFrame, *, title: str = "") -> go.Figure:
 
 
 def _rows(tiles: pd.DataFrame) -> list[tuple[int, int]]:
-    pairs = tiles[["xrdu", "rdu"]].drop_duplicates().astype("int64")
+    pairs = tiles[["xrdu", "rdu"]].dropna().drop_duplicates().astype("int64")
     return sorted(map(tuple, pairs.to_numpy().tolist()))
 
 
-def _matrix(tiles: pd.DataFrame, rows: list[tuple[int, int]], ncols: int,
+def _matrix(tiles: pd.DataFrame, rows: list[tuple[int, int]], cols: list[int],
             numbers: dict[int, int]) -> tuple[list[list[float | None]], list[list[str]]]:
-    """Mean %exec and instance label ('#n') of each (XRDU/RDU, tile) cell; None when idle."""
+    """Mean %exec and instance label ('#n') of each (XRDU/RDU, tile) cell; None when idle.
+    ``rows`` and ``cols`` are the XRDU/RDU pairs and tile numbers that exist."""
     index = {r: i for i, r in enumerate(rows)}
-    z = np.full((len(rows), ncols), np.nan)
-    text = [[""] * ncols for _ in rows]
+    column = {t: j for j, t in enumerate(cols)}
+    z = np.full((len(rows), len(cols)), np.nan)
+    text = [[""] * len(cols) for _ in rows]
     g = tiles.groupby(["xrdu", "rdu", "tile"], sort=False).agg(
         exec_pct=("exec_pct", "mean"), pid=("pid", "last"))
     for (x, r, t), cell in g.iterrows():
-        i = index[(int(x), int(r))]
+        i, j = index[(int(x), int(r))], column[int(t)]
         if pd.notna(cell["pid"]):  # idle tiles stay empty: the grey background
-            z[i, int(t)] = cell["exec_pct"]
-            text[i][int(t)] = f"#{numbers[int(cell['pid'])]}"
-    return [[None if np.isnan(v) else round(float(v), 2) for v in row] for row in z], text
+            z[i, j] = cell["exec_pct"]
+            text[i][j] = f"#{numbers[int(cell['pid'])]}"
+    cells = drawable(z.ravel()).reshape(z.shape)  # inf, 1e308: no colour (grey)
+    return [[None if np.isnan(v) else round(float(v), 2) for v in row] for row in cells], text
 
 
 def _snap_label(tiles: pd.DataFrame, snap: int) -> str:
@@ -135,20 +146,20 @@ def exec_over_time(series: pd.DataFrame, *, title: str = "",
 def tiles_figures(tables: dict[str, pd.DataFrame], tiles: pd.DataFrame) -> dict[str, go.Figure]:
     """Per source: the tile heatmap (mean and per snapshot); for captures with several
     snapshots, %exec per instance over time."""
-    figures: dict[str, go.Figure] = {}
+    jobs: list[tuple[str, Callable[[], go.Figure]]] = []
     overview = tables["overview"]
     for k, row in enumerate(overview.head(MAX_SOURCES).itertuples(index=False), start=1):
         mine = tiles[tiles["source"] == row.source]
         host = mine["host"].dropna()
         where = f" on {esc(host.iloc[0])}" if len(host) else ""
-        figures[f"source{k}_heatmap"] = tile_heatmap(
-            mine, title=f"<b>{esc(row.source)}</b>{where}<br><span style='font-size:12px'>"
-            f"%exec per tile; #n = instance (one PID), grey = idle; {row.instances} "
-            f"instance(s), {row.snapshots} snapshot(s)</span>")
+        jobs.append((f"source{k}_heatmap", partial(
+            tile_heatmap, mine, title=f"<b>{esc(row.source)}</b>{where}<br><span "
+            f"style='font-size:12px'>%exec per tile; #n = instance (one PID), grey = idle; "
+            f"{row.instances} instance(s), {row.snapshots} snapshot(s)</span>")))
         series = tables["exec_series"]
         series = series[series["source"] == row.source]
         if row.snapshots > 1 and len(series):
-            figures[f"source{k}_exec_over_time"] = exec_over_time(
-                series, title=f"<b>{esc(row.source)}</b>: %exec per instance over the "
-                "snapshots", numbers=instance_numbers(mine))
-    return figures
+            jobs.append((f"source{k}_exec_over_time", partial(
+                exec_over_time, series, title=f"<b>{esc(row.source)}</b>: %exec per instance "
+                "over the snapshots", numbers=instance_numbers(mine))))
+    return build_all(jobs)

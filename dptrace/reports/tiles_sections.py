@@ -68,16 +68,17 @@ def draw_tiles(section: Section) -> RenderableType:
 
 
 def _heatmap(grid: pd.DataFrame) -> Heatmap:
-    ntiles = int(grid["tile"].max()) + 1
+    columns = tl.tile_columns(grid)   # the tiles that exist: TILE_20000000 is one column
+    where = {t: i for i, t in enumerate(columns)}
     rows = []
     for (x, r), g in grid.groupby(["xrdu", "rdu"], sort=True):
-        cells: list[tuple[str, str, str] | None] = [None] * ntiles
+        cells: list[tuple[str, str, str] | None] = [None] * len(columns)
         for c in g.itertuples(index=False):
             label = f"#{c.instance}" if pd.notna(c.instance) else "idle"
-            cells[int(c.tile)] = (f"{c.exec_mean_pct:.1f}", label,
-                                  _heat(float(c.exec_mean_pct), pd.isna(c.pid)))
+            cells[where[int(c.tile)]] = (f"{c.exec_mean_pct:.1f}", label,
+                                         _heat(float(c.exec_mean_pct), pd.isna(c.pid)))
         rows.append((f"{x}/{r}", cells))
-    return Heatmap(ntiles, rows)
+    return Heatmap(columns, rows)
 
 
 class Heatmap:
@@ -88,14 +89,18 @@ class Heatmap:
     (TILE_0-3, then TILE_4-7), so no tile name or cell is ever cut.
     """
 
-    def __init__(self, ntiles: int, rows: list[tuple[str, list[tuple[str, str, str] | None]]]):
-        self.ntiles, self.rows = ntiles, rows
+    def __init__(self, columns: list[int],
+                 rows: list[tuple[str, list[tuple[str, str, str] | None]]]):
+        #: the tile numbers of the columns; a row's cells are by position in it
+        self.columns, self.rows = columns, rows
+        self.ntiles = len(columns)
 
     def _table(self, tiles: range, two_lines: bool, width: int) -> Table:
         table = Table(show_lines=False, pad_edge=False, box=None)
         table.add_column("XRDU/RDU", style="bold", no_wrap=True)
         for k in tiles:
-            table.add_column(f"TILE_{k}", justify="center", no_wrap=True, width=width)
+            table.add_column(f"TILE_{self.columns[k]}", justify="center", no_wrap=True,
+                             width=width)
         for label, cells in self.rows:
             out: list[Text | str] = []
             for k in tiles:
@@ -108,7 +113,7 @@ class Heatmap:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         filled = [c for _, cells in self.rows for c in cells if c is not None]
-        name = len(f"TILE_{self.ntiles - 1}")
+        name = max((len(f"TILE_{t}") for t in self.columns), default=6)
         one = max([name, *(6 + len(c[1]) for c in filled)])
         two = max([name, *(max(len(c[0]), len(c[1])) for c in filled)])
         first = max([len("XRDU/RDU"), *(len(label) for label, _ in self.rows)])
