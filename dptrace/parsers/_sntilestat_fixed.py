@@ -245,7 +245,7 @@ def _owner(data: dict[str, object], buf: bytes, digest: np.ndarray, tails: np.nd
     too_big = [c for c, (p, f) in enumerate(zip(pids, fit, strict=True)) if p and not f]
     if too_big:
         rows = np.flatnonzero(np.isin(codes, too_big))
-        data["pid_too_big"] = [(int(r), pids[codes[r]]) for r in rows.tolist()]
+        data["too_big"] = [(int(r), "PID", pids[codes[r]]) for r in rows.tolist()]
     data["user"] = strings([p[1] if len(p) > 1 else b"" for p in parts], codes)
     data["command"] = strings([p[2].rstrip() if len(p) > 2 else b"" for p in parts], codes)
     return distinct

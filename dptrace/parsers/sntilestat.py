@@ -21,8 +21,10 @@ wrapped commands and name the bad lines.
 
 Damage (issue 12), checked once per file after either route: a listing whose lines end
 with a lone CR (old Mac, some serial captures) has those CRs read as line breaks (and line
-numbers count them); a PID beyond Int64 becomes missing; a last row cut by the end of the
-file (no final newline) loses the field it was cut in; holes of NUL bytes are named.
+numbers count them); a PID or tile number beyond Int64 (a percentage beyond float64)
+becomes missing; a last row cut by the end of the file (no final newline) loses the field it
+was cut in, and a header cut there is not read (it would change the layout of the rows
+before it); holes of NUL bytes are named.
 """
 
 from __future__ import annotations
@@ -64,11 +66,17 @@ def parse(source: Source) -> ParseResult:
     with source.buffer(problems) as raw:
         buf = bytes(raw) if not isinstance(raw, bytes) else raw
     buf = _lone_cr_lines(buf, source.name, problems)
+    torn = _torn_headers(buf)
+    if torn:
+        problems.append(Problem(source.name, "file does not end with a newline (listing cut "
+                                "short?): its last line, a column header, was not read",
+                                buf.count(b"\n") + 1))
     lines = _fixed.row_lines(np.frombuffer(buf, dtype=np.uint8), b"/XRDU_")
     quick = _quick(buf, lines, source.name, problems)
     if quick is not None:
         return quick
     headers = _HEADER.findall(buf)
+    headers = headers[:len(headers) - torn]
     extra = _unknown_columns(headers)
     collapsed = any(b"  " not in h for h in headers)
     fast = None if (extra or collapsed) else _fast_rows(buf, lines, headers)
@@ -76,13 +84,13 @@ def parse(source: Source) -> ParseResult:
     variant = "watch capture" if stamps else "snapshot"
     original = buf
     if fast is None:  # terminal escapes matter only here: rows follow newlines in watch output
-        rows = _slow_rows(buf, source.name, problems, extra)
+        rows = _slow_rows(buf, source.name, problems, extra, headers)
         buf = _clean(buf)
         variant += ", collapsed whitespace" if collapsed else ""
     else:
         rows = fast
     df = _frame(rows, stamps, source.name, problems)
-    _cut_last_row(original, df, source.name, problems, 6 + len(extra))
+    _cut_last_row(original, df, source.name, problems, rows.npct)
     _note_elisions(buf, source.name, problems)
     _note_holes(original, df, source.name, problems)
     return ParseResult({"tiles": schema.conform(df, schema.TILES)}, problems, variant)
@@ -91,7 +99,8 @@ def parse(source: Source) -> ParseResult:
 def _quick(buf: bytes, lines: tuple[np.ndarray, np.ndarray, np.ndarray], name: str,
            problems: list[Problem]) -> ParseResult | None:
     """The aligned reader with every search confined to the lines between the tile rows
-    (``lines``: :func:`._sntilestat_fixed.row_lines` of ``buf``: starts, ends, numbers).
+    (``lines``: :func:`._sntilestat_fixed.row_lines` of ``buf``: starts, ends, numbers),
+    a header cut by the end of the file left out (:func:`_torn_headers`).
 
     Gives what :func:`parse`'s general route gives, or None when that route is needed: the
     rows do not line up under one known header, or a row holds a searched word.
@@ -99,7 +108,8 @@ def _quick(buf: bytes, lines: tuple[np.ndarray, np.ndarray, np.ndarray], name: s
     if not len(lines[0]):
         return None
     gaps = _scan.Gaps.between(buf, lines[0], lines[1])
-    headers = set(_HEADER.findall(gaps.text))
+    found_headers = _HEADER.findall(gaps.text)
+    headers = set(found_headers[:len(found_headers) - _torn_headers(buf)])
     if len(headers) != 1 or _unknown_columns(list(headers)) or b"  " not in min(headers) \
             or b"/XRDU_" in gaps.text:
         return None
@@ -114,6 +124,18 @@ def _quick(buf: bytes, lines: tuple[np.ndarray, np.ndarray, np.ndarray], name: s
     _note_holes(buf, df, name, problems)
     variant = "watch capture" if stamps else "snapshot"
     return ParseResult({"tiles": schema.conform(df, schema.TILES)}, problems, variant)
+
+
+def _torn_headers(buf: bytes) -> int:
+    """How many headers the last line holds when the file does not end with a newline (a
+    listing cut short, often inside the header of the next ``watch`` screen). A cut header
+    may have lost columns or end in a piece of a label (``%ch``); it has no rows under it,
+    so it is not read (the rows before it keep the layout of the whole headers; the parser
+    warns about it, naming its line)."""
+    last = buf.rfind(b"\n") + 1
+    if buf.endswith(b"\n") or buf.find(b"%idle", last) < 0:
+        return 0
+    return len(_HEADER.findall(buf, last))
 
 
 def _clean(buf: bytes) -> bytes:
@@ -140,6 +162,8 @@ class _Rows:
     fields: list[tuple[bytes, ...]] = field(default_factory=list)
     lines: list[int] | np.ndarray | None = None
     columns: dict[str, Any] | None = None
+    #: percentage columns of the last row's header
+    npct: int = len(PCT_COLUMNS)
 
 
 def _fast_rows(buf: bytes, lines: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -160,34 +184,58 @@ def _fast_rows(buf: bytes, lines: tuple[np.ndarray, np.ndarray, np.ndarray],
                  lines=_fixed.line_numbers(np.frombuffer(buf, dtype=np.uint8), starts))
 
 
-def _slow_rows(buf: bytes, name: str, problems: list[Problem], extra: list[str]) -> _Rows:
+def _slow_rows(buf: bytes, name: str, problems: list[Problem], extra: list[str],
+               headers: list[bytes]) -> _Rows:
     """Line by line: join wrapped commands, name malformed rows with their line (the line
-    in the file: terminal escapes are cleaned line by line, see :func:`_logical_lines`)."""
+    in the file: terminal escapes are cleaned line by line, see :func:`_logical_lines`).
+
+    Each row is read with the columns of the header above it (rows before the first header
+    with those of the first one; ``headers``: the file's headers, a torn last one left
+    out), so a damaged header changes only the rows under it."""
     if extra:
         problems.append(Problem(name, f"header has column(s) dptrace does not know: "
                                 f"{', '.join(extra)}; their values are not kept"))
-    npct = 6 + len(extra)
+    npct, index = _layout(headers[0]) if headers else _DEFAULT_LAYOUT
+    left = len(headers)  # a header past these (a torn last line) is not read
     found: list[int] = []
     out = _Rows(lines=found)
     wrap_ok = False
     for lineno, line in _logical_lines(buf):
         text = line.strip()
         if not text.startswith(b"/XRDU_"):
+            if left and b"%idle" in text:
+                here = _HEADER.findall(text)[:left]
+                if here:
+                    npct, index = _layout(here[-1])
+                    left -= len(here)
             if wrap_ok and _is_continuation(text):
                 last = out.fields[-1]
                 out.fields[-1] = last[:-1] + (last[-1] + b" " + text,)
                 continue
             wrap_ok = False
             continue
-        row = _split_row(text, npct)
+        row = _split_row(text, npct, index)
         if isinstance(row, str):
             problems.append(Problem(name, f"tile row skipped: {row}", lineno, "error"))
             wrap_ok = False
             continue
         out.fields.append(row)
         found.append(lineno)
+        out.npct = npct
         wrap_ok = bool(row[-1])
     return out
+
+
+_HEADER_LABELS = tuple(h.encode() for h in _HEADER_NAMES)
+#: (number of percentage columns, where each known one is among them)
+_DEFAULT_LAYOUT: tuple[int, tuple[int | None, ...]] = (len(PCT_COLUMNS), tuple(range(6)))
+
+
+def _layout(header: bytes) -> tuple[int, tuple[int | None, ...]]:
+    """A header's percentage columns: how many, and where each known one is (None: not
+    in this header, its values are missing)."""
+    names = [t for t in header.split() if t.startswith(b"%")]
+    return len(names), tuple(names.index(h) if h in names else None for h in _HEADER_LABELS)
 
 
 def _logical_lines(buf: bytes) -> Iterator[tuple[int, bytes]]:
@@ -205,7 +253,8 @@ def _is_continuation(text: bytes) -> bool:
     return bool(text) and not text.startswith((b"TILE", b"```", b"...", b"Every", b"$", b"#"))
 
 
-def _split_row(text: bytes, npct: int) -> tuple[bytes, ...] | str:
+def _split_row(text: bytes, npct: int,
+               index: tuple[int | None, ...] = _DEFAULT_LAYOUT[1]) -> tuple[bytes, ...] | str:
     m = re.match(rb"/XRDU_(\d+)/RDU_(\d+)/TILE_(\d+)(?:\s+|$)", text)
     if not m:
         return f"bad tile path {text.split()[0].decode('utf-8', 'replace')!r}"
@@ -220,13 +269,14 @@ def _split_row(text: bytes, npct: int) -> tuple[bytes, ...] | str:
     pid = rest[0] if rest and rest[0].isdigit() else b""
     user = rest[1] if len(rest) > 1 else b""
     command = rest[2] if len(rest) > 2 else b""
-    return (*m.groups(), *pct[:6], pid, user, command)
+    known = (pct[i] if i is not None else b"nan" for i in index)
+    return (*m.groups(), *known, pid, user, command)
 
 
 def _frame(rows: _Rows, stamps: list[tuple[bytes, ...]], name: str, problems: list[Problem],
            ) -> pd.DataFrame:
-    """The ``tiles`` frame, every column already in its schema dtype; a PID beyond Int64
-    is missing, with a problem naming its line."""
+    """The ``tiles`` frame, every column already in its schema dtype; a PID or tile number
+    beyond Int64 is missing, with a problem naming its line."""
     if rows.columns is not None:
         data = dict(rows.columns)
     elif rows.fields:
@@ -234,16 +284,17 @@ def _frame(rows: _Rows, stamps: list[tuple[bytes, ...]], name: str, problems: li
     else:
         return schema.TILES.empty()
     n = len(data["pid"])
-    if data.get("pid_too_big") and rows.lines is not None:
-        _note_big_pids(data["pid_too_big"], np.asarray(rows.lines), name, problems)
-    tile = [np.asarray(data[k]) for k in ("xrdu", "rdu", "tile")]
-    snapshot = _snapshots(*tile)
+    if data.get("too_big") and rows.lines is not None:
+        _note_too_big(data["too_big"], np.asarray(rows.lines), name, problems)
+    tile = {k: data[k] if isinstance(data[k], pd.arrays.IntegerArray) else _cols.ints(data[k])
+            for k in ("xrdu", "rdu", "tile")}
+    snapshot = _snapshots(*tile.values())
     time, host = _times(snapshot, stamps)
     lineno = np.asarray(rows.lines if rows.lines is not None else np.zeros(n), dtype=np.int64)
     return pd.DataFrame({
         "source": _cols.repeated(name, n), "snapshot": _cols.ints(snapshot),
         "time": time, "host": host,
-        **{k: _cols.ints(v) for k, v in zip(("xrdu", "rdu", "tile"), tile, strict=True)},
+        **tile,
         **{k: data[k] for k in PCT_COLUMNS},
         "pid": data["pid"], "user": data["user"], "command": data["command"],
         "lineno": pd.arrays.IntegerArray(lineno, np.full(n, rows.lines is None)),
@@ -252,23 +303,29 @@ def _frame(rows: _Rows, stamps: list[tuple[bytes, ...]], name: str, problems: li
 
 def _from_tuples(fields: list[tuple[bytes, ...]]) -> dict[str, Any]:
     cols = list(zip(*fields, strict=True))
-    pid, too_big = _nullable_ints(cols[9])
+    data: dict[str, Any] = {}
+    too_big: list[tuple[int, str, bytes]] = []
+    for key, label, col in (("xrdu", "XRDU", cols[0]), ("rdu", "RDU", cols[1]),
+                            ("tile", "TILE", cols[2]), ("pid", "PID", cols[9])):
+        data[key], big = _nullable_ints(col)
+        too_big += [(row, label, text) for row, text in big]
+    for key, label, col in zip(PCT_COLUMNS, _HEADER_NAMES, cols[3:9], strict=True):
+        data[key] = np.array(col).astype("float64")
+        inf = np.flatnonzero(np.isinf(data[key]))  # over 308 digits
+        data[key][inf] = np.nan
+        too_big += [(int(row), label, col[row]) for row in inf.tolist()]
+    too_big.sort(key=lambda t: t[0])  # stable: a row's numbers in column order
     return {
-        "xrdu": _ints(cols[0]), "rdu": _ints(cols[1]), "tile": _ints(cols[2]),
-        **{c: np.array(v).astype("float64") for c, v in zip(PCT_COLUMNS, cols[3:9], strict=True)},
-        "pid": pid, "pid_too_big": too_big,
+        **data, "too_big": too_big,
         "user": _texts(cols[10]),
         "command": _texts(cols[11]),
     }
 
 
-def _ints(col: tuple[bytes, ...]) -> np.ndarray:
-    return np.array(col).astype("int64")
-
-
 def _nullable_ints(col: tuple[bytes, ...]) -> tuple[pd.arrays.IntegerArray,
                                                      list[tuple[int, bytes]]]:
-    """PIDs (digits, or empty for an idle tile) and the (row, text) of those beyond Int64."""
+    """PIDs or tile numbers (digits, or empty for an idle tile's PID) and the (row, text)
+    of those beyond Int64."""
     arr = np.array(col)
     missing = arr == b""
     long = np.flatnonzero(np.char.str_len(arr) > 18)  # numpy would fail on them: checked
@@ -280,16 +337,23 @@ def _nullable_ints(col: tuple[bytes, ...]) -> tuple[pd.arrays.IntegerArray,
     return pd.arrays.IntegerArray(arr.astype("int64"), missing), too_big
 
 
-def _note_big_pids(too_big: list[tuple[int, bytes]], lines: np.ndarray, name: str,
-                   problems: list[Problem]) -> None:
-    for row, pid in too_big[:MAX_NOTED]:
-        problems.append(Problem(name, f"PID {pid.decode()} does not fit a 64-bit integer: the "
-                                "row is kept, its PID is missing", int(lines[row]), "error"))
+def _note_too_big(too_big: list[tuple[int, str, bytes]], lines: np.ndarray, name: str,
+                  problems: list[Problem]) -> None:
+    """One error per number (row, column label, text) beyond Int64 (a percentage: beyond
+    float64), up to MAX_NOTED."""
+    for row, label, text in too_big[:MAX_NOTED]:
+        kind = "float (infinite)" if label.startswith("%") else "integer"
+        shown = text[:24].decode() + ("..." if len(text) > 24 else "")
+        problems.append(Problem(name, f"{label} {shown} does not fit a 64-bit {kind}: "
+                                f"the row is kept, its {label} is missing", int(lines[row]),
+                                "error"))
     if len(too_big) > MAX_NOTED:
-        rest = lines[[r for r, _ in too_big[MAX_NOTED:]]]
-        problems.append(Problem(name, f"{len(rest)} more PIDs beyond a 64-bit integer (lines "
-                                f"{rest.min()}-{rest.max()}): the rows are kept, their PIDs "
-                                "are missing", int(rest.min()), "error"))
+        rest = lines[[r for r, _, _ in too_big[MAX_NOTED:]]]
+        what = {label for _, label, _ in too_big[MAX_NOTED:]}
+        kind = "PIDs" if what == {"PID"} else "numbers"
+        problems.append(Problem(name, f"{len(rest)} more {kind} beyond a 64-bit integer (lines "
+                                f"{rest.min()}-{rest.max()}): the rows are kept, those "
+                                f"{kind} are missing", int(rest.min()), "error"))
 
 
 #: problems of one kind named one by one in a file; the rest are counted in one more
@@ -393,11 +457,29 @@ def _texts(col: tuple[bytes, ...]) -> pd.arrays.ArrowStringArray:
     return _cols.labels(values, codes)
 
 
-def _snapshots(xrdu: np.ndarray, rdu: np.ndarray, tile: np.ndarray) -> np.ndarray:
-    """A new snapshot starts wherever the tile order does not increase."""
-    order = (xrdu.astype(np.int64) * 1000 + rdu) * 1000 + tile
-    restart = np.r_[False, np.diff(order) <= 0]
-    return np.cumsum(restart)
+def _snapshots(xrdu: pd.arrays.IntegerArray, rdu: pd.arrays.IntegerArray,
+               tile: pd.arrays.IntegerArray) -> np.ndarray:
+    """A new snapshot starts wherever the tile order does not increase. A row missing a
+    tile number (beyond Int64) stays in the snapshot of the row before it, and the next
+    row is compared with the last whole one."""
+    missing = xrdu.isna() | rdu.isna() | tile.isna()
+    x, y, z = (a.to_numpy(dtype=np.int64, na_value=0) for a in (xrdu, rdu, tile))
+    if missing.any():
+        whole = np.flatnonzero(~missing)
+        restart = np.zeros(len(x), dtype=bool)
+        restart[whole] = _restarts(x[whole], y[whole], z[whole])
+        return np.cumsum(restart)
+    return np.cumsum(_restarts(x, y, z))
+
+
+def _restarts(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Whether each (x, y, z) is not after the one before it (the first row: False)."""
+    if x.max(initial=0) < 1000 and y.max(initial=0) < 1000 and z.max(initial=0) < 1000:
+        order = (x * 1000 + y) * 1000 + z  # every real listing: one comparison
+        return np.r_[False, np.diff(order) <= 0]
+    dx, dy, dz = np.diff(x), np.diff(y), np.diff(z)
+    after = (dx > 0) | ((dx == 0) & ((dy > 0) | ((dy == 0) & (dz > 0))))
+    return np.r_[False, ~after]
 
 
 def _times(snapshot: np.ndarray, stamps: list[tuple[bytes, ...]]
