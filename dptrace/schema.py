@@ -183,8 +183,15 @@ def conform(data: pd.DataFrame | Mapping[str, Any], table: Table) -> pd.DataFram
     return frame.reset_index(drop=True)
 
 
+#: the one text dtype: Arrow-backed on every pandas (pandas 2 would keep whichever storage a
+#: column arrived with, so the same table could come out in two dtypes by route)
+STRING = pd.StringDtype("pyarrow")
+
+
 def _as_dtype(values: Any, dtype: str) -> pd.Series:
     s = pd.Series(values).reset_index(drop=True)
+    if dtype == "string":
+        return s if s.dtype == STRING else s.astype(STRING)
     if str(s.dtype) == dtype:
         return s
     if dtype.startswith("datetime64"):

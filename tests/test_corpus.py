@@ -243,5 +243,10 @@ def test_corpus_is_reproducible(tmp_path: Path) -> None:
     """make_corpus.py builds exactly the committed files (so the corpus cannot drift from the
     script that documents it)."""
     for k in make_corpus.classes():
-        if k["file"] != "@generated":
+        # compressors' bytes depend on the Python and library versions (gzip headers differ
+        # between Python 3.10 and 3.11): those files must exist; their damage is what the
+        # class tests check
+        if k["file"] != "@generated" and not k["file"].endswith((".gz", ".bz2", ".xz")):
             assert (FILES / k["file"]).read_bytes() == k["data"], k["cls"]
+        elif k["file"] != "@generated":
+            assert (FILES / k["file"]).exists(), k["cls"]
