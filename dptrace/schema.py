@@ -121,8 +121,9 @@ PROBLEMS = Table(
         _SOURCE,
         _c("line", "Int64", "1-based line, when known"),
         _c("severity", "string", "error (something was skipped), warning (kept, but "
-           "suspicious) or info (a file of a directory or glob that no format recognises was "
-           "skipped; does not change the exit code)"),
+           "suspicious) or info (noted, nothing lost: a file of a directory or glob that no "
+           "format recognises, a FIFO or device found there, a symbolic-link loop not "
+           "followed again, an input that took long; does not change the exit code)"),
         _c("message", "string", "what happened"),
     ),
 )
