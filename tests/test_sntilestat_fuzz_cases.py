@@ -150,3 +150,20 @@ def test_damaged_header_changes_only_the_rows_under_it(tmp_path, monkeypatch):
     assert_frame_equal(under.drop(columns=["source", "exec_pct"]),
                        c[~before].drop(columns=["source", "exec_pct"]))
     assert "%exea" in " ".join(ds.problems["message"])
+
+
+def test_a_busy_tile_with_a_missing_rdu_number_still_renders(tmp_path):
+    """Fuzz case (seed 24, sntilestat 1215): a busy tile's XRDU number too large for its
+    column is missing; the instances table, the terminal and the HTML still render (they
+    joined the numbers as text and failed on the missing one: internal error, exit 3)."""
+    from dptrace.cli import main
+
+    text = (FIX / "ug_sn30_multinode_from_docs.md").read_text()
+    row = next(ln for ln in text.splitlines() if ln.startswith("/XRDU_1/RDU_0/TILE_0 "))
+    path = tmp_path / "listing.md"
+    path.write_text(text.replace(row, row.replace("/XRDU_1/", "/XRDU_99999999999999999999/"), 1))
+    ds = dptrace.load(path)
+    assert ds["tiles"]["xrdu"].isna().sum() == 1 and ds["tiles"]["pid"].notna().any()
+    html = tmp_path / "r.html"
+    assert main(["report", str(path), "--html", str(html), "--width", "120"]) == 1
+    assert html.exists()

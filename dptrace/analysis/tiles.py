@@ -27,8 +27,7 @@ def instances(tiles: pd.DataFrame) -> pd.DataFrame:
                                      "rdu_list", "snapshots", "exec_mean_pct", "exec_min_pct",
                                      "pload_mean_pct", "aload_mean_pct", "chkpt_mean_pct",
                                      "lowest"])
-    busy = busy.assign(_tile=_tile_key(busy), _rdu=busy["xrdu"].astype(str) + "/" +
-                       busy["rdu"].astype(str))
+    busy = busy.assign(_tile=_tile_key(busy), _rdu=_num(busy["xrdu"]) + "/" + _num(busy["rdu"]))
     g = busy.groupby(["source", "pid"], sort=False)
     out = pd.DataFrame({
         "user": g["user"].first(),
@@ -103,7 +102,12 @@ def exec_series(tiles: pd.DataFrame) -> pd.DataFrame:
 
 
 def _tile_key(t: pd.DataFrame) -> pd.Series:
-    return t["xrdu"].astype(str) + "/" + t["rdu"].astype(str) + "/" + t["tile"].astype(str)
+    return _num(t["xrdu"]) + "/" + _num(t["rdu"]) + "/" + _num(t["tile"])
+
+
+def _num(s: pd.Series) -> pd.Series:
+    """A number column as text; a missing number (too large for its column) as '?'."""
+    return s.astype("string").fillna("?").astype(object)
 
 
 def tile_columns(tiles: pd.DataFrame) -> list[int]:
