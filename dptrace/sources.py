@@ -1023,17 +1023,25 @@ class _Expander:
 
     def link(self, path: str, out: list[Source],
              links: deque[tuple[str, os.stat_result]]) -> None:
+        st = self.stat_one(path, out)
+        if st is not None:
+            links.append((path, st))   # after the real tree: real paths name files first
+
+    def stat_one(self, path: str, out: list[Source]) -> os.stat_result | None:
+        """Stat ``path``, following links: a regular file, a special file or a broken path
+        becomes its row in ``out``; a directory's stat is returned for the caller to walk."""
         try:
             st = os.stat(path)
         except OSError as exc:
             out.append(self.broken(path, False, exc))
-            return
+            return None
         if stat.S_ISDIR(st.st_mode):
-            links.append((path, st))   # after the real tree: real paths name files first
-        elif stat.S_ISREG(st.st_mode):
+            return st
+        if stat.S_ISREG(st.st_mode):
             out.append(self.source(path, False, st.st_size))
         else:
             out.append(self.special(path, False, st.st_mode))
+        return None
 
     # globs ---------------------------------------------------------------------------------
 
@@ -1050,17 +1058,9 @@ class _Expander:
             if matches[path]:   # a regular file (from the listing: no stat)
                 out.append(self.source(path, False))
                 continue
-            try:
-                st = os.stat(path)
-            except OSError as exc:
-                out.append(self.broken(path, False, exc))
-                continue
-            if stat.S_ISREG(st.st_mode):
-                out.append(self.source(path, False, st.st_size))
-            elif stat.S_ISDIR(st.st_mode):
+            st = self.stat_one(path, out)
+            if st is not None:
                 out.extend(self.walk(str(Path(path)), st, label, visited))
-            else:
-                out.append(self.special(path, False, st.st_mode))
         return out
 
     def glob_matches(self, pattern: str, label: str) -> dict[str, bool]:

@@ -112,13 +112,6 @@ class _StrictEvent(msgspec.Struct, gc=False):
     args: _StrictArgs | None = None
 
 
-class _LaxArgs(msgspec.Struct, gc=False):
-    name: str | None = None
-    dtype: str | None = None
-    shape: str | None = None
-    start_time_since_epoch_in_micros: float | None = None
-
-
 class _LaxEvent(msgspec.Struct, gc=False):
     """An event whose times are not range-checked (the record-by-record route fixes them)."""
 
@@ -126,7 +119,7 @@ class _LaxEvent(msgspec.Struct, gc=False):
     name: str = ""
     ts: float = float("nan")
     pid: _Pid = -1
-    args: _LaxArgs | None = None
+    args: _Args | None = None   # the block route's args: times unchecked too
 
 
 _DECODE_MANY = msgspec.json.Decoder(list[_Event]).decode
