@@ -211,7 +211,8 @@ def test_problem_paths_are_relative_to_their_directory(width):
     prefix, names = common_dir(probs["source"].astype(str))
     out = _render("fixtures-sntilestat", width)
     table = out[out.index("Problems (under "):]
-    assert f"Problems (under {prefix})" in table
+    # the title may wrap at a narrow width when the prefix is long (a deep checkout path)
+    assert f"Problems (under {prefix})" in " ".join(table.split())
     assert table.count(prefix) == 1          # said once, in the title
     if width >= 100:
         for rel, r in zip(names, probs.itertuples(), strict=True):
