@@ -6,13 +6,13 @@ import os
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from . import registry, schema
+from . import registry, runs, schema
 from .dataset import Dataset
 from .errors import Problem, UnknownFormatError
 from .sources import HEAD_BYTES, Source, display_name, expand, resolve_max_decompressed
@@ -41,9 +41,15 @@ class _Outcome:
     message: str
 
 
-def load(paths: PathArg, format: str = "auto", *, progress: ProgressFn | None = None,
+def load(paths: PathArg | Mapping[str, PathArg], format: str = "auto", *,
+         progress: ProgressFn | None = None,
          max_decompressed: SizeArg = None) -> Dataset:
     """Parse every input under ``paths`` (files, globs, directories; .gz/.bz2/.xz) into a Dataset.
+
+    ``paths`` is a path, a list of paths, or a mapping label -> path(s) that names the runs
+    (``{"base": "runs/a", "bigger buckets": "runs/b"}``). Without labels a directory is one
+    run and files that share a job id are one run (:mod:`dptrace.runs`); every table gets a
+    ``run`` column and ``Dataset.runs`` says what each run is.
 
     ``format="auto"`` detects each file's format from its content; a format name forces it.
     Bad inputs never raise: they become rows of ``Dataset.problems`` and their
@@ -57,16 +63,33 @@ def load(paths: PathArg, format: str = "auto", *, progress: ProgressFn | None = 
     problem says where it was cut); what came before is parsed.
     """
     forced = None if format == "auto" else registry.get(format)
-    sources, problems = expand(paths,
-                               max_decompressed=resolve_max_decompressed(max_decompressed))
-    return load_sources(sources, problems, forced, progress=progress)
+    sources, problems, args, origins = expand_arguments(
+        paths, max_decompressed=resolve_max_decompressed(max_decompressed))
+    return load_sources(sources, problems, forced, progress=progress, arguments=args,
+                        origins=origins)
+
+
+def expand_arguments(paths: PathArg | Mapping[str, PathArg] | Sequence[runs.Argument], *,
+                     max_decompressed: int | None = None,
+                     ) -> tuple[list[Source], list[Problem], list[runs.Argument], list[int]]:
+    """``sources.expand`` of ``load``'s arguments (a path, paths, or label -> path(s)):
+    the sources, the problems, the arguments and, per source, the argument that found it."""
+    args = runs.arguments(paths)
+    origins: list[int] = []
+    sources, problems = expand([a.path for a in args], max_decompressed=max_decompressed,
+                               origins=origins)
+    return sources, problems, args, origins
 
 
 def load_sources(sources: list[Source], problems: list[Problem],
                  format: str | registry.Parser | None = None, *,
-                 progress: ProgressFn | None = None) -> Dataset:
+                 progress: ProgressFn | None = None,
+                 arguments: Sequence[runs.Argument] | None = None,
+                 origins: Sequence[int] | None = None) -> Dataset:
     """:func:`load` of sources already expanded (``sources.expand``), with the problems
-    found on the way; the CLI expands once to size its progress bar."""
+    found on the way; the CLI expands once to size its progress bar. ``arguments`` and
+    ``origins`` (from :func:`expand_arguments`) group the sources into runs; without them
+    each source is its own argument (files sharing a job id still make one run)."""
     forced = (registry.get(format) if isinstance(format, str) and format != "auto"
               else format if isinstance(format, registry.Parser) else None)
     problems = list(problems)
@@ -99,7 +122,29 @@ def load_sources(sources: list[Source], problems: list[Problem],
     }
     settle = _Settle(problems, forced)
     ordered = [settle(outcomes[i]) for i in range(len(sources))]
-    return Dataset(tables, _sources_frame(ordered), _problems_frame(settle.problems()))
+    return _with_runs(tables, _sources_frame(ordered), _problems_frame(settle.problems()),
+                      sources, arguments, origins)
+
+
+def _with_runs(tables: dict[str, pd.DataFrame], sources_df: pd.DataFrame,
+               problems_df: pd.DataFrame, sources: list[Source],
+               arguments: Sequence[runs.Argument] | None,
+               origins: Sequence[int] | None) -> Dataset:
+    """The Dataset, with the run of each row (``run`` first in every table) and the
+    ``runs`` table (see :mod:`dptrace.runs` for the rule)."""
+    if arguments is None or origins is None or len(origins) != len(sources):
+        arguments = [runs.Argument(os.fsdecode(src.path)) for src in sources]
+        origins = list(range(len(sources)))
+    names = [src.name for src in sources]
+    run_ids, labels = runs.assign([os.fsdecode(src.path) for src in sources], origins,
+                                  arguments)
+    run_of = dict(zip(names, run_ids, strict=True))
+    order = list(labels)
+    tables = {k: runs.add_run(v, run_of, order) for k, v in tables.items()}
+    sources_df = runs.add_run(sources_df, run_of, order)
+    problems_df = runs.add_run(problems_df, run_of, order)
+    table = runs.runs_table(run_of, labels, tables, sources_df)
+    return Dataset(tables, sources_df, problems_df, table)
 
 
 def _note_slow(src: Source, seconds: float, problems: list[Problem]) -> None:

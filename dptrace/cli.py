@@ -44,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("report", help="parse inputs and print a report",
                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    r.add_argument("paths", nargs="+", help="files, globs or directories (.gz/.bz2/.xz ok)")
+    r.add_argument("paths", nargs="+", metavar="[LABEL=]PATH",
+                   help="files, globs or directories (.gz/.bz2/.xz ok); a directory is one "
+                   "run, LABEL=PATH names the run of PATH's inputs (see README: Runs)")
     r.add_argument("--format", default="auto", help="force a format (see `dptrace formats`)")
     r.add_argument("--json", metavar="FILE", help="also write the report as JSON ('-': stdout, "
                    "replacing the terminal report)")
@@ -238,15 +240,16 @@ def _load_with_progress(paths: list[str], fmt: str, err: Console,
         TimeElapsedColumn,
     )
 
-    from . import api
+    from . import api, runs
     from . import progress as byte_progress
-    from .sources import expand, resolve_max_decompressed
+    from .sources import resolve_max_decompressed
 
-    sources, found = expand(paths, max_decompressed=resolve_max_decompressed(max_decompressed))
+    sources, found, arguments, origins = api.expand_arguments(
+        runs.command_line(paths), max_decompressed=resolve_max_decompressed(max_decompressed))
     sizes = {src.name: _size_or_zero(src) for src in sources}
     total = sum(sizes.values())
     if total < PROGRESS_BYTES or not err.is_terminal:
-        return api.load_sources(sources, found, fmt)
+        return api.load_sources(sources, found, fmt, arguments=arguments, origins=origins)
     columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
                TextColumn("{task.fields[files]}"), TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True) as bar:
@@ -265,7 +268,8 @@ def _load_with_progress(paths: list[str], fmt: str, err: Console,
             bar.update(task, completed=state["base"] + int(state["size"] * share))
 
         with byte_progress.watching(within):
-            return api.load_sources(sources, found, fmt, progress=step)
+            return api.load_sources(sources, found, fmt, progress=step, arguments=arguments,
+                                    origins=origins)
 
 
 def _size_or_zero(src: object) -> int:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Iterator, Mapping
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
 
 import pandas as pd
 
 from . import schema
+from .runs import RUNS
 
 
 class Dataset(Mapping[str, pd.DataFrame]):
@@ -18,10 +20,81 @@ class Dataset(Mapping[str, pd.DataFrame]):
     """
 
     def __init__(self, tables: Mapping[str, pd.DataFrame], sources: pd.DataFrame,
-                 problems: pd.DataFrame) -> None:
+                 problems: pd.DataFrame, runs: pd.DataFrame | None = None) -> None:
         self._tables = {k: v for k, v in tables.items() if len(v)}
         self.sources = sources
         self.problems = problems
+        self._runs = runs
+
+    @property
+    def runs(self) -> pd.DataFrame:
+        """One row per run (see :mod:`dptrace.runs`): label, job id, world size and where it
+        came from, nodes, launcher, number of inputs."""
+        if self._runs is None:
+            return RUNS.empty()
+        return self._runs
+
+    @property
+    def run_ids(self) -> list[str]:
+        """The runs' ids, in order."""
+        return [str(r) for r in self.runs["run"].tolist()]
+
+    def run(self, name: str) -> Dataset:
+        """The part of this Dataset that belongs to run ``name`` (its id or its label)."""
+        runs = self.runs
+        ids = self.run_ids
+        if name not in ids:
+            by_label = runs.loc[runs["label"] == name, "run"].astype(str).tolist()
+            if len(by_label) != 1:
+                raise KeyError(f"no run {name!r}; runs: {', '.join(ids) or 'none'}")
+            name = by_label[0]
+        return Dataset(
+            {k: _only(v, name) for k, v in self._tables.items()},
+            _only(self.sources, name), _only(self.problems, name),
+            _only(runs, name))
+
+    def by_run(self) -> dict[str, Dataset]:
+        """One Dataset per run, by run id, in order. Problems that belong to no run (a path
+        argument that matched nothing) are in none of them."""
+        return {r: self.run(r) for r in self.run_ids}
+
+    @classmethod
+    def concat(cls, datasets: Iterable[Dataset]) -> Dataset:
+        """One Dataset of several (each loaded on its own, or split by :meth:`by_run`):
+        tables, sources, problems and runs concatenated. A run id already taken by an
+        earlier Dataset is renamed ``id#2``, ``id#3``, ... everywhere in the later one."""
+        parts = list(datasets)
+        taken: set[str] = set()
+        renamed: list[Dataset] = []
+        for ds in parts:
+            mapping: dict[str, str] = {}
+            for r in ds.run_ids:
+                new, k = r, 1
+                while new in taken:
+                    k += 1
+                    new = f"{r}#{k}"
+                taken.add(new)
+                if new != r:
+                    mapping[r] = new
+            renamed.append(ds._renamed(mapping) if mapping else ds)
+        order = [r for ds in renamed for r in ds.run_ids]
+        names = [n for ds in renamed for n in ds._tables]
+        tables = {n: _cat([ds._tables[n] for ds in renamed if n in ds._tables], order)
+                  for n in dict.fromkeys(names)}
+        return cls(tables, _cat([ds.sources for ds in renamed], order),
+                   _cat([ds.problems for ds in renamed], order),
+                   _cat([ds.runs for ds in renamed], order))
+
+    def _renamed(self, mapping: Mapping[str, str]) -> Dataset:
+        def ren(df: pd.DataFrame) -> pd.DataFrame:
+            if "run" not in df.columns:
+                return df
+            out = df.copy()
+            out["run"] = out["run"].cat.rename_categories(
+                {k: v for k, v in mapping.items() if k in out["run"].cat.categories})
+            return out
+        return Dataset({k: ren(v) for k, v in self._tables.items()}, ren(self.sources),
+                       ren(self.problems), ren(self.runs))
 
     @property
     def tables(self) -> list[str]:
@@ -69,3 +142,28 @@ class Dataset(Mapping[str, pd.DataFrame]):
             f"<b>Sources</b>{src}<b>Tables</b><table><tr><th>table</th><th>rows</th></tr>"
             f"{rows}</table><b>Problems ({len(self.problems)})</b>{probs}</div>"
         )
+
+
+def _only(df: pd.DataFrame, run: str) -> pd.DataFrame:
+    """The rows of ``df`` that belong to ``run`` (categories kept, so splits concatenate)."""
+    if "run" not in df.columns:
+        return df
+    return df[(df["run"] == run).fillna(False).to_numpy()].reset_index(drop=True)
+
+
+def _cat(frames: list[pd.DataFrame], order: list[str]) -> pd.DataFrame:
+    """Frames concatenated, ``run`` kept categorical with the runs in ``order``."""
+    frames = [f for f in frames if f is not None]
+    if not frames:
+        return pd.DataFrame()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)   # all-null columns of empty parts
+        out = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].copy()
+    if "run" in out.columns:
+        out["run"] = pd.Categorical(out["run"].astype("object"), categories=order)
+    for col in out.columns:   # concatenated categoricals whose categories differ
+        first = frames[0].get(col)
+        if (col != "run" and first is not None and isinstance(first.dtype, pd.CategoricalDtype)
+                and not isinstance(out[col].dtype, pd.CategoricalDtype)):
+            out[col] = out[col].astype("category")
+    return out

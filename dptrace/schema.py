@@ -38,21 +38,37 @@ class Table:
     def names(self) -> list[str]:
         return [c.name for c in self.columns]
 
+    @property
+    def loaded_columns(self) -> tuple[Column, ...]:
+        """The columns as ``load`` gives them: ``run`` first, then the parsers' columns."""
+        return self.columns if "run" in self.names else (RUN, *self.columns)
+
     def empty(self) -> pd.DataFrame:
-        """A zero-row frame with this table's columns and dtypes."""
-        return conform({c.name: [] for c in self.columns}, self)
+        """A zero-row frame with this table's columns and dtypes (``run`` first, as
+        ``load`` gives every table)."""
+        df = conform({c.name: [] for c in self.columns}, self)
+        if "run" not in df.columns:
+            df.insert(0, "run", pd.Categorical([]))
+        return df
 
 
 def _c(name: str, dtype: str, doc: str, unit: str = "") -> Column:
     return Column(name, dtype, doc, unit)
 
 
+#: the column ``load`` puts first in every table: which run the row belongs to (see the
+#: ``runs`` table); parsers do not fill it, the loader does from ``source``
+RUN = _c("run", "category", "the run the row belongs to (see the runs table): the label given "
+         "as LABEL=PATH, else the directory, job id or file it came from")
 _SOURCE = _c("source", "string", "input path as given (a member of an archive: path::member)")
 _INSTANCE = _c(
     "instance", "string",
     "who printed the line: the launcher prefix's rank (srun --label, mpirun --tag-output, "
     "torchrun [default7]:), else numbered 0, 1, ... in order of appearance",
 )
+_RANK_LOG = _c("rank", "Int64", "the process's rank in the job's world, where the launcher "
+              "prefix says it: srun --label (3: ), mpirun --tag-output ([1,3]<stdout>:) and a "
+              "bare [3] tag; null otherwise (torchrun's [default3]: is a local rank)")
 _PATTERN = _c("pattern", "category", "recogniser that matched (sambaflow, hf_trainer, tqdm, ...)")
 _STEP = _c("step", "Int64", "step or iteration number printed on the line, if any")
 _EPOCH = _c("epoch", "float64", "epoch printed on the line, if any")
@@ -64,7 +80,7 @@ THROUGHPUT = Table(
     "throughput",
     "One row per throughput figure printed in a training log.",
     (
-        _SOURCE, _INSTANCE, _PATTERN,
+        _SOURCE, _INSTANCE, _RANK_LOG, _PATTERN,
         _c("name", "string", "the key as printed: 'e2e samples_per_sec', 'CurrSamplesPerSec', ..."),
         _c("label", "string", "tqdm bar description, else null"),
         _c("metric", "category",
@@ -88,7 +104,7 @@ TRAIN_METRICS = Table(
     "train_metrics",
     "Training metrics other than throughput (loss, learning rate, step time, ...).",
     (
-        _SOURCE, _INSTANCE, _PATTERN,
+        _SOURCE, _INSTANCE, _RANK_LOG, _PATTERN,
         _c("name", "string", "snake_case metric name with its unit: loss, lm_loss, "
            "learning_rate, grad_norm, iteration_time_s, ..."),
         _c("value", "float64", "the value, in the unit named by name"),
@@ -157,8 +173,33 @@ TILES = Table(
     key=("source", "snapshot", "xrdu", "rdu", "tile"),
 )
 
+RUNS = Table(
+    "runs",
+    "One row per run: one execution of a job, the inputs it left and what they say of it "
+    "(how inputs group into runs: see the README).",
+    (
+        Column("run", "category", "the run's id: its label, made unique with #2, #3"),
+        Column("label", "string", "the label the user gave (LABEL=PATH), else the "
+                      "directory's name, 'job <id>' or the file's name"),
+        Column("job_id", "string", "the job id that file names (slurm-<id>.out, "
+                      "mpi_profile.<id>.<rank>) or the MPI profiles give; null when none"),
+        Column("world_size", "Int64", "processes (ranks) in the job, where an input "
+                      "says it; null when none does"),
+        Column("nodes", "Int64", "distinct hosts the MPI profiles name; null when "
+                      "unknown"),
+        Column("launcher", "string", "srun, torchrun, horovodrun, sambaflow, ... where "
+                      "a file name or a line says it; else null"),
+        Column("sources", "Int64", "inputs in the run"),
+        Column("world_size_from", "string", "where world_size came from: 'mpitrace "
+                      "nranks', 'Horovod timeline ranks', 'Horovod benchmark: Total img/sec "
+                      "on 4 device(s)', 'launcher prefixes: ranks 0-15 printed'; or why "
+                      "it is unknown"),
+    ),
+    key=("run",),
+)
+
 TABLES: dict[str, Table] = {
-    t.name: t for t in (THROUGHPUT, TRAIN_METRICS, TILES, SOURCES, PROBLEMS)
+    t.name: t for t in (THROUGHPUT, TRAIN_METRICS, TILES, SOURCES, PROBLEMS, RUNS)
 }
 
 
@@ -209,7 +250,8 @@ def _as_dtype(values: Any, dtype: str) -> pd.Series:
 def describe() -> pd.DataFrame:
     """The schema as a table: table, column, dtype, unit, doc."""
     rows = [
-        (t.name, c.name, c.dtype, c.unit, c.doc) for t in TABLES.values() for c in t.columns
+        (t.name, c.name, c.dtype, c.unit, c.doc) for t in TABLES.values()
+        for c in t.loaded_columns
     ]
     return pd.DataFrame(rows, columns=["table", "column", "dtype", "unit", "doc"])
 
@@ -219,7 +261,7 @@ def markdown() -> str:
     parts = []
     for t in TABLES.values():
         parts.append(f"### `{t.name}`\n\n{t.doc}\n\n| column | dtype | meaning |\n|---|---|---|")
-        for c in t.columns:
+        for c in t.loaded_columns:
             doc = c.doc.replace("|", "\\|")
             parts.append(f"| `{c.name}` | {c.dtype} | {doc} |")
         parts.append("")

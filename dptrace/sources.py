@@ -817,7 +817,8 @@ def _human(n: int) -> str:
 # --- expanding the arguments ----------------------------------------------------------------
 
 def expand(paths: str | bytes | os.PathLike[str] | Iterable[str | bytes | os.PathLike[str]],
-           *, max_decompressed: int | None = None) -> tuple[list[Source], list[Problem]]:
+           *, max_decompressed: int | None = None,
+           origins: list[int] | None = None) -> tuple[list[Source], list[Problem]]:
     """Expand files, globs and directories (recursively) into sources, in a stable order.
 
     Returns the sources and the problems found: an argument that matched nothing (an
@@ -831,13 +832,14 @@ def expand(paths: str | bytes | os.PathLike[str] | Iterable[str | bytes | os.Pat
     devices become sources with ``unreadable`` set. Symbolic links to directories are
     followed; each real directory (device and inode) is read once per argument, and a link
     back to one already read is noted once and not followed again. ``max_decompressed`` is
-    given to every source.
+    given to every source. ``origins``, when given, receives for each source the index of
+    the argument that first found it (runs are grouped by argument).
     """
     items = ([paths] if isinstance(paths, (str, bytes, os.PathLike)) else list(paths))
     ex = _Expander(max_decompressed)
     sources: list[Source] = []
     seen: dict[str, int] = {}
-    for item in items:
+    for arg, item in enumerate(items):
         text = os.fsdecode(item)   # bytes and PathLike alike; undecodable bytes kept
         before = len(ex.problems)
         found = ex.item(text)
@@ -849,6 +851,8 @@ def expand(paths: str | bytes | os.PathLike[str] | Iterable[str | bytes | os.Pat
             if key not in seen:
                 seen[key] = len(sources)
                 sources.append(src)
+                if origins is not None:
+                    origins.append(arg)
             elif src.explicit and not sources[seen[key]].explicit:  # also named on its own
                 old = sources[seen[key]]
                 sources[seen[key]] = Source(src.name, src.path, True, old.unreadable,

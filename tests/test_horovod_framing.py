@@ -29,7 +29,7 @@ def load(path, fmt: str = "auto") -> dptrace.Dataset:
 
 def same_tables(a: dptrace.Dataset, b: dptrace.Dataset) -> None:
     for name in TABLES:
-        left, right = a[name].drop(columns="source"), b[name].drop(columns="source")
+        left, right = a[name].drop(columns=["run", "source"]), b[name].drop(columns=["run", "source"])
         pd.testing.assert_frame_equal(left, right, check_categorical=False)
 
 

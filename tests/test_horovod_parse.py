@@ -255,5 +255,5 @@ def test_schema_dtypes():
     from dptrace import schema
     for name in ("hvd_activities", "hvd_tensors", "hvd_ready", "hvd_cycles", "hvd_runs"):
         table = schema.TABLES[name]
-        assert list(ds[name].columns) == table.names
-        assert [str(d) for d in ds[name].dtypes] == [c.dtype for c in table.columns], name
+        assert list(ds[name].columns) == [c.name for c in table.loaded_columns]
+        assert [str(d) for d in ds[name].dtypes] == [c.dtype for c in table.loaded_columns], name

@@ -59,7 +59,7 @@ def test_tile_number_beyond_int64_costs_only_that_number(tmp_path, monkeypatch, 
     damaged = t["lineno"] == line
     assert t.loc[damaged, field].isna().all() and t[field].isna().sum() == 1
     # everything else, the damaged row's other columns and the snapshots included, is intact
-    assert_frame_equal(t.drop(columns=["source", field]), c.drop(columns=["source", field]))
+    assert_frame_equal(t.drop(columns=["run", "source", field]), c.drop(columns=["run", "source", field]))
     assert_frame_equal(t.loc[~damaged, [field]], c.loc[~damaged, [field]])
 
 
@@ -104,8 +104,8 @@ def test_cut_inside_a_header_keeps_the_rows_before_it(tmp_path, monkeypatch):
     c = clean["tiles"]
     c = c[c["lineno"] < cut_line]
     assert len(t) == len(c) == 64
-    assert_frame_equal(t.drop(columns="source").reset_index(drop=True),
-                       c.drop(columns="source").reset_index(drop=True))
+    assert_frame_equal(t.drop(columns=["run", "source"]).reset_index(drop=True),
+                       c.drop(columns=["run", "source"]).reset_index(drop=True))
     assert t["pid"].notna().all() and set(t["user"]) == {"vsastry"}
     # the torn header is named; it is not an unknown column of the listing
     assert ds.problems["line"].tolist() == [cut_line]
@@ -122,8 +122,8 @@ def test_every_cut_keeps_the_rows_before_it(tmp_path, monkeypatch, pct):
     clean = dptrace.load(FIX / "watch_sntilestat_sn30.typescript", format="sntilestat")
     cut_line = _line(data, len(data))
     t, c = ds["tiles"], clean["tiles"]
-    before = t[t["lineno"] < cut_line].drop(columns="source").reset_index(drop=True)
-    want = c[c["lineno"] < cut_line].drop(columns="source").reset_index(drop=True)
+    before = t[t["lineno"] < cut_line].drop(columns=["run", "source"]).reset_index(drop=True)
+    want = c[c["lineno"] < cut_line].drop(columns=["run", "source"]).reset_index(drop=True)
     assert_frame_equal(before, want)
     assert (t["lineno"] <= cut_line).all()
 
@@ -143,12 +143,12 @@ def test_damaged_header_changes_only_the_rows_under_it(tmp_path, monkeypatch):
     assert len(t) == len(c) == 192
     before = t["lineno"] < header_line
     assert before.sum() == 128
-    assert_frame_equal(t[before].drop(columns="source"), c[before].drop(columns="source"))
+    assert_frame_equal(t[before].drop(columns=["run", "source"]), c[before].drop(columns=["run", "source"]))
     # under the damaged header: %exec is not named, so it is missing; the rest is read
     under = t[~before]
     assert under["exec_pct"].isna().all()
-    assert_frame_equal(under.drop(columns=["source", "exec_pct"]),
-                       c[~before].drop(columns=["source", "exec_pct"]))
+    assert_frame_equal(under.drop(columns=["run", "source", "exec_pct"]),
+                       c[~before].drop(columns=["run", "source", "exec_pct"]))
     assert "%exea" in " ".join(ds.problems["message"])
 
 

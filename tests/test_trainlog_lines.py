@@ -187,7 +187,8 @@ def test_windows_line_endings(tmp_path):
 
 def test_schema_dtypes(tmp_path):
     tp = parse(tmp_path, "e2e samples_per_sec: 1.5\n")["throughput"]
-    assert tp.columns.tolist()[:11] == ["source", "instance", "pattern", "name", "label", "metric",
+    assert tp.columns.tolist()[:13] == ["run", "source", "instance", "rank", "pattern", "name",
+                                        "label", "metric",
                                         "value", "scope", "step", "epoch", "lineno"]
     assert tp["step"].dtype == pd.Int64Dtype() and tp["value"].dtype == "float64"
     assert isinstance(tp["metric"].dtype, pd.CategoricalDtype)

@@ -267,8 +267,8 @@ class TestSeed003:
 
     def test_ug_sn30_copy_parses_identically(self):
         # cmp seeds/003_fcbda86233537a6e.txt realdata/trainlog/ug_sn30_multinode_from_docs.md -> same
-        a = tp(SEED).drop(columns="source").reset_index(drop=True)
-        b = tp(UG_SN30).drop(columns="source").reset_index(drop=True)
+        a = tp(SEED).drop(columns=["run", "source"]).reset_index(drop=True)
+        b = tp(UG_SN30).drop(columns=["run", "source"]).reset_index(drop=True)
         pd.testing.assert_frame_equal(a, b)
 
 

@@ -688,11 +688,23 @@ def _finish(df: pd.DataFrame, source: str, table: schema.Table, problems: list[P
     key = [c for c in _KEY if c in df]
     order = df.groupby(key, sort=False, dropna=False).cumcount().astype(str)
     df["instance"] = df["prefix"].where(df["prefix"].notna(), order)
+    df["rank"] = _prefix_rank(df["prefix"])
     df["source"] = source
     if "label" in df:  # throughput: from the bar label and name, after the rows (C path too)
         df["phase"] = rules.phases(df["name"], df["label"])
     out = schema.conform(df.drop(columns=["prefix", "seg"]), table)
     return out
+
+
+def _prefix_rank(prefix: pd.Series) -> pd.Series:
+    """The rank a launcher prefix gives: srun's ``3``, mpirun's ``[1,3]`` -> ``3``, a bare
+    ``[3]``; a torchrun role (``default3``: the local rank) and no prefix give null. Each
+    distinct prefix is looked at once."""
+    codes, uniques = pd.factorize(prefix, use_na_sentinel=True)
+    ranks = [int(u) if isinstance(u, str) and u.isdigit() and len(u) <= 9 else None
+             for u in uniques]
+    lookup = pd.array([*ranks, None], dtype="Int64")
+    return pd.Series(lookup[codes], index=prefix.index)
 
 
 #: a step at or beyond this does not fit Int64 (as a float: 2**63 - 1 rounds up to it)

@@ -129,7 +129,7 @@ def inputs_section(ds: Dataset, opts: dict) -> Section:
         "and its status (ok; partial: part skipped; empty: nothing recognised; "
         "unknown/failed: skipped; skipped: a file in a directory that no format recognises, "
         "noted once and not counted in the exit code).",
-        {"sources": ds.sources},
+        {"sources": ds.sources, "runs": ds.runs},
     )
 
 

@@ -1,0 +1,279 @@
+"""Runs: which inputs belong to one execution of a job, and what is known of it.
+
+How inputs group into runs (the rule the README states):
+
+1. The user says it: ``load({"base": "runs/a", "bigger buckets": "runs/b"})``, or on the
+   command line ``LABEL=PATH`` arguments. Every input found under a labelled argument
+   belongs to that run; arguments with the same label make one run.
+2. Otherwise one path argument that is a directory is one run, labelled with the
+   directory's name.
+3. Other files (named on their own or matched by a glob) that share a job id make one run:
+   ``slurm-<id>.out`` (``slurm-<id>_<task>.out``), ``mpi_profile.<id>.<rank>``, PBS
+   ``<name>.o<id>``/``.e<id>``. A file without a job id that sits in the same directory as
+   the files of exactly one such job joins it (a timeline beside its stdout).
+4. A lone file is its own run, labelled with its file name.
+
+A run's id (the ``run`` column of every table) is its label, made unique with ``#2``,
+``#3``, ... when two runs would share one.
+
+What the ``runs`` table says of each run (pure functions of the parsed tables):
+``world_size`` from the MPI profiles' ``nranks``, else the Horovod timeline's ranks, else a
+training log's own statement (``Total img/sec on 4 GPU(s)``), else the launcher prefixes
+of a log that every rank printed to (ranks 0..N-1 all present); ``world_size_from`` says
+which. ``nodes`` from the profiles' host names; ``job_id`` from the file names (else the
+profiles' job); ``launcher`` where a file or a line says it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from . import schema
+from .sources import display_name
+
+#: job ids in file names: slurm-<id>.out, slurm-<id>_<task>.out, mpi_profile.<id>[.<ts>].<rank>,
+#: PBS <name>.o<id> / <name>.e<id>
+_JOB_ID = (
+    ("srun", re.compile(r"(?:^|[_.-])slurm-(\d+)(?:_\d+)?\.(?:out|err|log)$")),
+    (None, re.compile(r"^mpi_profile\.(\d+)(?:\.\d{10})?\.\d+(?:\.[A-Za-z_].*)?$")),
+    (None, re.compile(r"^[^.]+\.[oe](\d{3,})$")),
+)
+#: compression suffixes read through (sources.py decompresses them)
+_COMPRESSED = (".gz", ".bz2", ".xz")
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One path argument of ``load``: what it is, and the label the user gave it."""
+
+    path: str
+    label: str | None = None
+
+    @property
+    def is_dir(self) -> bool:
+        try:
+            return os.path.isdir(self.path)
+        except (OSError, ValueError):
+            return False
+
+
+#: ``LABEL=PATH`` on the command line: a label without a path separator, then a path
+_LABELLED = re.compile(r"^(?P<label>[^=/\\]+)=(?P<path>.+)$", re.S)
+
+
+def command_line(items: Sequence[str]) -> list[Argument]:
+    """Command-line path arguments, ``LABEL=PATH`` ones labelled. An argument that names an
+    existing file or directory as written is a path, even with a ``=`` in it."""
+    out = []
+    for item in items:
+        m = _LABELLED.match(item)
+        if m and not os.path.lexists(item) and m["label"].strip():
+            out.append(Argument(m["path"], m["label"].strip()))
+        else:
+            out.append(Argument(item))
+    return out
+
+
+def arguments(paths: object) -> list[Argument]:
+    """The arguments of ``load``: a path, a list of paths (or of :class:`Argument`), or a
+    mapping label -> path(s)."""
+    if isinstance(paths, Argument):
+        return [paths]
+    if isinstance(paths, Mapping):
+        out: list[Argument] = []
+        for label, value in paths.items():
+            items = [value] if isinstance(value, (str, bytes, os.PathLike)) else list(value)
+            out.extend(Argument(os.fsdecode(v), str(label)) for v in items)
+        return out
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        return [Argument(os.fsdecode(paths))]
+    return [p if isinstance(p, Argument) else Argument(os.fsdecode(p))
+            for p in paths]  # type: ignore[attr-defined]
+
+
+def job_id(name: str) -> tuple[str | None, str | None]:
+    """(job id, launcher) that a file's name gives: ``slurm-123.out`` -> ("123", "srun")."""
+    base = os.path.basename(name)
+    for suffix in _COMPRESSED:
+        if base.endswith(suffix):
+            base = base[: -len(suffix)]
+    for launcher, pattern in _JOB_ID:
+        m = pattern.search(base)
+        if m:
+            return m.group(1), launcher
+    return None, None
+
+
+def assign(names: Sequence[str], origins: Sequence[int], args: Sequence[Argument],
+           ) -> tuple[list[str], dict[str, str]]:
+    """The run of each source (``names[i]`` found by argument ``origins[i]``), and each
+    run's label. Runs are numbered in order of first appearance."""
+    keys: list[tuple[str, ...]] = []
+    labels: dict[tuple[str, ...], str] = {}
+    loose: list[int] = []          # sources of unlabelled file/glob arguments
+    for i, arg in enumerate(origins):
+        a = args[arg] if arg < len(args) else Argument(names[i])
+        if a.label is not None:
+            key: tuple[str, ...] = ("label", a.label)
+            labels[key] = a.label
+        elif a.is_dir:
+            key = ("dir", os.path.abspath(a.path))
+            labels[key] = os.path.basename(os.path.normpath(a.path)) or a.path
+        else:
+            key = ("loose",)
+            loose.append(i)
+        keys.append(key)
+    # files that share a job id; files beside exactly one job's files join it
+    jobs: dict[int, str] = {}
+    by_dir: dict[str, set[str]] = {}
+    for i in loose:
+        jid, _ = job_id(names[i])
+        if jid is not None:
+            jobs[i] = jid
+            by_dir.setdefault(os.path.dirname(os.path.abspath(names[i])), set()).add(jid)
+    for i in loose:
+        jid = jobs.get(i)
+        if jid is None:
+            near = by_dir.get(os.path.dirname(os.path.abspath(names[i])), set())
+            jid = next(iter(near)) if len(near) == 1 else None
+        if jid is not None:
+            keys[i] = ("job", jid)
+            labels[keys[i]] = f"job {jid}"
+        else:
+            keys[i] = ("file", os.path.abspath(names[i]))
+            labels[keys[i]] = os.path.basename(names[i]) or names[i]
+    ids: dict[tuple[str, ...], str] = {}
+    taken: dict[str, int] = {}
+    labels = {k: display_name(v) for k, v in labels.items()}  # undecodable bytes: U+FFFD
+    for key in keys:
+        if key not in ids:
+            label = labels[key]
+            n = taken.get(label, 0) + 1
+            taken[label] = n
+            ids[key] = label if n == 1 else f"{label}#{n}"
+    runs = [ids[k] for k in keys]
+    return runs, {ids[k]: labels[k] for k in ids}
+
+
+def add_run(df: pd.DataFrame, run_of: Mapping[str, str], order: Sequence[str]) -> pd.DataFrame:
+    """``df`` with a categorical ``run`` column first, from its ``source`` column (each
+    distinct source looked up once: tables of millions of rows hold a few sources)."""
+    if "source" not in df.columns:
+        return df
+    src = df["source"]
+    if isinstance(src.dtype, pd.CategoricalDtype):
+        codes, uniques = src.cat.codes.to_numpy(), src.cat.categories
+    else:
+        codes, uniques = pd.factorize(src, use_na_sentinel=True)
+    index = {r: i for i, r in enumerate(order)}
+    per_unique = np.array([index.get(run_of.get(str(u), ""), -1) for u in uniques] + [-1],
+                          dtype=np.int32)
+    run = pd.Categorical.from_codes(per_unique[np.asarray(codes)], categories=list(order))
+    out = df.drop(columns=["run"]) if "run" in df.columns else df.copy(deep=False)
+    out.insert(0, "run", run)
+    return out
+
+
+# ---- what is known of each run ----------------------------------------------------------
+
+def _unique(values: pd.Series) -> list:
+    return sorted({v for v in values.dropna().tolist()})
+
+
+def runs_table(run_of: Mapping[str, str], labels: Mapping[str, str],
+               tables: Mapping[str, pd.DataFrame], sources: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: label, job id, world size and where it came from, nodes, launcher,
+    number of inputs."""
+    order = list(labels)
+    rows: dict[str, dict[str, object]] = {
+        r: {"run": r, "label": labels[r], "job_id": None, "world_size": None, "nodes": None,
+            "launcher": None, "sources": 0, "world_size_from": None} for r in order}
+    names_of: dict[str, list[str]] = {r: [] for r in order}
+    if len(sources):
+        for name, run in zip(sources["source"].tolist(), sources["run"].tolist(), strict=True):
+            if isinstance(run, str) and run in rows:
+                rows[run]["sources"] = int(rows[run]["sources"]) + 1  # type: ignore[call-overload]
+                names_of[run].append(name)
+    for run, names in names_of.items():
+        found = {job_id(n) for n in names} - {(None, None)}
+        ids = sorted({j for j, _ in found if j is not None})
+        if len(ids) == 1:
+            rows[run]["job_id"] = ids[0]
+        launchers = sorted({la for _, la in found if la})
+        if len(launchers) == 1:
+            rows[run]["launcher"] = launchers[0]
+    _from_mpitrace(rows, tables.get("mpi_jobs"), tables.get("mpi_ranks"))
+    _from_horovod(rows, tables.get("hvd_runs"))
+    _from_trainlog(rows, tables.get("train_metrics"), tables.get("throughput"))
+    return schema.conform(pd.DataFrame(list(rows.values()),
+                                       columns=[c.name for c in RUNS.columns]), RUNS)
+
+
+def _per_run(df: pd.DataFrame | None) -> list[tuple[str, pd.DataFrame]]:
+    if df is None or df.empty or "run" not in df.columns:
+        return []
+    return [(str(r), g) for r, g in df.groupby("run", observed=True, sort=False)]
+
+
+def _set_world(row: dict[str, object], n: object, why: str) -> None:
+    if row["world_size"] is None and n is not None:
+        row["world_size"], row["world_size_from"] = int(n), why  # type: ignore[call-overload]
+
+
+def _from_mpitrace(rows: dict[str, dict[str, object]], jobs: pd.DataFrame | None,
+                   ranks: pd.DataFrame | None) -> None:
+    for run, g in _per_run(jobs):
+        sizes = _unique(g["nranks"])
+        if len(sizes) == 1:
+            _set_world(rows[run], sizes[0], "mpitrace nranks")
+        elif sizes:
+            rows[run]["world_size_from"] = ("mpitrace: the run's profiles disagree ("
+                                            + ", ".join(map(str, sizes)) + " ranks)")
+        job_ids = _unique(g["job"].astype("string"))
+        if rows[run]["job_id"] is None and len(job_ids) == 1 and str(job_ids[0]).isdigit():
+            rows[run]["job_id"] = str(job_ids[0])
+    for run, g in _per_run(ranks):
+        hosts = _unique(g["host"]) if "host" in g else []
+        if hosts:
+            rows[run]["nodes"] = len(hosts)
+
+
+def _from_horovod(rows: dict[str, dict[str, object]], runs: pd.DataFrame | None) -> None:
+    for run, g in _per_run(runs):
+        sizes = [int(v) for v in _unique(g["ranks"]) if int(v) > 0]
+        if len(sizes) == 1:
+            _set_world(rows[run], sizes[0], "Horovod timeline ranks")
+        elif sizes and rows[run]["world_size"] is None:
+            rows[run]["world_size_from"] = ("Horovod timelines disagree ("
+                                            + ", ".join(map(str, sizes)) + " ranks)")
+
+
+def _from_trainlog(rows: dict[str, dict[str, object]], metrics: pd.DataFrame | None,
+                   throughput: pd.DataFrame | None) -> None:
+    for run, g in _per_run(metrics):
+        dev = g[(g["name"] == "devices") & (g["pattern"] == "horovod_benchmark")]
+        sizes = sorted({int(v) for v in dev["value"].dropna() if float(v).is_integer()})
+        if len(sizes) == 1:
+            _set_world(rows[run], sizes[0],
+                       f"Horovod benchmark: Total img/sec on {sizes[0]} device(s)")
+    for run, g in _per_run(throughput):
+        if "rank" in g and rows[run]["world_size"] is None:
+            ranks = set(g["rank"].dropna().astype(int).tolist())
+            if len(ranks) > 1 and ranks == set(range(len(ranks))):
+                _set_world(rows[run], len(ranks),
+                           f"launcher prefixes: ranks 0-{len(ranks) - 1} printed")
+        if rows[run]["launcher"] is None:
+            inst = g["instance"].dropna().astype(str)
+            if inst.str.fullmatch(r"default\d+").any():
+                rows[run]["launcher"] = "torchrun"
+            elif (g["pattern"].astype(str) == "sambaflow").any():
+                rows[run]["launcher"] = "sambaflow"
+
+
+RUNS = schema.RUNS
