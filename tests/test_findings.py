@@ -124,11 +124,11 @@ def _today(ds: dptrace.Dataset) -> list[tuple[str, str, str, str]]:
 
 def _tile_warnings(tiles: pd.DataFrame) -> list[tuple[str, str, str, str]]:
     """The tiles drawer's own warning lines (``_warnings`` of reports/tiles_sections.py)."""
+    idle, inst = tl.idle_tiles(tiles), tl.instances(tiles)
     try:
         from dptrace.reports.tiles_sections import _warnings
     except ImportError:            # moved by the reports restructuring: the findings replace it
-        pytest.skip("the tiles drawer's _warnings is gone")
-    idle, inst = tl.idle_tiles(tiles), tl.instances(tiles)
+        return _tile_warnings_as_drawn(idle, inst)
     out = []
     for row in tl.overview(tiles).itertuples(index=False):
         for line in _warnings(row, idle, inst):
@@ -141,6 +141,32 @@ def _tile_warnings(tiles: pd.DataFrame) -> list[tuple[str, str, str, str]]:
                 out.append(("lowest_exec_instance", f"PID {pid.group(1)}",
                             f"source={row.source} pid={pid.group(1)}", text))
     return out
+
+
+def _tile_warnings_as_drawn(idle: pd.DataFrame,
+                            inst: pd.DataFrame) -> list[tuple[str, str, str, str]]:
+    """What the tiles drawer's ``_warnings`` printed (before the findings replaced it), from
+    the tiles analysis with its conditions written out."""
+    out = []
+    for src, g in idle[idle["always_idle"]].groupby(idle["source"].astype(str)):
+        out.append(("idle_tiles", src, f"source={src}",
+                    f"warning: {len(g)} tile(s) idle in every snapshot"))
+    for src, g in inst.groupby(inst["source"].astype(str)):
+        if len(g) > 1:
+            low = g[g["lowest"]].iloc[0]
+            out.append(("lowest_exec_instance", f"PID {low['pid']}",
+                         f"source={src} pid={low['pid']}",
+                         f"lowest %exec: PID {low['pid']} at {low['exec_mean_pct']:.1f}% "
+                         f"(instances' median {g['exec_mean_pct'].median():.1f}%)"))
+    return out
+
+
+def test_tile_warnings_as_drawn_match_the_drawer():
+    """The fallback above says what the drawer says (while the drawer exists)."""
+    tiles = pd.concat([_load(FIX / "sntilestat")["tiles"], _load(REAL / "sntilestat")["tiles"]])
+    idle, inst = tl.idle_tiles(tiles), tl.instances(tiles)
+    drawn = _tile_warnings(tiles)
+    assert drawn and sorted(drawn) == sorted(_tile_warnings_as_drawn(idle, inst))
 
 
 @pytest.mark.parametrize("path", DIRS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -466,3 +492,17 @@ def test_every_rule_is_listed_once():
     doc = rules.__doc__ or ""
     for kind in rules.KINDS:
         assert kind in doc and kind in schema.TABLES["findings"].columns[2].doc
+
+
+def test_rules_skip_missing_values():
+    """A missing count or %exec is nothing to report, never a crash."""
+    runs = _runs().astype({"open_intervals": "Int64", "unmatched_ends": "Int64",
+                           "negotiations_with_ticks": "Int64"})
+    runs.loc[0, ["open_intervals", "unmatched_ends", "negotiations_with_ticks"]] = pd.NA
+    runs["truncated"] = pd.array([pd.NA], dtype="boolean")
+    for rule in (rules.truncated_input, rules.open_intervals, rules.unmatched_ends,
+                 rules.cached_negotiations):
+        assert not rule(runs)
+    inst = pd.DataFrame({"source": "cap", "pid": [1, 2], "exec_mean_pct": [np.nan, np.nan],
+                         "lowest": [False, False]})
+    assert not rules.lowest_exec_instance(inst)

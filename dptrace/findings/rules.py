@@ -104,6 +104,15 @@ def _rank_list(df: pd.DataFrame, limit: int = 8) -> str:
     return ", ".join(r[:limit]) + (", ..." if len(r) > limit else "")
 
 
+def _count(v: Any) -> int:
+    """A count from a table cell; a missing count is 0 (nothing to report)."""
+    return 0 if _na(v) else int(v)
+
+
+def _flag(v: Any) -> bool:
+    return False if _na(v) else bool(v)
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}" + ("" if n == 1 else "s")
 
@@ -233,7 +242,7 @@ def truncated_input(runs: pd.DataFrame) -> list[Finding]:
         "while writing it; the events up to the cut are used.",
         f"horovod.runs source={r['source']} truncated=True",
         "Numbers cover the traced part of the run only.")
-        for _, r in runs.iterrows() if r["truncated"]]
+        for _, r in runs.iterrows() if _flag(r["truncated"])]
 
 
 def open_intervals(runs: pd.DataFrame) -> list[Finding]:
@@ -245,7 +254,7 @@ def open_intervals(runs: pd.DataFrame) -> list[Finding]:
         f"horovod.runs source={r['source']} open_intervals={int(r['open_intervals'])}",
         "An op still in flight when the file ended: the job was killed or the timeline cut.",
         value=float(r["open_intervals"]), threshold=0.0)
-        for _, r in runs.iterrows() if r["open_intervals"]]
+        for _, r in runs.iterrows() if _count(r["open_intervals"])]
 
 
 def unmatched_ends(runs: pd.DataFrame) -> list[Finding]:
@@ -256,7 +265,7 @@ def unmatched_ends(runs: pd.DataFrame) -> list[Finding]:
         "was rewritten or cut at its start) and were ignored.",
         f"horovod.runs source={r['source']} unmatched_ends={int(r['unmatched_ends'])}",
         value=float(r["unmatched_ends"]), threshold=0.0)
-        for _, r in runs.iterrows() if r["unmatched_ends"]]
+        for _, r in runs.iterrows() if _count(r["unmatched_ends"])]
 
 
 def cached_negotiations(runs: pd.DataFrame) -> list[Finding]:
@@ -264,6 +273,8 @@ def cached_negotiations(runs: pd.DataFrame) -> list[Finding]:
     negotiations (``hvd_runs.negotiations_with_ticks`` < ``negotiations``)."""
     out = []
     for _, r in runs.iterrows():
+        if _na(r["negotiations"]) or _na(r["negotiations_with_ticks"]):
+            continue
         n, ticked = int(r["negotiations"]), int(r["negotiations_with_ticks"])
         if n and ticked < n:
             out.append(Finding(
@@ -333,8 +344,10 @@ def lowest_exec_instance(instances: pd.DataFrame) -> list[Finding]:
     for src, g in instances.groupby(instances["source"].astype(str), sort=False):
         if len(g) < 2:
             continue
-        low = g[g["lowest"].astype(bool)].iloc[0]
-        med = g["exec_mean_pct"].median()
+        lowest = g[g["lowest"].astype(bool)]
+        if lowest.empty:        # no %exec at all (every mean missing): nothing is lowest
+            continue
+        low, med = lowest.iloc[0], g["exec_mean_pct"].median()
         out.append(Finding(
             "info", "lowest_exec_instance", "instance", f"PID {low['pid']}",
             f"PID {low['pid']} has the lowest mean %exec of the {len(g)} instances in {src}: "
