@@ -496,3 +496,38 @@ HVD_RUNS = Table(
 
 for _table in (HVD_ACTIVITIES, HVD_TENSORS, HVD_READY, HVD_CYCLES, HVD_RUNS):
     register_table(_table)
+
+
+# --- Findings (dptrace.findings): what a reader should look at first ----------------------------
+#: severities of a finding, most severe first (the findings table is ordered so)
+SEVERITIES = ("critical", "warning", "info")
+
+FINDINGS = register_table(Table(
+    "findings",
+    "One row per finding: a check that fired on the other tables (a straggler, a warning about "
+    "an input, a consistency check), with the numbers behind it and where to look. Ordered by "
+    "severity, then kind, then value (largest first).",
+    (
+        _c("run", "category", "the run the finding is about; null until runs are recorded"),
+        _c("severity", "category", "critical (a number in the report may be wrong), warning "
+           "(worth a look before trusting or tuning) or info (context for reading the numbers)"),
+        _c("kind", "category", "stable identifier of the rule that fired: throughput_straggler, "
+           "small_message_allreduce, files_disagree, role_claimed_twice, ranks_missing, "
+           "truncated_input, open_intervals, unmatched_ends, cached_negotiations, "
+           "negotiation_straggler, idle_tiles, lowest_exec_instance"),
+        _c("scope", "category", "what the finding is about: job, rank, instance, tensor, tile "
+           "or input"),
+        _c("subject", "string", "who: 'rank 2', 'instance 0', 'PID 1234', a job id or a file "
+           "name"),
+        _c("rank", "Int64", "the rank, when the finding is about one; else null"),
+        _c("value", "float64", "the measured value the rule compared, in the unit its message "
+           "states (%, a count, ...); null when the rule is a yes/no"),
+        _c("threshold", "float64", "the limit the value crossed, in the same unit; null when "
+           "there is none"),
+        _c("message", "string", "one plain sentence with the numbers and their units"),
+        _c("evidence", "string", "the report table and rows behind it: "
+           "'<section>.<table> key=value ...'"),
+        _c("hint", "string", "what to try or check next; empty when there is nothing to add"),
+    ),
+    key=("run", "kind", "evidence"),
+))

@@ -1,0 +1,83 @@
+"""Findings: what a reader should look at first, as one table.
+
+Every check, warning and straggler rule of dptrace is a *rule* (:mod:`.rules`): a small pure
+function from analysis tables to :class:`Finding` rows. :func:`build` runs every rule whose
+tables ``ds`` has and returns the ``findings`` table of :mod:`dptrace.schema`, ordered by
+severity, then kind, then value (largest first: the furthest over its threshold leads).
+
+Layering: findings import analysis and schema, never reports; the report's Findings section
+(:mod:`.section`) and its terminal drawer (:mod:`.terminal`) are separate modules, so that
+``dptrace.reports`` can import this package without a circle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from ..schema import FINDINGS, SEVERITIES, conform
+
+if TYPE_CHECKING:
+    from ..dataset import Dataset
+
+__all__ = ["FINDINGS", "SCOPES", "SEVERITIES", "Finding", "build", "frame"]
+
+#: what a finding can be about
+SCOPES = ("job", "rank", "instance", "tensor", "tile", "input")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding: a row of the ``findings`` table (see :data:`dptrace.schema.FINDINGS`).
+
+    ``message`` is one plain sentence with its numbers and units; nothing in it is escaped
+    (each face escapes for itself). ``value`` and ``threshold`` share the unit the message
+    states.
+    """
+
+    severity: str
+    kind: str
+    scope: str
+    subject: str
+    message: str
+    evidence: str
+    hint: str = ""
+    rank: int | None = None
+    value: float | None = None
+    threshold: float | None = None
+    run: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"severity {self.severity!r} is not one of {SEVERITIES}")
+        if self.scope not in SCOPES:
+            raise ValueError(f"scope {self.scope!r} is not one of {SCOPES}")
+
+
+def frame(findings: list[Finding]) -> pd.DataFrame:
+    """``findings`` as the ``findings`` table: schema dtypes, ordered by severity, kind, then
+    value (largest first; none last), then subject and evidence (so the order is stable)."""
+    cols = FINDINGS.names
+    rows = [asdict(f) for f in findings]
+    df = pd.DataFrame(rows, columns=cols) if rows else pd.DataFrame({c: [] for c in cols})
+    df = df.astype({"rank": "object", "value": "float64", "threshold": "float64"})
+    if len(df):
+        order = df.assign(_sev=df["severity"].map({s: i for i, s in enumerate(SEVERITIES)}),
+                          _val=-df["value"])
+        order = order.sort_values(["_sev", "kind", "_val", "subject", "evidence"],
+                                  kind="stable", na_position="last")
+        df = df.loc[order.index]
+    out = conform(df.reset_index(drop=True), FINDINGS)
+    out["severity"] = pd.Categorical(out["severity"].astype(object), categories=SEVERITIES)
+    return out
+
+
+def build(ds: Dataset, **opts: object) -> pd.DataFrame:
+    """Run every rule on ``ds``; the ``findings`` table (empty, with its columns, when none
+    fires). Options: ``warmup`` (fraction of each instance's steps dropped before throughput
+    is compared, as in the throughput section)."""
+    from .rules import run_rules
+
+    return frame(run_rules(ds, **opts))

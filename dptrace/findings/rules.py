@@ -1,0 +1,427 @@
+"""The rules: each a pure function from analysis tables to :class:`~dptrace.findings.Finding`.
+
+Every rule reproduces a check that dptrace already made somewhere, with the same condition and
+threshold (:mod:`.thresholds`):
+
+===========================  ========  ==========================================================
+kind                         severity  condition (where it came from)
+===========================  ========  ==========================================================
+files_disagree               critical  a rank's own profile and rank 0's table differ by more than
+                                       0.006 s (``communication.checks`` "files disagree")
+role_claimed_twice           warning   2+ rank files claim one min/median/max role
+                                       (``communication.checks`` "role claimed twice")
+ranks_missing                warning   rank 0's table lists fewer ranks than the job has
+                                       (``communication.checks`` "ranks missing")
+small_message_allreduce      warning   Allreduces of <= 64 B hold more than 50% of a job's MPI
+                                       time (``communication.small_messages.dominated``)
+throughput_straggler         warning   a series has instances more than 5% below its median
+                                       (``throughput_summary``'s ``stragglers``)
+negotiation_straggler        warning   a rank was last ready in >= 50% of the compared Horovod
+                                       negotiations, 2+ ranks compared (the Horovod drawer's red)
+truncated_input              warning   a timeline ends inside a record (``timeline_warnings``)
+open_intervals               warning   a timeline has B records without an E (``timeline_warnings``)
+idle_tiles                   warning   tiles idle in every snapshot (the tiles drawer)
+unmatched_ends               info      E records that closed nothing (``timeline_warnings``)
+cached_negotiations          info      negotiations without rank-ready ticks (``timeline_warnings``)
+lowest_exec_instance         info      of 2+ SambaNova instances, the one with the lowest mean
+                                       %exec (the tiles drawer)
+===========================  ========  ==========================================================
+
+A rule takes the tables its section already shows (so ``evidence`` names rows a reader can find
+in ``--json`` or the HTML) and never reads a face. :func:`run_rules` builds those tables once
+from a Dataset and runs every rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ..analysis import communication as comm
+from ..analysis import horovod as hv
+from ..analysis import throughput as thr
+from ..analysis import tiles as tl
+from . import Finding
+from . import thresholds as th
+
+if TYPE_CHECKING:
+    from ..dataset import Dataset
+
+
+# -- formatting (plain text: findings never import reports) -----------------------------------
+
+def _na(v: Any) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and v != v)
+
+
+def _int(v: Any) -> str:
+    return "?" if _na(v) else f"{int(v):,}"
+
+
+def _num(v: Any) -> str:
+    """A measure for a sentence: 1,234 / 12.35 / 0.0123."""
+    if _na(v):
+        return "?"
+    x = float(v)
+    if not np.isfinite(x):
+        return str(x)
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    if abs(x) >= 1:
+        return f"{x:.2f}"
+    return f"{x:.3g}"
+
+
+def _pct(share: float) -> str:
+    return f"{100 * share:g}%"
+
+
+def _time_us(us: Any) -> str:
+    """Microseconds for a sentence: '1.23 s', '12.3 ms', '45 µs'."""
+    if _na(us):
+        return "?"
+    x = float(us)
+    if abs(x) >= 1e6:
+        return f"{x / 1e6:,.2f} s"
+    if abs(x) >= 1e3:
+        return f"{x / 1e3:.1f} ms"
+    return f"{x:.0f} µs"
+
+
+def _unit(metric: Any) -> str:
+    """'samples_per_s' -> 'samples/s'."""
+    m = "" if _na(metric) else str(metric)
+    return m[: -len("_per_s")] + "/s" if m.endswith("_per_s") else m
+
+
+def _rank_list(df: pd.DataFrame, limit: int = 8) -> str:
+    """'1, 2, 3' (the first ``limit`` ranks, then '...'), as ``communication.checks`` lists them."""
+    r = [str(x) for x in df["rank"].tolist()]
+    return ", ".join(r[:limit]) + (", ..." if len(r) > limit else "")
+
+
+def _count(v: Any) -> int:
+    """A count from a table cell; a missing count is 0 (nothing to report)."""
+    return 0 if _na(v) else int(v)
+
+
+def _flag(v: Any) -> bool:
+    return False if _na(v) else bool(v)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+# -- communication (mpitrace) -----------------------------------------------------------------
+
+def files_disagree(rt: pd.DataFrame) -> list[Finding]:
+    """Per job: ranks whose own file differs from rank 0's table (``rank_times().mismatch``)."""
+    out = []
+    for job, g in rt.groupby("job", sort=False, observed=True):
+        bad = g[g["mismatch"].astype(bool)]
+        if not len(bad):
+            continue
+        ex = bad.iloc[0]
+        out.append(Finding(
+            "critical", "files_disagree", "job", f"job {job}",
+            f"In job {job}, {_plural(len(bad), 'rank')} ({_rank_list(bad)}) have an own profile "
+            f"that differs from rank 0's table by more than {th.TABLE_TOLERANCE_S:g} s, e.g. "
+            f"rank {ex['rank']} elapsed {ex['own_elapsed_s']:.2f} s vs {ex['elapsed_s']:.2f} s "
+            "in the table.",
+            f"communication.ranks job={job} mismatch=True",
+            "The profiles probably come from different runs with the same job id: keep one "
+            "run's files per directory (rank 0's table is used meanwhile).",
+            value=float(len(bad)), threshold=0.0))
+    return out
+
+
+def role_claimed_twice(ranks: pd.DataFrame) -> list[Finding]:
+    """Per job and role: two or more rank files claiming the min/median/max communication time
+    (``mpi_ranks`` rows of origin ``own``)."""
+    own = ranks[ranks["origin"].astype(object) == "own"]
+    out = []
+    for job, g in own.groupby(own["job"].astype(object), sort=False):
+        roles = g["comm_role"].dropna().astype(str)
+        for role in ("minimum", "median", "maximum"):
+            n = int(roles.str.contains(role).sum())
+            if n > 1:
+                out.append(Finding(
+                    "warning", "role_claimed_twice", "job", f"job {job}",
+                    f"In job {job}, {n} rank files say they had the {role} communication time, "
+                    "which only one rank can have.",
+                    f"mpi_ranks job={job} origin=own comm_role={role}",
+                    "The directory probably mixes the profiles of several runs of the same job "
+                    "id.", value=float(n), threshold=1.0))
+    return out
+
+
+def ranks_missing(rt: pd.DataFrame) -> list[Finding]:
+    """Per job: rank 0's table listing fewer ranks than the job has."""
+    out = []
+    for job, g in rt.groupby("job", sort=False, observed=True):
+        nr = g["nranks"].max()
+        listed = int((g["origin"] != "own").sum())
+        if listed and pd.notna(nr) and listed < nr:
+            out.append(Finding(
+                "warning", "ranks_missing", "job", f"job {job}",
+                f"Rank 0's table of job {job} lists {listed} of {nr} ranks, so the spread of "
+                "communication time covers those ranks only.",
+                f"communication.ranks job={job} origin=rank0_table",
+                "Check that rank 0's profile is complete (not cut) and from the same run.",
+                value=float(listed), threshold=float(nr)))
+    return out
+
+
+def small_message_allreduce(small: pd.DataFrame, share: float = th.SMALL_SHARE,
+                            limit_bytes: int = th.SMALL_BYTES) -> list[Finding]:
+    """Per job: more than ``share`` of the MPI time in Allreduces of at most ``limit_bytes``
+    (``communication.small_messages``, built with the same ``limit_bytes``)."""
+    out = []
+    for r in small.itertuples(index=False):
+        s = r.small_share
+        if _na(s) or not s > share:
+            continue
+        out.append(Finding(
+            "warning", "small_message_allreduce", "job", f"job {r.job}",
+            f"{100 * s:.1f}% of job {r.job}'s MPI time ({r.small_time_s:.2f} s of "
+            f"{r.mpi_time_s:.2f} s) is in Allreduces of at most {limit_bytes} bytes "
+            f"({_int(r.small_calls)} calls).",
+            f"communication.small_messages job={r.job}",
+            "With Horovod these are its tensor negotiation, not gradients; with NCCL the "
+            "gradient traffic is not in MPI at all.",
+            value=100 * float(s), threshold=100 * share))
+    return out
+
+
+# -- throughput (training logs) ---------------------------------------------------------------
+
+def throughput_stragglers(instances: pd.DataFrame,
+                          straggler: float = th.STRAGGLER_FRACTION) -> list[Finding]:
+    """Per series of ``throughput.instances`` (``per_instance``): instances more than
+    ``straggler`` below the series median; one finding naming the slowest."""
+    if instances.empty:
+        return []
+    out = []
+    groups = instances.groupby(thr.SERIES, sort=False, dropna=False, observed=True)
+    for key, g in groups:
+        v = g["value"].astype("float64")
+        below = g["below_median_pct"].astype("float64")
+        n_slow = int((below > straggler * 100.0).sum())
+        if not n_slow or not v.notna().any():
+            continue
+        slow = g.loc[v.idxmin()]
+        k = dict(zip(thr.SERIES, key, strict=True))
+        unit = _unit(k["metric"])
+        label = f" ({k['label']})" if not _na(k["label"]) else ""
+        out.append(Finding(
+            "warning", "throughput_straggler", "instance", f"instance {slow['instance']}",
+            f"Instance {slow['instance']} is the slowest of {_plural(len(g), 'instance')} of "
+            f"'{k['name']}'{label} in {k['source']}: {_num(slow['value'])} {unit} after "
+            f"warm-up, {slow['below_median_pct']:.1f}% below the median of {_num(v.median())} "
+            f"{unit}; {_plural(n_slow, 'instance')} more than {_pct(straggler)} below.",
+            f"throughput.instances source={k['source']} name={k['name']}"
+            + (f" label={k['label']}" if label else "") + " straggler=True",
+            "The job waits for its slowest instance at every synchronisation: compare that "
+            "instance's node, data shard and input pipeline with the others.",
+            value=float(slow["below_median_pct"]), threshold=100.0 * straggler))
+    return out
+
+
+# -- Horovod timelines ------------------------------------------------------------------------
+
+def truncated_input(runs: pd.DataFrame) -> list[Finding]:
+    """Timelines that end inside a record (``hvd_runs.truncated``)."""
+    return [Finding(
+        "warning", "truncated_input", "input", str(r["source"]),
+        f"The timeline {r['source']} ends inside a record, so the job was probably killed "
+        "while writing it; the events up to the cut are used.",
+        f"horovod.runs source={r['source']} truncated=True",
+        "Numbers cover the traced part of the run only.")
+        for _, r in runs.iterrows() if _flag(r["truncated"])]
+
+
+def open_intervals(runs: pd.DataFrame) -> list[Finding]:
+    """Timelines with B records that never got their E (``hvd_runs.open_intervals``)."""
+    return [Finding(
+        "warning", "open_intervals", "input", str(r["source"]),
+        f"{_plural(int(r['open_intervals']), 'interval')} of {r['source']} never closed "
+        "(B without E); they are counted as open, with no duration.",
+        f"horovod.runs source={r['source']} open_intervals={int(r['open_intervals'])}",
+        "An op still in flight when the file ended: the job was killed or the timeline cut.",
+        value=float(r["open_intervals"]), threshold=0.0)
+        for _, r in runs.iterrows() if _count(r["open_intervals"])]
+
+
+def unmatched_ends(runs: pd.DataFrame) -> list[Finding]:
+    """Timelines with E records that closed nothing (``hvd_runs.unmatched_ends``)."""
+    return [Finding(
+        "info", "unmatched_ends", "input", str(r["source"]),
+        f"{int(r['unmatched_ends']):,} E record(s) of {r['source']} closed nothing (the file "
+        "was rewritten or cut at its start) and were ignored.",
+        f"horovod.runs source={r['source']} unmatched_ends={int(r['unmatched_ends'])}",
+        value=float(r["unmatched_ends"]), threshold=0.0)
+        for _, r in runs.iterrows() if _count(r["unmatched_ends"])]
+
+
+def cached_negotiations(runs: pd.DataFrame) -> list[Finding]:
+    """Timelines where Horovod's response cache skipped the rank-ready ticks of some
+    negotiations (``hvd_runs.negotiations_with_ticks`` < ``negotiations``)."""
+    out = []
+    for _, r in runs.iterrows():
+        if _na(r["negotiations"]) or _na(r["negotiations_with_ticks"]):
+            continue
+        n, ticked = int(r["negotiations"]), int(r["negotiations_with_ticks"])
+        if n and ticked < n:
+            out.append(Finding(
+                "info", "cached_negotiations", "input", str(r["source"]),
+                f"Only {ticked:,} of {n:,} negotiations in {r['source']} have rank-ready ticks "
+                "(Horovod's response cache skips them), so the straggler figures cover those "
+                "only.",
+                f"horovod.runs source={r['source']} negotiations_with_ticks={ticked}",
+                value=float(ticked), threshold=float(n)))
+    return out
+
+
+def negotiation_stragglers(stragglers: pd.DataFrame,
+                           share: float = th.LAST_SHARE) -> list[Finding]:
+    """Ranks last to report a tensor ready in at least ``share`` of a timeline's compared
+    negotiations (``horovod.stragglers``, i.e. ``straggler_ranks``), when it compares 2+ ranks."""
+    out: list[Finding] = []
+    if stragglers.empty:
+        return out
+    for src, g in stragglers.groupby(stragglers["source"].astype(str), sort=False):
+        if len(g) < 2:
+            continue
+        compared = int(g["last"].sum())
+        for r in g.itertuples(index=False):
+            if _na(r.last_share) or not r.last_share >= share:
+                continue
+            out.append(Finding(
+                "warning", "negotiation_straggler", "rank", f"rank {r.rank}",
+                f"Rank {r.rank} was the last to report ready in {int(r.last):,} of "
+                f"{compared:,} compared negotiations ({100 * r.last_share:.1f}%) of {src}; its "
+                f"ticks came {_time_us(r.mean_lag_us)} after the first rank's on average (max "
+                f"{_time_us(r.max_lag_us)}).",
+                f"horovod.stragglers source={src} rank={r.rank}",
+                f"The other ranks wait for rank {r.rank} before each collective: look at what "
+                "it does between steps (data loading, uneven work, a slower node).",
+                rank=int(r.rank), value=100 * float(r.last_share), threshold=100 * share))
+    return out
+
+
+# -- SambaNova tiles ----------------------------------------------------------------------------
+
+def idle_tiles(idle: pd.DataFrame) -> list[Finding]:
+    """Per source: tiles idle (>= 99.9 %idle, no PID) in every snapshot (``tiles.idle_tiles``)."""
+    out: list[Finding] = []
+    if idle.empty:
+        return out
+    always = idle[idle["always_idle"].astype(bool)]
+    for src, g in always.groupby(always["source"].astype(str), sort=False):
+        snaps = int(g["snapshots"].iloc[0])
+        out.append(Finding(
+            "warning", "idle_tiles", "tile", src,
+            f"{len(g)} tile(s) of {src} were idle in every snapshot ({_plural(snaps, 'snapshot')}"
+            f"): no process owned them and they were at least {th.IDLE_PCT:g}% idle.",
+            f"tiles.idle_tiles source={src} always_idle=True",
+            "Check that the job asked for every RDU it was given (more data-parallel "
+            "instances), or release them for other work.",
+            value=float(len(g))))
+    return out
+
+
+def lowest_exec_instance(instances: pd.DataFrame) -> list[Finding]:
+    """Per source with 2+ instances (PIDs): the one with the lowest mean %exec
+    (``tiles.instances.lowest``), against the instances' median."""
+    out: list[Finding] = []
+    if instances.empty:
+        return out
+    for src, g in instances.groupby(instances["source"].astype(str), sort=False):
+        if len(g) < 2:
+            continue
+        lowest = g[g["lowest"].astype(bool)]
+        if lowest.empty:        # no %exec at all (every mean missing): nothing is lowest
+            continue
+        low, med = lowest.iloc[0], g["exec_mean_pct"].median()
+        out.append(Finding(
+            "info", "lowest_exec_instance", "instance", f"PID {low['pid']}",
+            f"PID {low['pid']} has the lowest mean %exec of the {len(g)} instances in {src}: "
+            f"{low['exec_mean_pct']:.1f}% (instances' median {med:.1f}%).",
+            f"tiles.instances source={src} pid={low['pid']} lowest=True",
+            value=float(low["exec_mean_pct"])))
+    return out
+
+
+# -- the rule list and the tables it reads ------------------------------------------------------
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule: the kinds it produces, the tables it reads (by name in :func:`tables`), and
+    the function."""
+
+    kinds: tuple[str, ...]
+    needs: tuple[str, ...]
+    fn: Callable[..., list[Finding]]
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(("files_disagree",), ("communication.ranks",), files_disagree),
+    Rule(("role_claimed_twice",), ("mpi_ranks",), role_claimed_twice),
+    Rule(("ranks_missing",), ("communication.ranks",), ranks_missing),
+    Rule(("small_message_allreduce",), ("communication.small_messages",),
+         small_message_allreduce),
+    Rule(("throughput_straggler",), ("throughput.instances",), throughput_stragglers),
+    Rule(("truncated_input",), ("horovod.runs",), truncated_input),
+    Rule(("open_intervals",), ("horovod.runs",), open_intervals),
+    Rule(("unmatched_ends",), ("horovod.runs",), unmatched_ends),
+    Rule(("cached_negotiations",), ("horovod.runs",), cached_negotiations),
+    Rule(("negotiation_straggler",), ("horovod.stragglers",), negotiation_stragglers),
+    Rule(("idle_tiles",), ("tiles.idle_tiles",), idle_tiles),
+    Rule(("lowest_exec_instance",), ("tiles.instances",), lowest_exec_instance),
+)
+
+#: every kind a rule can produce
+KINDS: tuple[str, ...] = tuple(k for r in RULES for k in r.kinds)
+
+
+def tables(ds: Dataset, names: set[str], **opts: Any) -> dict[str, pd.DataFrame]:
+    """The analysis tables the rules read, built as their report sections build them; a table
+    whose inputs ``ds`` lacks is left out (its rules do not run)."""
+    out: dict[str, pd.DataFrame] = {}
+    ranks = ds["mpi_ranks"]
+    if names & {"communication.ranks"} and not ranks.empty:
+        out["communication.ranks"] = comm.rank_times(ranks)
+    if "mpi_ranks" in names and not ranks.empty:
+        out["mpi_ranks"] = ranks
+    if "communication.small_messages" in names and not ds["mpi_routines"].empty:
+        out["communication.small_messages"] = comm.small_messages(ds["mpi_messages"],
+                                                                  ds["mpi_routines"])
+    tp = ds["throughput"]
+    if "throughput.instances" in names and not tp.empty:
+        fraction = float(opts.get("warmup", th.WARMUP_FRACTION))
+        out["throughput.instances"] = thr.per_instance(tp, fraction)
+    if "horovod.runs" in names and not ds["hvd_runs"].empty:
+        out["horovod.runs"] = ds["hvd_runs"]
+    if "horovod.stragglers" in names and not ds["hvd_runs"].empty:
+        out["horovod.stragglers"] = hv.straggler_ranks(ds["hvd_ready"])
+    tiles = ds["tiles"]
+    if "tiles.idle_tiles" in names and not tiles.empty:
+        out["tiles.idle_tiles"] = tl.idle_tiles(tiles)
+    if "tiles.instances" in names and not tiles.empty:
+        out["tiles.instances"] = tl.instances(tiles)
+    return out
+
+
+def run_rules(ds: Dataset, **opts: Any) -> list[Finding]:
+    """Every rule whose tables ``ds`` has, in :data:`RULES` order."""
+    have = tables(ds, {n for r in RULES for n in r.needs}, **opts)
+    out: list[Finding] = []
+    for rule in RULES:
+        if all(n in have for n in rule.needs):
+            out.extend(rule.fn(*(have[n] for n in rule.needs)))
+    return out

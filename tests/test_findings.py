@@ -1,0 +1,508 @@
+"""Findings (issue 13, part 2): every check, warning and straggler rule as one table.
+
+Two kinds of test:
+- on every real input (tests/fixtures and ../shared/realdata), each proto-finding that today's
+  code produces (``communication.checks`` rows, ``small_messages.dominated``,
+  ``horovod.timeline_warnings`` rows, throughput stragglers as ``throughput_summary`` counts
+  them, the Horovod drawer's red straggler ranks, the tiles drawer's warning lines) appears as
+  exactly one finding of its kind whose message holds the same numbers, and no finding exists
+  without one;
+- rule by rule, on small frames: fires just past its threshold, silent just short of it. The
+  thresholds are written out here as numbers, so changing one in the code fails a test.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from rich.console import Console
+
+import dptrace
+from dptrace import schema
+from dptrace.analysis import communication as comm
+from dptrace.analysis import horovod as hv
+from dptrace.analysis import throughput as thr
+from dptrace.analysis import tiles as tl
+from dptrace.findings import Finding, build, frame, rules
+from dptrace.findings.section import findings_section
+from dptrace.findings.terminal import draw
+
+HERE = Path(__file__).resolve().parent
+FIX = HERE / "fixtures"
+REAL = HERE.parent.parent / "shared" / "realdata"
+
+DIRS = [FIX / "mpitrace", FIX / "horovod", FIX / "sntilestat", FIX / "trainlog",
+        REAL / "mpitrace", REAL / "horovod_timeline", REAL / "sntilestat", REAL / "trainlog",
+        REAL / "perrank"]
+
+_LOADED: dict[Path, dptrace.Dataset] = {}
+
+
+def _load(path: Path) -> dptrace.Dataset:
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    if path not in _LOADED:
+        _LOADED[path] = dptrace.load(path)
+    return _LOADED[path]
+
+
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def _numbers(text: str) -> list[str]:
+    return _NUMBER.findall(text)
+
+
+def _holds(message: str, facts: str) -> None:
+    """Every number of ``facts`` (today's detail text) is in ``message``."""
+    have = _numbers(message)
+    for n in _numbers(facts):
+        assert n in have, f"{n!r} of {facts!r} missing from {message!r}"
+
+
+def _of(found: pd.DataFrame, kind: str) -> pd.DataFrame:
+    return found[found["kind"] == kind]
+
+
+# -- today's proto-findings, from today's code ------------------------------------------------------
+
+#: communication.checks' check -> finding kind
+CHECK_KINDS = {"files disagree": "files_disagree", "role claimed twice": "role_claimed_twice",
+               "ranks missing": "ranks_missing"}
+#: horovod.timeline_warnings' kind -> finding kind
+WARNING_KINDS = {"truncated": "truncated_input", "open_intervals": "open_intervals",
+                 "unmatched_ends": "unmatched_ends", "cached": "cached_negotiations"}
+
+
+def _today(ds: dptrace.Dataset) -> list[tuple[str, str, str, str]]:
+    """(kind, subject, evidence part, facts) for every check and warning today's code makes."""
+    out: list[tuple[str, str, str, str]] = []
+    ranks = ds["mpi_ranks"]
+    if not ranks.empty:
+        for r in comm.checks(ranks).itertuples(index=False):
+            role = re.search(r"the (\w+) communication time", r.detail)
+            out.append((CHECK_KINDS[r.check], f"job {r.job}",
+                        f"comm_role={role.group(1)}" if role else f"job={r.job}", r.detail))
+    if not ds["mpi_routines"].empty:
+        small = comm.small_messages(ds["mpi_messages"], ds["mpi_routines"])
+        for s in small[small["dominated"]].itertuples(index=False):
+            # the communication drawer's line: "! 86.4% of the MPI time is in Allreduces of
+            # <= 64 B (137,751 calls)"
+            out.append(("small_message_allreduce", f"job {s.job}", f"job={s.job}",
+                        f"{100 * s.small_share:.1f}% <= 64 B ({s.small_calls:,} calls)"))
+    runs = ds["hvd_runs"]
+    if not runs.empty:
+        for w in hv.timeline_warnings(runs).itertuples(index=False):
+            out.append((WARNING_KINDS[w.kind], w.source, f"source={w.source}", w.detail))
+        strag = hv.straggler_ranks(ds["hvd_ready"])
+        for src, g in strag.groupby("source"):
+            # the Horovod drawer: "bold red" when last_share >= 0.5 and 2+ ranks are listed
+            for r in g[(g["last_share"] >= 0.5) & (len(g) > 1)].itertuples(index=False):
+                out.append(("negotiation_straggler", f"rank {r.rank}", f"source={src} "
+                            f"rank={r.rank}", f"{r.last:,} ({100 * r.last_share:.1f}%)"))
+    tp = ds["throughput"]
+    if not tp.empty:
+        summary = thr.throughput_summary(tp)
+        for s in summary[summary["stragglers"] > 0].itertuples(index=False):
+            # the throughput drawer: "slowest instance 3 ... 12.3% below median; 2
+            # straggler(s) >5% below"
+            out.append(("throughput_straggler", f"instance {s.slowest_instance}",
+                        f"source={s.source} name={s.name}",
+                        f"{s.instances} {s.slowest_below_median_pct:.1f}% {s.stragglers} 5%"))
+    tiles = ds["tiles"]
+    if not tiles.empty:
+        out += _tile_warnings(tiles)
+    return out
+
+
+def _tile_warnings(tiles: pd.DataFrame) -> list[tuple[str, str, str, str]]:
+    """The tiles drawer's own warning lines (``_warnings`` of reports/tiles_sections.py)."""
+    idle, inst = tl.idle_tiles(tiles), tl.instances(tiles)
+    try:
+        from dptrace.reports.tiles_sections import _warnings
+    except ImportError:            # moved by the reports restructuring: the findings replace it
+        return _tile_warnings_as_drawn(idle, inst)
+    out = []
+    for row in tl.overview(tiles).itertuples(index=False):
+        for line in _warnings(row, idle, inst):
+            text = line.plain  # type: ignore[union-attr]
+            if text.startswith("warning:"):
+                out.append(("idle_tiles", str(row.source), f"source={row.source}", text))
+            else:
+                pid = re.search(r"PID (\d+)", text)
+                assert pid, text
+                out.append(("lowest_exec_instance", f"PID {pid.group(1)}",
+                            f"source={row.source} pid={pid.group(1)}", text))
+    return out
+
+
+def _tile_warnings_as_drawn(idle: pd.DataFrame,
+                            inst: pd.DataFrame) -> list[tuple[str, str, str, str]]:
+    """What the tiles drawer's ``_warnings`` printed (before the findings replaced it), from
+    the tiles analysis with its conditions written out."""
+    out = []
+    for src, g in idle[idle["always_idle"]].groupby(idle["source"].astype(str)):
+        out.append(("idle_tiles", src, f"source={src}",
+                    f"warning: {len(g)} tile(s) idle in every snapshot"))
+    for src, g in inst.groupby(inst["source"].astype(str)):
+        if len(g) > 1:
+            low = g[g["lowest"]].iloc[0]
+            out.append(("lowest_exec_instance", f"PID {low['pid']}",
+                         f"source={src} pid={low['pid']}",
+                         f"lowest %exec: PID {low['pid']} at {low['exec_mean_pct']:.1f}% "
+                         f"(instances' median {g['exec_mean_pct'].median():.1f}%)"))
+    return out
+
+
+def test_tile_warnings_as_drawn_match_the_drawer():
+    """The fallback above says what the drawer says (while the drawer exists)."""
+    tiles = pd.concat([_load(FIX / "sntilestat")["tiles"], _load(REAL / "sntilestat")["tiles"]])
+    idle, inst = tl.idle_tiles(tiles), tl.instances(tiles)
+    drawn = _tile_warnings(tiles)
+    assert drawn and sorted(drawn) == sorted(_tile_warnings_as_drawn(idle, inst))
+
+
+@pytest.mark.parametrize("path", DIRS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_check_and_warning_of_today_is_one_finding(path):
+    ds = _load(path)
+    found = build(ds)
+    expected = _today(ds)
+    used: set[int] = set()
+    for kind, subject, evidence, facts in expected:
+        mine = found[(found["kind"] == kind) & (found["subject"] == subject)
+                     & found["evidence"].str.contains(evidence, regex=False)]
+        mine = mine[~mine.index.isin(used)]
+        assert len(mine), f"no {kind} finding for {subject} ({evidence}): {facts}"
+        row = mine.iloc[0]
+        used.add(mine.index[0])
+        _holds(row["message"], facts)
+        assert subject.split(" ", 1)[-1] in row["message"]
+    extra = found[~found.index.isin(used)]
+    assert extra.empty, f"findings with no check behind them:\n{extra[['kind', 'message']]}"
+
+
+def test_real_data_has_every_kind():
+    """The real inputs exercise each rule at least once (so the test above covers them all)."""
+    kinds: set[str] = set()
+    for path in DIRS:
+        if path.exists():
+            kinds |= set(build(_load(path))["kind"].astype(str))
+    missing = set(rules.KINDS) - kinds - {"truncated_input"} if not REAL.exists() else \
+        set(rules.KINDS) - kinds
+    assert not missing, missing
+
+
+def test_messages_are_plain_sentences():
+    for path in (FIX / "mpitrace", FIX / "horovod", FIX / "sntilestat"):
+        for m in build(_load(path))["message"]:
+            assert m[0].isupper() or m[0].isdigit(), m
+            assert m.endswith("."), m
+            assert "\n" not in m and "[" not in m.replace(str(path), ""), m
+
+
+# -- the table ---------------------------------------------------------------------------------------
+
+def test_findings_table_is_in_the_schema():
+    t = schema.TABLES["findings"]
+    assert t.names == ["run", "severity", "kind", "scope", "subject", "rank", "value",
+                       "threshold", "message", "evidence", "hint"]
+    assert "findings" in set(schema.describe()["table"])
+    assert "### `findings`" in schema.markdown()
+
+
+def test_build_returns_the_schema_dtypes_in_order():
+    found = build(_load(FIX / "horovod"))
+    want = {c.name: c.dtype for c in schema.TABLES["findings"].columns}
+    assert {c: str(d) for c, d in found.dtypes.items()} == want
+    assert found["run"].isna().all()
+    sev = found["severity"].map({"critical": 0, "warning": 1, "info": 2}).tolist()
+    assert sev == sorted(sev)
+    for (_, _), g in found.groupby(["severity", "kind"], observed=True):
+        v = g["value"].dropna().tolist()
+        assert v == sorted(v, reverse=True)
+    # severity, then kind
+    keys = list(zip(sev, found["kind"].astype(str), strict=True))
+    assert keys == sorted(keys)
+
+
+def test_no_input_no_findings():
+    ds = _load(FIX / "trainlog")
+    empty = build(dptrace.Dataset({}, ds.sources.head(0), ds.problems.head(0)))
+    assert empty.empty and list(empty.columns) == schema.TABLES["findings"].names
+
+
+def test_frame_orders_critical_first_then_kind_then_value():
+    f = frame([
+        Finding("info", "b", "job", "x", "M.", "e"),
+        Finding("warning", "b", "job", "y", "M.", "e", value=1.0),
+        Finding("warning", "b", "job", "z", "M.", "e", value=9.0),
+        Finding("warning", "a", "job", "w", "M.", "e"),
+        Finding("critical", "z", "job", "v", "M.", "e"),
+    ])
+    assert f["subject"].tolist() == ["v", "w", "z", "y", "x"]
+
+
+def test_finding_rejects_unknown_severity_and_scope():
+    with pytest.raises(ValueError):
+        Finding("error", "k", "job", "s", "M.", "e")
+    with pytest.raises(ValueError):
+        Finding("info", "k", "node", "s", "M.", "e")
+
+
+def test_findings_do_not_import_reports():
+    code = ("import sys, dptrace.findings, dptrace.findings.rules, dptrace.findings.thresholds; "
+            "bad = [m for m in sys.modules if m.startswith('dptrace.reports')]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- the section and its drawer ------------------------------------------------------------------
+
+def _render(renderable, width: int = 100) -> str:
+    console = Console(width=width, color_system=None, record=True, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_section_on_real_data_renders_each_finding():
+    ds = _load(FIX / "mpitrace")
+    section = findings_section(ds, {})
+    assert (section.name, section.title) == ("findings", "Findings") and section.caption
+    table = section.tables["findings"]
+    assert len(table) == 15
+    text = " ".join(_render(draw(section)).split())
+    assert text.startswith("Findings")
+    for r in table.itertuples(index=False):
+        assert f"{r.severity} " in text
+        assert " ".join(str(r.message).split()) in text
+        assert " ".join(str(r.evidence).split()) in text
+    assert text.count("critical ") == 1   # files disagree, job 359819
+
+
+def test_section_without_findings_says_so():
+    ds = _load(FIX / "trainlog")
+    quiet = dptrace.Dataset({}, ds.sources.head(0), ds.problems.head(0))
+    section = findings_section(quiet, {})
+    assert section.tables["findings"].empty
+    assert _render(draw(section)).strip().splitlines()[-1] == "no findings"
+
+
+def test_draw_takes_brackets_literally():
+    f = frame([Finding("warning", "k", "input", "[bold]x[/bold]", "File [red]a[/red] is cut.",
+                       "horovod.runs source=[red]a[/red]")])
+    section = findings_section.__globals__["Section"]("findings", "Findings", "c", {"findings": f})
+    out = _render(draw(section))
+    assert "File [red]a[/red] is cut." in out
+
+
+def test_section_passes_warmup_on():
+    tp = _tp([100.0, 100.0, 100.0, 100.0], steps=10)
+    # instance 3's first two steps are slow: the second counts unless 30% are warm-up
+    tp.loc[(tp["instance"] == "3") & (tp["step"] <= 2), "value"] = 10.0
+    ds = dptrace.Dataset({"throughput": tp}, _empty("sources"), _empty("problems"))
+    assert len(build(ds)) == 1                  # 10%: step 1 of 10 dropped, 10% below
+    assert build(ds, warmup=0.3).empty          # steps 1-3 dropped
+    assert findings_section(ds, {"warmup": 0.3}).tables["findings"].empty
+    assert findings_section(ds, {}).tables["findings"]["kind"].tolist() == [
+        "throughput_straggler"]
+
+
+# -- rule by rule --------------------------------------------------------------------------------
+
+def _empty(name: str) -> pd.DataFrame:
+    return schema.TABLES[name].empty()
+
+
+def _tp(values: list[float], steps: int = 1) -> pd.DataFrame:
+    rows = []
+    for i, v in enumerate(values):
+        for s in range(1, steps + 1):
+            rows.append({"source": "log", "instance": str(i), "pattern": "sambaflow",
+                         "name": "e2e samples_per_sec", "metric": "samples_per_s", "value": v,
+                         "scope": "instance", "phase": "train", "step": s if steps > 1 else None,
+                         "lineno": 10 * i + s})
+    return schema.conform(pd.DataFrame(rows), schema.THROUGHPUT)
+
+
+@pytest.mark.parametrize("slow,fires", [(94.9, True), (95.1, False), (100.0, False)])
+def test_throughput_straggler_is_5_pct_below_median(slow, fires):
+    found = rules.throughput_stragglers(thr.per_instance(_tp([100.0, 100.0, 100.0, slow])))
+    assert bool(found) is fires
+    if fires:
+        f = found[0]
+        assert (f.kind, f.severity, f.scope, f.subject) == ("throughput_straggler", "warning",
+                                                            "instance", "instance 3")
+        assert f.threshold == 5.0 and f.value == pytest.approx(100 - slow)
+        assert "5.1% below the median of 100 samples/s" in f.message
+        assert "1 instance more than 5% below" in f.message
+
+
+def test_throughput_straggler_one_finding_per_series_naming_the_slowest():
+    found = rules.throughput_stragglers(thr.per_instance(_tp([100.0, 100.0, 90.0, 80.0, 100.0])))
+    assert len(found) == 1 and found[0].subject == "instance 3"
+    assert "2 instances more than 5% below" in found[0].message
+
+
+def _mpi_ranks(rows: list[dict]) -> pd.DataFrame:
+    base = {"source": "f", "job": "7", "nranks": 4}
+    return schema.conform(pd.DataFrame([{**base, **r} for r in rows]), schema.MPI_RANKS)
+
+
+@pytest.mark.parametrize("diff,fires", [(0.007, True), (0.005, False)])
+def test_files_disagree_beyond_the_tables_rounding(diff, fires):
+    ranks = _mpi_ranks([
+        {"rank": 1, "origin": "own", "comm_time_s": 1.0, "elapsed_s": 10.0},
+        {"rank": 1, "origin": "rank0_table", "comm_time_s": 1.0, "elapsed_s": 10.0 + diff},
+    ])
+    found = rules.files_disagree(comm.rank_times(ranks))
+    assert bool(found) is fires
+    if fires:
+        assert found[0].severity == "critical" and found[0].subject == "job 7"
+        assert "1 rank (1)" in found[0].message and "0.006 s" in found[0].message
+
+
+@pytest.mark.parametrize("claims,fires", [(2, True), (1, False)])
+def test_role_claimed_twice(claims, fires):
+    ranks = _mpi_ranks([{"rank": r, "origin": "own", "comm_time_s": 1.0, "elapsed_s": 2.0,
+                         "comm_role": "maximum"} for r in range(claims)])
+    found = rules.role_claimed_twice(ranks)
+    assert bool(found) is fires
+    if fires:
+        assert "2 rank files say they had the maximum" in found[0].message
+
+
+@pytest.mark.parametrize("listed,fires", [(3, True), (4, False)])
+def test_ranks_missing(listed, fires):
+    ranks = _mpi_ranks([{"rank": r, "origin": "rank0_table", "comm_time_s": 1.0,
+                         "elapsed_s": 2.0} for r in range(listed)])
+    found = rules.ranks_missing(comm.rank_times(ranks))
+    assert bool(found) is fires
+    if fires:
+        assert "lists 3 of 4 ranks" in found[0].message
+        assert (found[0].value, found[0].threshold) == (3.0, 4.0)
+
+
+@pytest.mark.parametrize("share,fires", [(0.501, True), (0.5, False), (np.nan, False)])
+def test_small_message_allreduce_above_half_the_mpi_time(share, fires):
+    small = pd.DataFrame({"job": ["9"], "ranks": [2], "mpi_time_s": [10.0],
+                          "small_time_s": [10.0 * share], "small_calls": [1234],
+                          "small_share": [share]})
+    found = rules.small_message_allreduce(small)
+    assert bool(found) is fires
+    if fires:
+        f = found[0]
+        assert f.threshold == 50.0 and f.value == pytest.approx(50.1)
+        assert "50.1% of job 9's MPI time (5.01 s of 10.00 s)" in f.message
+        assert "at most 64 bytes (1,234 calls)" in f.message
+
+
+def test_small_messages_bins_up_to_64_bytes():
+    """The size limit comes from the analysis: a bin up to 64 B is small, 128 B is not."""
+    def job(hi: int) -> pd.DataFrame:
+        m = pd.DataFrame({"job": ["1"], "rank": [0], "routine": ["MPI_Allreduce"],
+                          "bin_hi_bytes": [hi], "calls": [10], "time_s": [9.0]})
+        r = pd.DataFrame({"job": ["1"], "rank": [0], "routine": ["MPI_Allreduce"],
+                          "time_s": [10.0]})
+        return comm.small_messages(m, r)
+    assert rules.small_message_allreduce(job(64))
+    assert not rules.small_message_allreduce(job(128))
+
+
+def _runs(**kw) -> pd.DataFrame:
+    row = {"source": "t.json", "truncated": False, "open_intervals": 0, "unmatched_ends": 0,
+           "negotiations": 10, "negotiations_with_ticks": 10}
+    return pd.DataFrame([{**row, **kw}])
+
+
+@pytest.mark.parametrize("rule,fire,quiet,kind,severity", [
+    (rules.truncated_input, {"truncated": True}, {}, "truncated_input", "warning"),
+    (rules.open_intervals, {"open_intervals": 1}, {}, "open_intervals", "warning"),
+    (rules.unmatched_ends, {"unmatched_ends": 1}, {}, "unmatched_ends", "info"),
+    (rules.cached_negotiations, {"negotiations_with_ticks": 9}, {"negotiations": 0,
+                                                               "negotiations_with_ticks": 0},
+     "cached_negotiations", "info"),
+])
+def test_timeline_rules(rule, fire, quiet, kind, severity):
+    found = rule(_runs(**fire))
+    assert [(f.kind, f.severity, f.scope, f.subject) for f in found] == [
+        (kind, severity, "input", "t.json")]
+    assert not rule(_runs(**quiet))
+    # the same facts as the analysis' warning
+    detail = hv.timeline_warnings(_runs(**fire))["detail"].iloc[0]
+    _holds(found[0].message, detail)
+
+
+@pytest.mark.parametrize("shares,fires", [([0.5, 0.5], [0, 1]), ([0.49, 0.51], [1]),
+                                          ([1.0], [])])
+def test_negotiation_straggler_last_in_half_with_two_ranks(shares, fires):
+    n = 100
+    strag = pd.DataFrame({"source": "t.json", "rank": range(len(shares)),
+                          "negotiations": n, "last": [round(s * n) for s in shares],
+                          "last_share": shares, "mean_lag_us": 1500.0, "p95_lag_us": 2000.0,
+                          "max_lag_us": 2.5e6})
+    found = rules.negotiation_stragglers(strag)
+    assert [f.rank for f in found] == fires
+    for f in found:
+        assert f.scope == "rank" and f.threshold == 50.0
+        assert "1.5 ms after the first rank's on average (max 2.50 s)" in f.message
+
+
+def _tiles(rows: list[dict]) -> pd.DataFrame:
+    base = {"source": "cap", "snapshot": 0, "xrdu": 0, "rdu": 0, "exec_pct": 0.0}
+    return schema.conform(pd.DataFrame([{**base, **r} for r in rows]), schema.TILES)
+
+
+@pytest.mark.parametrize("idle_pct,fires", [(99.9, True), (99.8, False)])
+def test_idle_tiles_at_999_pct_without_a_pid(idle_pct, fires):
+    tiles = _tiles([{"tile": 0, "idle_pct": idle_pct},
+                    {"tile": 1, "idle_pct": 0.0, "exec_pct": 90.0, "pid": 42}])
+    found = rules.idle_tiles(tl.idle_tiles(tiles))
+    assert bool(found) is fires
+    if fires:
+        assert found[0].message.startswith("1 tile(s) of cap were idle in every snapshot")
+
+
+def test_idle_tiles_only_when_idle_in_every_snapshot():
+    tiles = _tiles([{"tile": 0, "idle_pct": 100.0},
+                    {"tile": 0, "snapshot": 1, "idle_pct": 0.0, "exec_pct": 50.0, "pid": 7}])
+    assert not rules.idle_tiles(tl.idle_tiles(tiles))
+
+
+@pytest.mark.parametrize("pids,fires", [([1, 2, 3], True), ([1], False)])
+def test_lowest_exec_instance_needs_two_instances(pids, fires):
+    tiles = _tiles([{"tile": i, "idle_pct": 0.0, "exec_pct": 50.0 + 10 * i, "pid": p}
+                    for i, p in enumerate(pids)])
+    found = rules.lowest_exec_instance(tl.instances(tiles))
+    assert bool(found) is fires
+    if fires:
+        f = found[0]
+        assert (f.subject, f.severity, f.value) == ("PID 1", "info", 50.0)
+        assert "50.0% (instances' median 60.0%)" in f.message
+
+
+def test_every_rule_is_listed_once():
+    assert len(rules.KINDS) == len(set(rules.KINDS)) == 12
+    doc = rules.__doc__ or ""
+    for kind in rules.KINDS:
+        assert kind in doc and kind in schema.TABLES["findings"].columns[2].doc
+
+
+def test_rules_skip_missing_values():
+    """A missing count or %exec is nothing to report, never a crash."""
+    runs = _runs().astype({"open_intervals": "Int64", "unmatched_ends": "Int64",
+                           "negotiations_with_ticks": "Int64"})
+    runs.loc[0, ["open_intervals", "unmatched_ends", "negotiations_with_ticks"]] = pd.NA
+    runs["truncated"] = pd.array([pd.NA], dtype="boolean")
+    for rule in (rules.truncated_input, rules.open_intervals, rules.unmatched_ends,
+                 rules.cached_negotiations):
+        assert not rule(runs)
+    inst = pd.DataFrame({"source": "cap", "pid": [1, 2], "exec_mean_pct": [np.nan, np.nan],
+                         "lowest": [False, False]})
+    assert not rules.lowest_exec_instance(inst)
