@@ -12,7 +12,7 @@ Layering: findings import analysis and schema, never reports; the report's Findi
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -80,4 +80,13 @@ def build(ds: Dataset, **opts: object) -> pd.DataFrame:
     is compared, as in the throughput section)."""
     from .rules import run_rules
 
-    return frame(run_rules(ds, **opts))
+    ids = ds.run_ids
+    if len(ids) <= 1:   # one run (or none): no split needed
+        found = [replace(f, run=ids[0]) if ids else f for f in run_rules(ds, **opts)]
+    else:               # each run judged on its own rows: no rule mixes two runs
+        found = [replace(f, run=run) for run, part in ds.by_run().items()
+                 for f in run_rules(part, **opts)]
+    out = frame(found)
+    if ids:
+        out["run"] = pd.Categorical(out["run"].astype(object), categories=ids)
+    return out
