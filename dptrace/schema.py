@@ -508,7 +508,7 @@ FINDINGS = register_table(Table(
     "an input, a consistency check), with the numbers behind it and where to look. Ordered by "
     "severity, then kind, then value (largest first).",
     (
-        _c("run", "category", "the run the finding is about; null until runs are recorded"),
+        _c("run", "category", "the run the finding is about (each run is judged on its own rows)"),
         _c("severity", "category", "critical (a number in the report may be wrong), warning "
            "(worth a look before trusting or tuning) or info (context for reading the numbers)"),
         _c("kind", "category", "stable identifier of the rule that fired: throughput_straggler, "
