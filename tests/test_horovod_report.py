@@ -10,8 +10,10 @@ from rich.console import Console
 
 import dptrace
 from dptrace.reports import json_report
-from dptrace.reports.horovod_sections import draw_horovod, horovod_section, human_time, short_name
+from dptrace.reports.fmt import human_time
 from dptrace.reports.model import Report
+from dptrace.reports.sections.horovod import build as horovod_section
+from dptrace.reports.terminal.horovod import draw_horovod, short_name
 
 FIX = Path(__file__).parent / "fixtures" / "horovod"
 

@@ -8,7 +8,7 @@ from rich.console import Console
 import dptrace
 from dptrace.cli import main
 from dptrace.reports import model, terminal
-from dptrace.reports.mpi_sections import bin_label, human_bytes, human_rate
+from dptrace.reports.fmt import bin_label, human_bytes, human_rate
 
 FIX = Path(__file__).parent / "fixtures" / "mpitrace"
 
