@@ -4,6 +4,8 @@ collective (the sections and their tables: :mod:`dptrace.reports.sections.commun
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 from rich.console import Group, RenderableType
@@ -39,7 +41,8 @@ def _total(values: pd.Series) -> object:
     return None if values.isna().any() else values.sum()
 
 
-def draw_communication(section: Section, opts: object = None) -> RenderableType:
+def draw_communication(section: Section, opts: Mapping[str, Any] | None = None,
+                       ) -> RenderableType:
     t = section.tables
     parts: list[RenderableType] = [Text(section.title, style="bold"),
                                    Text(section.caption, style="dim")]
@@ -153,7 +156,8 @@ def _routine_table(routines: pd.DataFrame) -> FitTable:
     return table
 
 
-def draw_message_sizes(section: Section, opts: object = None) -> RenderableType:
+def draw_message_sizes(section: Section, opts: Mapping[str, Any] | None = None,
+                       ) -> RenderableType:
     bins = section.tables["bins"]
     parts: list[RenderableType] = [Text(section.title, style="bold"),
                                    Text(section.caption, style="dim")]
