@@ -6,7 +6,8 @@ rich: the public names load on first use, so ``dptrace --help`` starts at once):
     ds = dptrace.load(["slurm-123.out", "mpi_profile.*"])   # formats detected
     ds["throughput"]                                          # a pandas DataFrame
     dptrace.throughput_summary(ds["throughput"])             # aggregates per source/metric
-    dptrace.report(ds)                                        # tables, figures, to_html()
+    dptrace.report(ds)                                        # a Report: its Sections'
+                                                              # tables, figures, to_html()
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ _PUBLIC = {
     "Dataset": ".dataset",
     "DptraceError": ".errors",
     "ParseError": ".errors",
+    "Report": ".reports.model",
+    "Section": ".reports.model",
     "UnknownFormatError": ".errors",
     "load": ".api",
     "read_horovod": ".api",
@@ -42,6 +45,8 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from .errors import DptraceError as DptraceError
     from .errors import ParseError as ParseError
     from .errors import UnknownFormatError as UnknownFormatError
+    from .reports.model import Report as Report
+    from .reports.model import Section as Section
 
 
 def __getattr__(name: str) -> Any:

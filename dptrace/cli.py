@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 
 from . import __version__
 from .errors import DptraceError
+from .exitcodes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:  # the heavy modules (pandas, rich) load only for a command that needs them
     from rich.console import Console
 
     from .dataset import Dataset
 
-EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_FAILURE = 0, 1, 2, 3
 #: inputs larger than this (in total) get a progress bar
 PROGRESS_BYTES = 64 << 20
 
@@ -188,7 +188,7 @@ def _report(args: argparse.Namespace, console: Console, err: Console) -> int:
         if target and target != "-":
             _check_output_file(option, target)
     ds = _load_with_progress(args.paths, args.format, err, args.max_decompressed)
-    code = args._code = exit_code(ds)
+    code = args._code = model.exit_code(ds)
     report = model.build(ds, warmup=args.warmup)
     # files first: a closed stdout (`| head`) must not cost the dashboard or the JSON file
     if args.html:
@@ -209,6 +209,7 @@ def _report(args: argparse.Namespace, console: Console, err: Console) -> int:
 def _export(args: argparse.Namespace, err: Console) -> int:
     from . import registry
     from .reports import export
+    from .reports.model import exit_code
 
     export.check_format(args.format)
     export.check_directory(args.to)
@@ -217,13 +218,6 @@ def _export(args: argparse.Namespace, err: Console) -> int:
     written = export.export(ds, args.to, args.format, raw=args.raw)
     err.print(f"dptrace: wrote {len(written)} tables to {args.to}", markup=False)
     return exit_code(ds)
-
-
-def exit_code(ds: Dataset) -> int:
-    """0 all parsed, 1 something skipped, 3 nothing parsed at all."""
-    from .reports import model
-
-    return model.exit_code(ds)
 
 
 def _load_with_progress(paths: list[str], fmt: str, err: Console,

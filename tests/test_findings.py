@@ -31,8 +31,9 @@ from dptrace.analysis import horovod as hv
 from dptrace.analysis import throughput as thr
 from dptrace.analysis import tiles as tl
 from dptrace.findings import Finding, build, frame, rules
-from dptrace.findings.section import findings_section
-from dptrace.findings.terminal import draw
+from dptrace.reports.model import Section
+from dptrace.reports.sections.findings import build as findings_section
+from dptrace.reports.terminal.findings import draw_findings as draw
 
 HERE = Path(__file__).resolve().parent
 FIX = HERE / "fixtures"
@@ -123,24 +124,10 @@ def _today(ds: dptrace.Dataset) -> list[tuple[str, str, str, str]]:
 
 
 def _tile_warnings(tiles: pd.DataFrame) -> list[tuple[str, str, str, str]]:
-    """The tiles drawer's own warning lines (``_warnings`` of reports/tiles_sections.py)."""
-    idle, inst = tl.idle_tiles(tiles), tl.instances(tiles)
-    try:
-        from dptrace.reports.tiles_sections import _warnings
-    except ImportError:            # moved by the reports restructuring: the findings replace it
-        return _tile_warnings_as_drawn(idle, inst)
-    out = []
-    for row in tl.overview(tiles).itertuples(index=False):
-        for line in _warnings(row, idle, inst):
-            text = line.plain  # type: ignore[union-attr]
-            if text.startswith("warning:"):
-                out.append(("idle_tiles", str(row.source), f"source={row.source}", text))
-            else:
-                pid = re.search(r"PID (\d+)", text)
-                assert pid, text
-                out.append(("lowest_exec_instance", f"PID {pid.group(1)}",
-                            f"source={row.source} pid={pid.group(1)}", text))
-    return out
+    """What the tiles drawer's ``_warnings`` printed before the findings took them over
+    (checked against the drawer itself while it printed them, in the commit that made the
+    findings), from the tiles analysis with its conditions written out."""
+    return _tile_warnings_as_drawn(tl.idle_tiles(tiles), tl.instances(tiles))
 
 
 def _tile_warnings_as_drawn(idle: pd.DataFrame,
@@ -159,14 +146,6 @@ def _tile_warnings_as_drawn(idle: pd.DataFrame,
                          f"lowest %exec: PID {low['pid']} at {low['exec_mean_pct']:.1f}% "
                          f"(instances' median {g['exec_mean_pct'].median():.1f}%)"))
     return out
-
-
-def test_tile_warnings_as_drawn_match_the_drawer():
-    """The fallback above says what the drawer says (while the drawer exists)."""
-    tiles = pd.concat([_load(FIX / "sntilestat")["tiles"], _load(REAL / "sntilestat")["tiles"]])
-    idle, inst = tl.idle_tiles(tiles), tl.instances(tiles)
-    drawn = _tile_warnings(tiles)
-    assert drawn and sorted(drawn) == sorted(_tile_warnings_as_drawn(idle, inst))
 
 
 @pytest.mark.parametrize("path", DIRS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -297,7 +276,7 @@ def test_section_without_findings_says_so():
 def test_draw_takes_brackets_literally():
     f = frame([Finding("warning", "k", "input", "[bold]x[/bold]", "File [red]a[/red] is cut.",
                        "horovod.runs source=[red]a[/red]")])
-    section = findings_section.__globals__["Section"]("findings", "Findings", "c", {"findings": f})
+    section = Section("findings", "Findings", "c", {"findings": f})
     out = _render(draw(section))
     assert "File [red]a[/red] is cut." in out
 

@@ -10,8 +10,10 @@ from rich.console import Console
 
 import dptrace
 from dptrace.reports import json_report
-from dptrace.reports.horovod_sections import draw_horovod, horovod_section, human_time, short_name
+from dptrace.reports.fmt import human_time
 from dptrace.reports.model import Report
+from dptrace.reports.sections.horovod import build as horovod_section
+from dptrace.reports.terminal.horovod import draw_horovod, short_name
 
 FIX = Path(__file__).parent / "fixtures" / "horovod"
 
@@ -55,9 +57,16 @@ def test_single_rank_and_warnings():
     out = render("alcfws_timeline_gpu_n1.json", "synthetic_killed_open_b.json",
                  "synthetic_cut_mid_record.json")
     assert "none from 2+ ranks, so no rank can be called late" in out
-    assert "! 3 interval(s) never closed (B without E): counted as open, no duration" in out
-    assert "! the file ends inside a record" in out
     assert out.count("╭─") == 3                       # one panel per file
+    # the timeline warnings are findings now (one model, shown first in every face)
+    from dptrace.findings import build
+
+    ds = dptrace.load([FIX / n for n in ("synthetic_killed_open_b.json",
+                                         "synthetic_cut_mid_record.json")])
+    said = " ".join(build(ds)["message"])
+    assert "3 intervals of" in said and "never closed (B without E)" in said
+    assert "ends inside a record" in said
+    assert "never closed" not in out                   # not said twice
 
 
 def test_cached_negotiations_are_counted_not_hidden():
@@ -86,7 +95,7 @@ def test_json_carries_the_same_tables():
     sec = doc["sections"]["horovod"]
     assert set(sec["tables"]) == {"runs", "time", "activities", "stragglers", "fusion",
                                   "fusion_sizes", "throughput", "cycles", "idle_gaps",
-                                  "top_tensors", "warnings"}
+                                  "top_tensors"}
     time = sec["tables"]["time"][0]
     assert (time["negotiate_wall_us"], time["span_us"]) == (143113586.0, 189808515.0)
     rank0 = sec["tables"]["stragglers"][0]

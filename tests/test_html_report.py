@@ -10,7 +10,7 @@ import pytest
 import dptrace
 from dptrace.cli import main
 from dptrace.reports import export as export_mod
-from dptrace.reports import html as html_mod
+from dptrace.reports.fmt import table_share
 
 FIX = Path(__file__).parent / "fixtures"
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -80,7 +80,7 @@ def test_shares_shown_as_percentages():
     table = table[:table.index("</table>")]
     cells = re.findall(r"<td>([^<]*)</td>", table)
     assert "99.7 %" in cells and "0.996714" not in page
-    assert html_mod._percent(float("nan")) == "" and html_mod._percent(1.86767e-05) == \
+    assert table_share(float("nan")) == "" and table_share(1.86767e-05) == \
         "0.00187 %"
 
 

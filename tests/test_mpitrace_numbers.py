@@ -29,7 +29,7 @@ from dptrace.errors import Problem
 from dptrace.parsers import _mpitrace_fast as fast
 from dptrace.parsers import mpitrace
 from dptrace.reports import terminal
-from dptrace.reports.mpi_sections import _num, _pct, bin_label, human_bytes, human_rate
+from dptrace.reports.fmt import bin_label, human_bytes, human_rate, num, pct
 
 FIX = Path(__file__).parent / "fixtures" / "mpitrace"
 #: rank 0 of 16 (Theta): routine table lines 6-12, size bins 27-62, per-rank table 75-90
@@ -198,14 +198,14 @@ def test_avg_bytes_inf_never_reaches_a_formatter(tmp_path):
 
 def test_formatters_show_missing_and_infinite_values_on_purpose():
     inf, nan = float("inf"), float("nan")
-    for fmt in (human_bytes, human_rate, _num, _pct):
+    for fmt in (human_bytes, human_rate, num, pct):
         assert fmt(None) == fmt(nan) == fmt(np.nan) == fmt(pd.NA) == "-"
         assert fmt(inf) == fmt(np.float64(inf)) == "inf" and fmt(-inf) == "-inf"
     assert human_bytes(1536) == "1.5 KiB" and human_bytes(2 ** 62) == "4 EiB"
     assert human_bytes(1e308) == "8.67e+289 EiB"
     assert bin_label(61, 2 ** 62) == "2-4 EiB"
-    assert _num(1e300) == "1e+300" and _num(1234.5) == "1,234.500"
-    assert _pct(1e307) == "inf" and _pct(0.25) == "25.0%"
+    assert num(1e300) == "1e+300" and num(1234.5) == "1,234.500"
+    assert pct(1e307) == "inf" and pct(0.25) == "25.0%"
 
 
 @pytest.mark.parametrize("where", ["avg", "time"])

@@ -8,7 +8,7 @@ from rich.console import Console
 import dptrace
 from dptrace.cli import main
 from dptrace.reports import model, terminal
-from dptrace.reports.mpi_sections import bin_label, human_bytes, human_rate
+from dptrace.reports.fmt import bin_label, human_bytes, human_rate
 
 FIX = Path(__file__).parent / "fixtures" / "mpitrace"
 
@@ -55,7 +55,7 @@ def test_cli_json_has_the_same_sections(tmp_path, capsys):
     big = [b for b in bins if b["routine"] == "MPI_Allreduce" and b["bin"] == 25][0]
     assert (big["calls"], big["bin_lo_bytes"], big["bin_hi_bytes"]) == (375, 33554433, 67108864)
     assert set(sec["communication"]["tables"]) == {"jobs", "ranks", "routines",
-                                                   "small_messages", "checks"}
+                                                   "small_messages"}
 
 
 def test_no_mpitrace_sections_without_mpitrace_data(tmp_path, capsys):

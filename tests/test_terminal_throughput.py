@@ -20,6 +20,7 @@ from dptrace.analysis import throughput as thr
 from dptrace.parsers import _trainlog_rules as rules
 from dptrace.reports import model, terminal
 from dptrace.reports.json_report import to_dict
+from dptrace.reports.terminal import throughput as terminal_throughput
 
 HERE = Path(__file__).parent
 REAL = HERE.parent.parent / "shared" / "realdata" / "trainlog"
@@ -71,7 +72,7 @@ def real_default() -> str:
 @needs_real
 def test_deepspeed_and_megatron_are_in_the_default_view(real_default):
     titles = [p.splitlines()[0] for p in panels(real_default)]
-    assert len(titles) == terminal.MAX_SERIES
+    assert len(titles) == terminal_throughput.MAX_SERIES
     assert any("· deepspeed ─" in t for t in titles)
     assert any("· megatron ─" in t for t in titles)
     # the job-level figures of known trainers come before any progress bar

@@ -27,7 +27,8 @@ from dptrace import registry
 from dptrace.cli import main
 from dptrace.parsers import _trainlog_rules as rules
 from dptrace.parsers import sntilestat, trainlog
-from dptrace.reports import terminal
+from dptrace.reports.fmt import fmt, vs_median
+from dptrace.reports.terminal.throughput import _bar_fraction, _instance_table
 from dptrace.sources import expand
 
 HERE = Path(__file__).parent
@@ -325,14 +326,14 @@ def test_inf_in_train_metrics_is_missing_with_a_warning(tmp_path):
 
 
 def test_fmt_and_bars_take_any_float():
-    assert terminal.fmt(math.inf) == "inf" and terminal.fmt(-math.inf) == "-inf"
-    assert terminal.fmt(1e308) == "1e+308" and len(terminal.fmt(-3.5e200)) < 12
-    assert terminal.fmt(float("nan")) == "-" and terminal.fmt(1234.5) == "1,234.50"
-    assert terminal._bar_fraction(float("nan"), 10.0) == 0.0
-    assert terminal._bar_fraction(math.inf, 10.0) == 0.0
-    assert terminal._bar_fraction(1e308, 1e308) == 1.0
-    assert terminal._bar_fraction(5.0, 0.0) == 0.0 and terminal._bar_fraction(pd.NA, 1.0) == 0.0
-    assert terminal._vs_median(math.inf) == "-" and terminal._vs_median(float("nan")) == "-"
+    assert fmt(math.inf) == "inf" and fmt(-math.inf) == "-inf"
+    assert fmt(1e308) == "1e+308" and len(fmt(-3.5e200)) < 12
+    assert fmt(float("nan")) == "-" and fmt(1234.5) == "1,234.50"
+    assert _bar_fraction(float("nan"), 10.0) == 0.0
+    assert _bar_fraction(math.inf, 10.0) == 0.0
+    assert _bar_fraction(1e308, 1e308) == 1.0
+    assert _bar_fraction(5.0, 0.0) == 0.0 and _bar_fraction(pd.NA, 1.0) == 0.0
+    assert vs_median(math.inf) == "-" and vs_median(float("nan")) == "-"
 
 
 def test_instance_table_with_nan_and_huge_values_renders():
@@ -341,7 +342,7 @@ def test_instance_table_with_nan_and_huge_values_renders():
                          "warmup_rows": [0, 0, 0], "below_median_pct": [np.nan, 0.0, np.inf],
                          "first_lineno": [1, 2, 3]})
     console = Console(width=100, color_system=None, file=io.StringIO())
-    console.print(terminal._instance_table(pd.Series({"metric": "images_per_s"}), inst))
+    console.print(_instance_table(pd.Series({"metric": "images_per_s"}), inst))
     assert "1e+308" in console.file.getvalue()  # type: ignore[attr-defined]
 
 

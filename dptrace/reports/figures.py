@@ -33,6 +33,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..analysis import throughput as thr
+from .fmt import plot_num
 
 BAR, STRAGGLER, MEAN, MEDIAN, MIN, MAX = ("#4c78a8", "#e45756", "#54a24b", "#f58518",
                                           "#54a24b", "#e45756")
@@ -154,16 +155,6 @@ def esc(value: object) -> str:
     return html.escape(str(value), quote=False)
 
 
-def num(value: object, digits: int = 2) -> str:
-    """'5,278.34'; '-' when missing or not finite; '1.2e+300' beyond 1e15."""
-    if value is None or value is pd.NA:
-        return "-"
-    v = float(value)  # type: ignore[arg-type]
-    if not math.isfinite(v):
-        return "-"
-    return f"{v:,.{digits}f}" if abs(v) < 1e15 else f"{v:.3g}"
-
-
 def layout(fig: go.Figure, title: str, x_title: str, y_title: str,
            height: int = 360) -> go.Figure:
     """Common look: left title, small margins, the light template, axis titles with units."""
@@ -196,14 +187,14 @@ def throughput_bars(inst: pd.DataFrame, *, metric: str, title: str = "",
     mean, median = v.mean(), v.median()    # over the drawable values
     if np.isfinite(mean) and abs(mean) <= DRAWABLE:
         fig.add_hline(y=mean, line_dash="dash", line_color=MEAN,
-                      annotation_text=f"mean {num(mean)}", annotation_position="top left")
+                      annotation_text=f"mean {plot_num(mean)}", annotation_position="top left")
     if np.isfinite(median):
         fig.add_hline(y=median, line_dash="dot", line_color=MEDIAN,
-                      annotation_text=f"median {num(median)}",
+                      annotation_text=f"median {plot_num(median)}",
                       annotation_position="bottom right")
     job = v.sum() if job_value is None else job_value
     rule = job_rule or f"sum over {len(inst)} instances"
-    fig.add_annotation(text=f"job: {num(job)} {esc(metric)} ({esc(rule)})", xref="paper",
+    fig.add_annotation(text=f"job: {plot_num(job)} {esc(metric)} ({esc(rule)})", xref="paper",
                        yref="paper", x=0, y=1.0, yanchor="bottom", xanchor="left",
                        showarrow=False)
     fig.update_layout(barmode="overlay")

@@ -14,8 +14,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .figures import BAR, COLORS, MAX, MEDIAN, STRAGGLER, build_all, drawable, esc, layout, num
-from .mpi_sections import bin_label
+from .figures import BAR, COLORS, MAX, MEDIAN, STRAGGLER, build_all, drawable, esc, layout
+from .fmt import bin_label, plot_num, span
 
 #: timeline files drawn; the rest are in the tables and exports
 MAX_SOURCES = 16
@@ -112,7 +112,7 @@ def fusion_sizes(sizes: pd.DataFrame, *, title: str = "") -> go.Figure:
     fig = go.Figure()
     labels: list[str] = []
     for i, (op, g) in enumerate(sizes.groupby(sizes["op"].astype(str), sort=False)):
-        x = [_span(lo, hi) for lo, hi in zip(g["min_tensors"], g["max_tensors"], strict=True)]
+        x = [span(lo, hi) for lo, hi in zip(g["min_tensors"], g["max_tensors"], strict=True)]
         labels += [lab for lab in x if lab not in labels]
         fig.add_trace(go.Bar(x=x, y=g["ops"].astype("int64"), name=esc(op),
                              marker_color=COLORS[i % len(COLORS)],
@@ -123,11 +123,6 @@ def fusion_sizes(sizes: pd.DataFrame, *, title: str = "") -> go.Figure:
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=order)
     fig.update_layout(barmode="group")
     return layout(fig, title, "tensors fused into one op", "ops")
-
-
-def _span(lo: object, hi: object) -> str:
-    lo_i, hi_i = int(lo), int(hi)  # type: ignore[call-overload]
-    return str(lo_i) if lo_i == hi_i else f"{lo_i}-{hi_i}"
 
 
 def op_throughput(tp: pd.DataFrame, *, title: str = "") -> go.Figure:
@@ -195,7 +190,8 @@ def cycle_times(durations_us: pd.Series, *, title: str = "") -> go.Figure:
     top = float(counts.max())
     for q, name, color in ((0.5, "median", MEDIAN), (0.95, "p95", MAX)):
         v = float(np.quantile(d, q))
-        fig.add_trace(go.Scatter(x=[v, v], y=[0, top], mode="lines", name=f"{name} {num(v, 3)} ms",
+        fig.add_trace(go.Scatter(x=[v, v], y=[0, top], mode="lines",
+                                 name=f"{name} {plot_num(v, 3)} ms",
                                  line={"color": color, "dash": "dash"}, hoverinfo="name"))
     fig.update_xaxes(type="log")
     return layout(fig, title, "cycle time (ms, log scale)", "cycles")

@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 
 from ..analysis import communication as comm
 from .figures import BAR, COLORS, MAX, MEDIAN, MIN, build_all, drawable, esc, layout
-from .mpi_sections import bin_label
+from .fmt import bin_label
 
 #: jobs drawn per figure kind; the rest are in the tables and exports
 MAX_JOBS = 24

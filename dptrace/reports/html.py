@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import html
-import math
 import zlib
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -26,7 +25,9 @@ import pandas as pd
 
 from .. import __version__
 from ..dataset import Dataset
+from .fmt import is_share, table_float, table_share
 from .model import Report, Section
+from .registry import section_spec
 from .safe_text import visible, visible_frame
 
 ASSETS = Path(__file__).parent / "assets"
@@ -116,7 +117,8 @@ def _facts(report: Report) -> list[tuple[str, str]]:
     facts = [("inputs", f"{len(src)} file(s): " + _e(", ".join(
         f"{n} {f}" for f, n in formats.items()))),
         ("tables", _e(", ".join(f"{k} [{len(ds[k])}]" for k in ds.tables)) or "none")]
-    facts += [f for f in (_jobs_fact(ds), _instances_fact(report)) if f]
+    facts += [f for f in (_jobs_fact(ds),) if f]
+    facts += _section_facts(report)
     facts.append(("not parsed", _not_parsed(src, ds.problems)))
     facts.append(("made by", f"dptrace {_e(__version__)}, {stamp}"))
     return facts
@@ -139,18 +141,16 @@ def _jobs_fact(ds: Dataset) -> tuple[str, str] | None:
     return "job ids", f"{len(jobs)}: " + ", ".join(shown) + more
 
 
-def _instances_fact(report: Report) -> tuple[str, str] | None:
-    parts = []
-    tp = report.section("throughput")
-    if tp is not None:
-        s = tp.tables["summary"]
-        parts.append(f"throughput: {len(s)} series, up to {int(s['instances'].max())} "
-                     "instances in one")
-    tiles = report.section("tiles")
-    if tiles is not None:
-        o = tiles.tables["overview"]
-        parts.append(f"tiles: {int(o['instances'].sum())} instance(s) in {len(o)} listing(s)")
-    return ("instances", _e("; ".join(parts))) if parts else None
+def _section_facts(report: Report) -> list[tuple[str, str]]:
+    """The facts sections add to the header (their spec's ``facts``): one line per label,
+    the sections' texts joined with '; ' in report order."""
+    joined: dict[str, list[str]] = {}
+    for section in report.sections:
+        spec = section_spec(section.name)
+        if spec is not None and spec.facts is not None:
+            for label, text in spec.facts(section).items():
+                joined.setdefault(label, []).append(text)
+    return [(label, _e("; ".join(texts))) for label, texts in joined.items()]
 
 
 #: names of skipped files shown in the header's one line (all are in its <details>)
@@ -207,31 +207,13 @@ def _table(name: str, df: pd.DataFrame) -> str:
     shown = visible_frame(df.head(MAX_ROWS))
     note = (f"<p class='note'>first {MAX_ROWS} of {len(df)} rows; all rows: --json or "
             "`dptrace export`</p>") if len(df) > MAX_ROWS else ""
-    shares = {c: _percent for c in shown.columns if _is_share(str(c))
+    shares = {c: table_share for c in shown.columns if is_share(str(c))
               and pd.api.types.is_float_dtype(shown[c])}
-    body = shown.to_html(index=False, escape=True, border=0, na_rep="", float_format=_float,
+    body = shown.to_html(index=False, escape=True, border=0, na_rep="", float_format=table_float,
                          formatters=shares, classes="data")
     state = " open" if len(df) <= OPEN_ROWS else ""
     return (f"<details{state}><summary>table <b>{_e(name)}</b> ({len(df)} rows)</summary>"
             f"<div class='scroll'>{body}</div>{note}</details>")
-
-
-def _float(v: float) -> str:
-    if math.isnan(v):
-        return ""
-    return f"{v:,.0f}" if abs(v) >= 1e6 else f"{v:,.6g}"
-
-
-def _is_share(column: str) -> bool:
-    """Columns holding a fraction of a whole (``time_share``, ``comm_share_mean``, ...)."""
-    return column == "share" or column.endswith("_share") or "_share_" in column
-
-
-def _percent(v: float) -> str:
-    """A fraction as a percentage (0.9967 -> '99.7 %'); empty when missing."""
-    if v is None or pd.isna(v):
-        return ""
-    return f"{100 * float(v):.3g} %"
 
 
 def _e(value: object) -> str:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from rich.console import Group, RenderableType
@@ -10,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from ..reports.model import Section
+    from ..model import Section
 
 #: rich style of each severity's label
 STYLES = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
@@ -20,12 +21,14 @@ def _text(v: object) -> str:
     return "" if v is None or v is pd.NA or (isinstance(v, float) and v != v) else str(v)
 
 
-def draw(section: Section) -> RenderableType:
-    """Title, caption, then per finding its severity (coloured) and message, with the evidence
-    and the hint dim beneath, each on its own line; one dim "no findings" line when there is none.
+def draw_findings(section: Section, opts: Mapping[str, Any] | None = None) -> RenderableType:
+    """Title, caption, then per finding its severity (coloured) and message, with the hint
+    dim beneath; one dim "no findings" line when there is none.
 
-    Text goes in as :class:`rich.text.Text`, so a ``[`` in a file name is never markup."""
+    Text goes in as :class:`rich.text.Text`, so a ``[`` in a file name is never markup.
+    With several runs, each message starts with its run."""
     findings = section.tables["findings"]
+    several = findings["run"].nunique() > 1
     head: list[RenderableType] = [Text(section.title, style="bold"),
                                   Text(section.caption, style="dim")]
     if findings.empty:
@@ -35,9 +38,9 @@ def draw(section: Section) -> RenderableType:
     grid.add_column(overflow="fold")            # wraps under itself, never cut
     for r in findings.itertuples(index=False):
         sev = str(r.severity)
-        body = Text(_text(r.message))
-        for extra in (_text(r.evidence), _text(r.hint)):
-            if extra:
-                body.append("\n" + extra, style="dim")
+        body = Text(f"{_text(r.run)}: " if several else "", style="bold")
+        body.append(_text(r.message))
+        if _text(r.hint):   # the evidence (table and rows) is in --json and the HTML
+            body.append("\n" + _text(r.hint), style="dim")
         grid.add_row(Text(sev, style=STYLES.get(sev, "")), body)
     return Group(*head, grid)

@@ -1,14 +1,10 @@
-"""The Horovod timeline section: where the time goes, straggler ranks, fusion, top tensors.
-
-:func:`horovod_section` builds the section's tables from the ``hvd_*`` tables (JSON output
-is those tables); :func:`draw_horovod` draws them with rich, one panel per timeline file.
-"""
+"""The rich drawer of the Horovod timeline section: one panel per timeline file (the
+section and its tables: :mod:`dptrace.reports.sections.horovod`)."""
 
 from __future__ import annotations
 
-import math
-from functools import partial
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 from rich.cells import cell_len
@@ -18,19 +14,14 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis import horovod as hv
-from ..dataset import Dataset
-from .fit import BAR, KEY, SHORT, TEXT, BarCell, Col, FitTable, common_dir, shorten_left
-from .mpi_sections import bin_label, human_bytes, human_rate
-
-if TYPE_CHECKING:
-    from .model import Section
+from ..fit import BAR, KEY, SHORT, TEXT, BarCell, Col, FitTable, common_dir, shorten_left
+from ..fmt import bin_label, human_bytes, human_rate, human_time, missing, pct, span
+from ..model import Section
 
 #: rows drawn per table in the terminal (all rows are in --json)
 MAX_ACTIVITIES = 14
 MAX_RANKS = 16
 TOP_TENSORS = 8
-MAX_GAPS = 5
 NAME_WIDTH = 38
 
 # When a table does not fit the terminal (see :mod:`dptrace.reports.fit`), bars and text
@@ -45,67 +36,6 @@ THROUGHPUT_DROP = ("op time", "comm time", "ops", "bytes")
 #: top tensors: the tensor name (shortened from the left) keeps the room
 TENSOR_DROP = ("shape", "negotiating", "size", "ops")
 
-CAPTION = (
-    "Per timeline file (rank 0 writes it; it covers all ranks). Wall time is the time at least "
-    "one tensor was in a state; tensor time sums the copies each fused tensor carries, so it "
-    "can exceed the span. A rank is 'last' when it was the final one to report a tensor ready: "
-    "the others waited for it (only negotiations with ticks from 2+ ranks count; Horovod's "
-    "response cache skips the ticks). Rates: bytes / op time (queueing and copies included) "
-    "and bytes / time in the collective activity itself; none for bins with under 1 ms.")
-
-
-def horovod_section(ds: Dataset, opts: dict) -> Section | None:
-    """The report section for every Horovod timeline in ``ds``; None when there is none."""
-    from .model import Section
-
-    runs = ds["hvd_runs"]
-    if runs.empty:
-        return None
-    acts, tensors = ds["hvd_activities"], ds["hvd_tensors"]
-    groups = hv.fusion_groups(tensors)
-    gaps = hv.idle_gaps(acts)
-    return Section("horovod", "Horovod timeline", CAPTION, {
-        "runs": runs,
-        "time": hv.negotiation_share(acts, runs).merge(hv.idle_summary(gaps, runs), on="source"),
-        "activities": hv.activity_breakdown(acts, runs),
-        "stragglers": hv.straggler_ranks(ds["hvd_ready"]),
-        "fusion": hv.fusion_summary(groups, acts),
-        "fusion_sizes": hv.fusion_sizes(groups),
-        "throughput": hv.op_throughput(groups, tensors, acts),
-        "cycles": hv.cycle_stats(ds["hvd_cycles"]),
-        "idle_gaps": gaps.groupby("source", sort=False).head(MAX_GAPS).reset_index(drop=True),
-        "top_tensors": hv.top_tensors(tensors, 10),
-        "warnings": hv.timeline_warnings(runs),
-    }, figure_fn=partial(_horovod_figures, cycles=ds["hvd_cycles"]))
-
-
-def _horovod_figures(section: Section, cycles: pd.DataFrame) -> dict:
-    from .figures_horovod import horovod_figures
-
-    return horovod_figures(section.tables, cycles)
-
-
-# -- formatting ----------------------------------------------------------------------------------
-
-def _na(v: Any) -> bool:
-    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
-
-
-def human_time(us: Any) -> str:
-    """Microseconds for humans: '143.11 s', '12.3 ms', '45 µs'."""
-    if _na(us):
-        return "-"
-    us = float(us)
-    if abs(us) >= 1e6:
-        return f"{us / 1e6:,.2f} s"
-    if abs(us) >= 1e3:
-        return f"{us / 1e3:.1f} ms"
-    return f"{us:.0f} µs"
-
-
-def _pct(v: Any) -> str:
-    return "-" if _na(v) else f"{100 * float(v):.1f}%"
-
 
 def short_name(name: str, width: int = NAME_WIDTH) -> str:
     """Keep the end of a long tensor name (where TF/PyTorch names differ): '…conv2d_22_0'."""
@@ -118,7 +48,8 @@ def _rows(df: pd.DataFrame, src: str) -> pd.DataFrame:
 
 # -- drawing -------------------------------------------------------------------------------------
 
-def draw_horovod(section: Section) -> RenderableType:
+def draw_horovod(section: Section, opts: Mapping[str, Any] | None = None,
+                 ) -> RenderableType:
     """One panel per timeline file."""
     t = section.tables
     parts: list[RenderableType] = [Text(section.title, style="bold"),
@@ -150,8 +81,7 @@ class _FilePanel:
 
 def _file_panel(run: pd.Series, t: dict[str, pd.DataFrame], name: str) -> _FilePanel:
     src = str(run["source"])
-    body: list[RenderableType] = [Text(f"! {w.detail}", style="bold yellow")
-                                  for w in _rows(t["warnings"], src).itertuples()]
+    body: list[RenderableType] = []
     time = _rows(t["time"], src)
     if len(time) and (run["negotiations"] or run["ops"]):
         body.append(_time_text(time.iloc[0]))
@@ -176,20 +106,20 @@ def _subtitle(run: pd.Series) -> str:
 
 
 def _time_text(r: pd.Series) -> RenderableType:
-    span = human_time(r["span_us"])
+    whole = human_time(r["span_us"])
     text = Text()
     if r["negotiate_wall_us"]:
-        text.append(f"negotiating {human_time(r['negotiate_wall_us'])} of {span} "
-                    f"({_pct(r['negotiate_share'])}); ")
+        text.append(f"negotiating {human_time(r['negotiate_wall_us'])} of {whole} "
+                    f"({pct(r['negotiate_share'])}); ")
     else:
-        text.append(f"span {span}; no closed negotiation; ")
+        text.append(f"span {whole}; no closed negotiation; ")
     if r["op_wall_us"]:
-        text.append(f"an op in flight {human_time(r['op_wall_us'])} ({_pct(r['op_share'])})")
+        text.append(f"an op in flight {human_time(r['op_wall_us'])} ({pct(r['op_share'])})")
     else:
         text.append("no complete op in the file")
     if not r["gaps"]:
         return _labelled(("time", text))
-    idle = (f"no op in flight {human_time(r['idle_us'])} ({_pct(r['idle_share'])}) in "
+    idle = (f"no op in flight {human_time(r['idle_us'])} ({pct(r['idle_share'])}) in "
             f"{int(r['gaps']):,} gaps between ops, longest {human_time(r['longest_us'])}")
     return _labelled(("time", text), ("idle", idle))
 
@@ -219,10 +149,10 @@ def _activities(acts: pd.DataFrame) -> FitTable | None:
         Col("bar", BAR, width=10, header=""), Col("tensor time"), Col("mean")], ACTIVITY_DROP)
     top = float(acts["span_share"].max()) if acts["span_share"].notna().any() else 0.0
     for label, r in rows[:MAX_ACTIVITIES]:
-        share = 0.0 if _na(r.span_share) else float(r.span_share)
+        share = 0.0 if missing(r.span_share) else float(r.span_share)
         table.add_row(Text(label, style="bold" if r.level == "op" else ""), f"{r.intervals:,}",
                       Text(f"{r.open:,}", style="yellow") if r.open else "0",
-                      human_time(r.wall_us), _pct(r.span_share), BarCell(top or 1.0, share),
+                      human_time(r.wall_us), pct(r.span_share), BarCell(top or 1.0, share),
                       human_time(r.tensor_us), human_time(r.mean_us))
     if len(rows) > MAX_ACTIVITIES:
         table.add_row(Text(f"+{len(rows) - MAX_ACTIVITIES} more (see --json)", style="dim"))
@@ -258,12 +188,12 @@ def _stragglers(ranks: pd.DataFrame, run: pd.Series) -> RenderableType | None:
                         Col("last share"), Col("bar", BAR, width=16, header=""),
                         Col("mean lag"), Col("p95 lag"), Col("max lag")], STRAGGLER_DROP)
     for r in _extremes(ranks).itertuples(index=False):
-        if _na(r.rank):
+        if missing(r.rank):
             table.add_row("…")
             continue
         style = "bold red" if r.last_share >= 0.5 and len(ranks) > 1 else ""
         table.add_row(Text(str(r.rank), style=style), f"{r.negotiations:,}",
-                      Text(f"{r.last:,}", style=style), _pct(r.last_share),
+                      Text(f"{r.last:,}", style=style), pct(r.last_share),
                       BarCell(1.0, float(r.last_share), "red" if style else "green"),
                       human_time(r.mean_lag_us), human_time(r.p95_lag_us),
                       human_time(r.max_lag_us))
@@ -285,22 +215,18 @@ def _fusion(fusion: pd.DataFrame, sizes: pd.DataFrame) -> RenderableType | None:
     for r in fusion.itertuples(index=False):
         bytes_ = (f"; per op mean {human_bytes(r.mean_bytes)}, median "
                   f"{human_bytes(r.median_bytes)}, max {human_bytes(r.max_bytes)}"
-                  if not _na(r.mean_bytes) else "; sizes not recorded")
+                  if not missing(r.mean_bytes) else "; sizes not recorded")
         copies = (f"; fusion-buffer copies {human_time(r.copy_wall_us)} = "
-                  f"{_pct(r.copy_share)} of op time" if r.copy_wall_us else "")
+                  f"{pct(r.copy_share)} of op time" if r.copy_wall_us else "")
         lines.append(Padding(Text(f"{r.op}: {r.ops:,} ops carried {r.tensors:,} tensors "
                                   f"({r.tensors_per_op:.2f} per op, max {r.max_tensors}); "
                                   f"{r.fused_ops:,} fused 2+{bytes_}{copies}"), (0, 0, 0, 2)))
         dist = sizes[sizes["op"].astype(str) == str(r.op)]
         if len(dist) > 1:
             lines.append(Padding(Text("tensors per op: " + " · ".join(
-                f"{_span(d.min_tensors, d.max_tensors)}: {d.ops:,} ({_pct(d.share)})"
+                f"{span(d.min_tensors, d.max_tensors)}: {d.ops:,} ({pct(d.share)})"
                 for d in dist.itertuples(index=False)), style="dim"), (0, 0, 0, 4)))
     return Group(*lines)
-
-
-def _span(lo: int, hi: int) -> str:
-    return str(lo) if lo == hi else f"{lo}-{hi}"
 
 
 def _throughput(tp: pd.DataFrame, ranks: int) -> RenderableType | None:
@@ -344,13 +270,11 @@ def _top_tensors(top: pd.DataFrame) -> FitTable | None:
         Col("op time"), Col("share"), Col("negotiating"), Col("size"),
         Col("shape", TEXT, floor=8)], TENSOR_DROP)
     for r in top.head(TOP_TENSORS).itertuples(index=False):
-        size = "-" if _na(r.bytes) else human_bytes(float(r.bytes))
-        shape = "" if _na(r.shape) else str(r.shape) if str(r.dtype) == "float32" else \
+        size = "-" if missing(r.bytes) else human_bytes(float(r.bytes))
+        shape = "" if missing(r.shape) else str(r.shape) if str(r.dtype) == "float32" else \
             f"{r.dtype} {r.shape}"
         table.add_row(Text(str(r.tensor)), Text(str(r.op)), f"{r.ops:,}",
-                      human_time(r.total_us), _pct(r.share), human_time(r.negotiate_us), size,
+                      human_time(r.total_us), pct(r.share), human_time(r.negotiate_us), size,
                       Text(shape))
     return table
 
-
-DRAWERS = {"horovod": draw_horovod}

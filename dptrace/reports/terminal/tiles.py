@@ -1,8 +1,9 @@
-"""The SambaNova tiles section: a heatmap of XRDU x RDU x TILE, instances, idle tiles."""
+"""The rich drawer of the SambaNova tiles section: per listing, the tile heatmap, the
+instances and the warnings (the section and its tables: :mod:`dptrace.reports.sections.tiles`)."""
 
 from __future__ import annotations
 
-from functools import partial
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -10,10 +11,10 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis import tiles as tl
-from ..dataset import Dataset
-from .fit import KEY, TEXT, Col, FitTable
-from .model import Section
+from ...analysis import tiles as tl
+from ..fit import KEY, TEXT, Col, FitTable
+from ..fmt import percent, text
+from ..model import Section
 
 #: the instances table, when it does not fit the terminal (see :mod:`dptrace.reports.fit`):
 #: the command wraps down to 16 columns, then these are hidden, first named first; the
@@ -22,33 +23,7 @@ from .model import Section
 INSTANCE_DROP = ("chkpt", "aload", "pload", "command", "exec min", "RDUs", "user")
 
 
-def tiles_section(ds: Dataset, opts: dict) -> Section | None:
-    tiles = ds["tiles"]
-    if tiles.empty:
-        return None
-    return Section(
-        "tiles", "SambaNova tiles",
-        "Each cell is one tile: its mean %exec over the snapshots, and the instance (#n, one "
-        "PID of the data-parallel job) that owns it. Instances list their tiles and how busy "
-        "they kept them; load overhead is %pload + %aload + %chkpt. Idle tiles never ran work.",
-        {
-            "overview": tl.overview(tiles),
-            "grid": tl.grid(tiles),
-            "instances": tl.instances(tiles),
-            "idle_tiles": tl.idle_tiles(tiles),
-            "exec_series": tl.exec_series(tiles),
-        },
-        figure_fn=partial(_tiles_figures, tiles=tiles),
-    )
-
-
-def _tiles_figures(section: Section, tiles: pd.DataFrame) -> dict:
-    from .figures_tiles import tiles_figures
-
-    return tiles_figures(section.tables, tiles)
-
-
-def draw_tiles(section: Section) -> RenderableType:
+def draw_tiles(section: Section, opts: Mapping[str, Any] | None = None) -> RenderableType:
     t = section.tables
     parts: list[RenderableType] = [Text(section.title, style="bold"),
                                    Text(section.caption, style="dim")]
@@ -140,12 +115,12 @@ def _heat(exec_pct: float, idle: bool) -> str:
 
 def _instances(inst: pd.DataFrame, grid: pd.DataFrame) -> RenderableType:
     numbers = dict(zip(grid["pid"], grid["instance"], strict=True))
-    commands = {_text(r.command) for r in inst.itertuples(index=False)}
+    commands = {text(r.command) for r in inst.itertuples(index=False)}
     one_command = len(commands) == 1            # then said once, under the table
-    rows = [(f"#{numbers.get(r.pid, '?')}", str(r.pid), _text(r.user), str(r.tiles),
-             str(r.rdu_list), _pct(r.exec_mean_pct), _pct(r.exec_min_pct),
-             _pct(r.pload_mean_pct), _pct(r.aload_mean_pct), _pct(r.chkpt_mean_pct),
-             _text(r.command)) for r in inst.itertuples(index=False)]
+    rows = [(f"#{numbers.get(r.pid, '?')}", str(r.pid), text(r.user), str(r.tiles),
+             str(r.rdu_list), percent(r.exec_mean_pct), percent(r.exec_min_pct),
+             percent(r.pload_mean_pct), percent(r.aload_mean_pct), percent(r.chkpt_mean_pct),
+             text(r.command)) for r in inst.itertuples(index=False)]
     lowest = (inst["lowest"].astype(bool) & (len(inst) > 1)).tolist()
     cols = [Col("#", KEY, "right"), Col("PID", KEY, "right"), Col("user", KEY), Col("tiles"),
             Col("RDUs", KEY), Col("exec mean"), Col("exec min"), Col("pload"), Col("aload"),
@@ -167,28 +142,9 @@ def _instances(inst: pd.DataFrame, grid: pd.DataFrame) -> RenderableType:
     return Group(table, line)
 
 
-def _text(value: object) -> str:
-    """A user or command cell: empty when missing (a row with a PID but no USER or COMMAND
-    has NA there, and ``NA or ""`` raises)."""
-    return "" if value is None or value is pd.NA or (isinstance(value, float) and
-                                                     value != value) else str(value)
-
-
-def _pct(value: object) -> str:
-    """A share as ``91.6%``; ``-`` when missing (a cut %quiesce, a NaN mean)."""
-    try:
-        v = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return "-"
-    return f"{v:.1f}%" if v == v else "-"
-
-
 def _warnings(row: Any, idle: pd.DataFrame, inst: pd.DataFrame) -> list[RenderableType]:
     src = row.source
     out: list[RenderableType] = []
-    always = idle[(idle["source"] == src) & idle["always_idle"]]
-    if len(always):
-        out.append(Text(f"warning: {len(always)} tile(s) idle in every snapshot", style="yellow"))
     mine = inst[inst["source"] == src] if len(inst) else inst
     if len(mine) > 1:
         low = mine[mine["lowest"]].iloc[0]

@@ -1,23 +1,22 @@
-"""Terminal face of the report, drawn with rich."""
+"""The rich drawer of the Throughput section: a panel per series, instances and the job."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from rich.bar import Bar
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis import throughput as thr
-from .fit import KEY, NUM, PATH, TEXT, Col, FitTable, common_dir, fold
-from .model import Report, Section
-from .safe_text import visible, visible_frame
+from ...analysis import throughput as thr
+from ..fmt import fmt, vs_median
+from ..model import Section
 
 #: series shown in full, most important first (never setup bars); the rest are counted in one
 #: line (``show_all`` shows them; all are in --json)
@@ -26,94 +25,11 @@ MAX_SERIES = 12
 MAX_INSTANCES = 32
 
 
-def render(report: Report, console: Console, *, show_all: bool = False) -> None:
-    """Print every section of ``report`` to ``console``.
-
-    ``show_all``: every throughput series, setup bars (downloads, loading) included; by
-    default the :data:`MAX_SERIES` most important training and eval series, and one line
-    that says what else there is.
-    """
-    for section in map(_safe, report.sections):
-        if section.name == "throughput":
-            console.print(_draw_throughput(section, show_all=show_all))
-            continue
-        drawer = _DRAWERS.get(section.name, _draw_generic)
-        console.print(drawer(section))
-
-
-def _safe(section: Section) -> Section:
-    """``section`` with every string from an input made visible (:func:`safe_text.visible`):
-    no escape sequence from a file name, host, routine or tensor name reaches the terminal,
-    and no bidi override or zero-width character makes a name display as another."""
-    return dataclasses.replace(
-        section, title=visible(section.title), caption=visible(section.caption),
-        tables={k: visible_frame(df) for k, df in section.tables.items()})
-
-
-#: floats at least this large are shown as 1.23e+18: a column of 1e308 written out in full
-#: would be 400 characters wide
-_HUGE = 1e15
-
-
-def fmt(value: object, digits: int = 2) -> str:
-    """A number for humans: thousands separators; small values keep 3 significant digits;
-    huge ones take an exponent, and infinities are ``inf``."""
-    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
-        return "-"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return str(value)
-    if isinstance(value, int):
-        return f"{value:,}"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    if abs(value) >= _HUGE:
-        return f"{value:.3g}" if digits < 3 else f"{value:.{digits + 1}g}"
-    if value != 0 and abs(value) < 1:
-        return f"{value:.3g}"
-    return f"{value:,.{digits + 1 if abs(value) < 10 else digits}f}"
-
-
-#: inputs table, when it does not fit (see :mod:`dptrace.reports.fit`): format, variant and
-#: message wrap, then the variant is hidden, then the paths (relative to the directory all
-#: inputs share, named once in the title) fold, then rows and format are hidden. An empty
-#: variant or message column is left out.
-INPUT_DROP = ("variant", fold("input"), "rows", "format")
-
-
-def _draw_inputs(section: Section) -> RenderableType:
-    src = section.tables["sources"]
-    prefix, names = common_dir(src["source"].astype(str))
-    rows = [(name, _breakable(_s(r.format)), _breakable(_s(r.variant)), str(r.status),
-             fmt(int(r.rows)) if pd.notna(r.rows) else "-", _s(r.message))
-            for name, r in zip(names, src.itertuples(index=False), strict=True)]
-    cols = [Col("input", PATH), Col("format", TEXT), Col("variant", TEXT), Col("status", KEY),
-            Col("rows"), Col("message", TEXT, floor=16)]
-    keep = [k for k, col in enumerate(cols) if col.kind != TEXT or col.name == "format"
-            or any(row[k] for row in rows)]
-    table = FitTable([cols[k] for k in keep], [d for d in INPUT_DROP if d.removeprefix(
-                         "fold:") in {cols[k].name for k in keep}],
-                     title=_under(section.title, prefix), caption=section.caption, boxed=True)
-    styles = {"ok": "green", "partial": "yellow", "empty": "yellow", "skipped": "dim"}
-    for row in rows:
-        cells: list[str | Text] = list(row)
-        cells[3] = Text(row[3], style=styles.get(row[3], "red"))
-        table.add_row(*[cells[k] for k in keep])
-    return table
-
-
-def _under(title: str, prefix: str) -> str:
-    """'Inputs (under examples/data/)': the directory every path of the table is in, once."""
-    return f"{title} (under {prefix})" if prefix else title
-
-
-def _breakable(value: str) -> str:
-    """'sntilestat+trainlog' -> 'sntilestat + trainlog', so a narrow column wraps it whole."""
-    return value.replace("+", " + ")
-
-
-def _draw_throughput(section: Section, show_all: bool = False) -> RenderableType:
+def draw_throughput(section: Section, opts: Mapping[str, Any] | None = None) -> RenderableType:
     """Series in :func:`~dptrace.analysis.throughput.series_order`; by default the first
-    :data:`MAX_SERIES` that are not setup, and a line saying what is left out."""
+    :data:`MAX_SERIES` that are not setup, and a line saying what is left out; with the
+    option ``show_all``, every series, setup bars included."""
+    show_all = bool((opts or {}).get("show_all", False))
     summary, inst = section.tables["summary"], section.tables["instances"]
     order = thr.series_order(summary)
     shown = order
@@ -215,7 +131,7 @@ def _instance_table(row: pd.Series, inst: pd.DataFrame) -> Table:
                   color="red" if r.straggler else "green")
         steps = f"{r.rows} ({r.warmup_rows} warm-up)" if r.warmup_rows else str(r.rows)
         table.add_row(Text(str(r.instance), style=style), Text(fmt(r.value), style=style), bar,
-                      steps, _vs_median(r.below_median_pct), fmt(r.first_lineno))
+                      steps, vs_median(r.below_median_pct), fmt(r.first_lineno))
     return table
 
 
@@ -230,14 +146,6 @@ def _bar_fraction(value: object, top: float) -> float:
     if not math.isfinite(v) or v <= 0 or not top > 0:
         return 0.0
     return min(v / top, 1.0)
-
-
-def _vs_median(below_pct: object) -> str:
-    if not isinstance(below_pct, (int, float)) or not math.isfinite(below_pct):
-        return "-"
-    if abs(below_pct) >= 1e6:  # a median near 0 beside a huge value: a ratio, not a share
-        return f"{-below_pct:+.3g}%"
-    return f"{-below_pct:+.1f}%" if abs(below_pct) >= 0.05 else "0.0%"
 
 
 def _elide(inst: pd.DataFrame) -> pd.DataFrame:
@@ -290,62 +198,3 @@ def _aggregate_table(row: pd.Series, inst: pd.DataFrame) -> Table:
                   f"{fmt(row['slowest_value'])}, {fmt(row['slowest_below_median_pct'], 1)}% "
                   f"below median; {row['stragglers']} straggler(s) >5% below")
     return t
-
-
-_SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "dim"}
-
-
-def _draw_problems(section: Section) -> RenderableType:
-    probs = section.tables["problems"]
-    prefix, names = common_dir(probs["source"].map(_s))
-    table = FitTable([Col("where", PATH), Col("severity", KEY), Col("message", TEXT, floor=16)],
-                     title=_under(section.title, prefix), caption=section.caption, boxed=True)
-    for name, r in zip(names, probs.itertuples(index=False), strict=True):
-        where = f"{name}:{r.line}" if pd.notna(r.line) else name
-        table.add_row(where, Text(str(r.severity),
-                                  style=_SEVERITY_STYLE.get(str(r.severity), "yellow")),
-                      str(r.message))
-    return table
-
-
-#: columns a section without its own drawer keeps whole (the rest give way from the right)
-GENERIC_KEYS = ("source", "job", "run", "rank", "pid", "instance", "routine", "activity",
-                "op", "tile", "xrdu", "rdu", "tensor", "name", "metric")
-
-
-def _draw_generic(section: Section) -> RenderableType:
-    """A section without its own drawer: every table, identifiers whole, the rest giving way
-    (a source path folds first, then columns are hidden from the right)."""
-    parts: list[RenderableType] = [Text(section.title, style="bold")]
-    for name, df in section.tables.items():
-        cols = [Col(str(c), PATH if str(c) == "source" else KEY if str(c) in GENERIC_KEYS else
-                    NUM if pd.api.types.is_numeric_dtype(df[c]) else TEXT) for c in df.columns]
-        drop = [fold(c.name) for c in cols if c.kind == PATH]
-        drop += [c.name for c in reversed(cols) if c.kind not in (KEY, PATH)]
-        shown = df.head(50)
-        prefix = ""
-        if "source" in shown.columns:
-            prefix, rel = common_dir(shown["source"].map(_s))
-            shown = shown.assign(source=rel)
-        table = FitTable(cols, drop, title=_under(name, prefix), boxed=True)
-        for r in shown.itertuples(index=False):
-            table.add_row(*[fmt(v) for v in r])
-        parts.append(table)
-    return Group(*parts)
-
-
-def _s(value: object) -> str:
-    return "" if value is None or value is pd.NA or (isinstance(value, float) and
-                                                      math.isnan(value)) else str(value)
-
-
-def _drawers() -> dict[str, Callable[[Section], RenderableType]]:
-    from .horovod_sections import DRAWERS as HOROVOD_DRAWERS
-    from .mpi_sections import DRAWERS as MPI_DRAWERS
-    from .tiles_sections import draw_tiles
-
-    return {"inputs": _draw_inputs, "throughput": _draw_throughput, **MPI_DRAWERS,
-            **HOROVOD_DRAWERS, "tiles": draw_tiles, "problems": _draw_problems}
-
-
-_DRAWERS = _drawers()

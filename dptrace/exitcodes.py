@@ -1,0 +1,12 @@
+"""The exit codes of the ``dptrace`` command, in one place (documented in ``dptrace --help``
+and the README). :func:`dptrace.reports.model.exit_code` picks one for a Dataset."""
+
+#: every input was parsed (files inside a directory that no format recognises are skipped
+#: with a note and do not count)
+EXIT_OK = 0
+#: partial: the report was written, but an input or part of one was skipped
+EXIT_PARTIAL = 1
+#: usage error (bad option, unknown --format, an output that cannot be written)
+EXIT_USAGE = 2
+#: failure: no input gave any data
+EXIT_FAILURE = 3

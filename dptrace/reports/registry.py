@@ -1,0 +1,127 @@
+"""The section registry: every report section is declared once, by the module that builds it.
+
+A :class:`SectionSpec` names a section, places it in the report (``order``), and points at
+its three parts:
+
+- ``build``: a pure function ``(Dataset, options) -> Section | None`` that makes the
+  section's tables from analysis results (None when the Dataset has nothing for it). It
+  imports analysis and the report model only: no rich, no plotly, so building a report and
+  writing its JSON never load a drawing library.
+- ``figures``: the plotly figure function, ``(tables, **section.figure_args) -> {name:
+  go.Figure}``, called once, when the HTML face or a notebook first reads
+  ``section.figures``.
+- ``terminal``: the rich drawer, ``(section, options) -> renderable``.
+
+``figures`` and ``terminal`` are lazy references, ``"package.module:function"`` strings (or
+any callable that imports what it needs when called): the registry imports them only when a
+face asks (:func:`resolve`).
+
+Section modules live in :mod:`dptrace.reports.sections` and call :func:`register_section` at
+import; :func:`sections` imports every module of that package (once) before it answers, so
+a new section is one new file there and no shared list changes. Code outside the package
+(a plugin, a notebook) may register more sections the same way.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..dataset import Dataset
+    from .model import Section
+
+#: a lazy reference to a function: "package.module:function", or the function itself
+Ref = str | Callable[..., Any]
+#: a section's builder: the Dataset and the report options in, the section or None out
+BuildFn = Callable[["Dataset", Mapping[str, Any]], "Section | None"]
+#: header facts a section adds to the HTML dashboard: label -> plain text
+FactsFn = Callable[["Section"], Mapping[str, str]]
+
+
+@dataclass(frozen=True)
+class SectionSpec:
+    """One report section, declared once."""
+
+    #: the section's key in ``Report.section``, the JSON and the HTML anchors
+    name: str
+    #: its heading in every face
+    title: str
+    #: its place in the report (lower first); ties are broken by name
+    order: int
+    #: ``(Dataset, options) -> Section | None``: tables only, no rich, no plotly
+    build: BuildFn
+    #: the figure function, ``(tables, **figure_args) -> dict[str, go.Figure]`` (lazy)
+    figures: Ref | None = None
+    #: the rich drawer, ``(section, options) -> RenderableType`` (lazy); none: the generic
+    #: table drawer of :mod:`dptrace.reports.terminal`
+    terminal: Ref | None = None
+    #: facts for the HTML header (label -> plain text; the faces escape it). Sections that
+    #: give the same label are joined with '; ' in report order.
+    facts: FactsFn | None = None
+
+
+_SPECS: dict[str, SectionSpec] = {}
+_DISCOVERED = False
+#: the package whose every module is imported to find the built-in sections
+SECTIONS_PACKAGE = "dptrace.reports.sections"
+
+
+def register_section(spec: SectionSpec) -> SectionSpec:
+    """Add ``spec`` to the report; returns it (so a module can keep it as ``SPEC``).
+
+    Registering a name again from the module that first did it (a reloaded module) replaces
+    the spec; from another module it is an error: two sections would share a key."""
+    old = _SPECS.get(spec.name)
+    if old is not None and _module(old) != _module(spec):
+        raise ValueError(f"section {spec.name!r} is already registered by {_module(old)}")
+    _SPECS[spec.name] = spec
+    return spec
+
+
+def _module(spec: SectionSpec) -> str:
+    return getattr(spec.build, "__module__", "") or ""
+
+
+def discover() -> None:
+    """Import every module of :data:`SECTIONS_PACKAGE` (once): each registers its sections."""
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    _DISCOVERED = True   # first: a section module that asks for sections() does not recurse
+    try:
+        package = importlib.import_module(SECTIONS_PACKAGE)
+        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+            if not info.name.startswith("_"):
+                importlib.import_module(f"{SECTIONS_PACKAGE}.{info.name}")
+    except BaseException:
+        _DISCOVERED = False
+        raise
+
+
+def sections() -> list[SectionSpec]:
+    """Every registered section, in report order."""
+    discover()
+    return sorted(_SPECS.values(), key=lambda s: (s.order, s.name))
+
+
+def section_spec(name: str) -> SectionSpec | None:
+    """The spec registered under ``name``; None for a section nobody registered."""
+    discover()
+    return _SPECS.get(name)
+
+
+def resolve(ref: Ref) -> Callable[..., Any]:
+    """The function a lazy reference names, imported now."""
+    if callable(ref):
+        return ref
+    module, sep, attr = ref.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"a section reference is 'package.module:function', not {ref!r}")
+    fn = getattr(importlib.import_module(module), attr)
+    if not callable(fn):
+        raise TypeError(f"{ref} is not callable")
+    return fn

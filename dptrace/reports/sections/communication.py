@@ -1,0 +1,56 @@
+"""mpitrace sections: communication per job, and message sizes per collective.
+
+Both appear only when the Dataset has mpitrace tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ...analysis import communication as comm
+from ...dataset import Dataset
+from ..model import Section
+from ..registry import SectionSpec, register_section
+
+
+def build_communication(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
+    ranks, routines = ds["mpi_ranks"], ds["mpi_routines"]
+    if ranks.empty and routines.empty:
+        return None
+    rt = comm.rank_times(ranks)
+    return Section(
+        COMMUNICATION.name, COMMUNICATION.title,
+        "Per job: time in MPI per rank (comm) against its elapsed time; min/median/max ranks as "
+        "mpitrace picks them; COV = std/mean and imbalance = max/mean of comm over the ranks "
+        "listed. Routine totals cover the ranks that wrote a profile. mpitrace times include "
+        "waiting at collectives: a high share often means imbalance elsewhere.",
+        {"jobs": comm.job_summary(rt, ds["mpi_jobs"]), "ranks": rt,
+         "routines": comm.top_routines(routines, n=None),
+         "small_messages": comm.small_messages(ds["mpi_messages"], routines)},
+    )
+
+
+def build_message_sizes(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
+    messages = ds["mpi_messages"]
+    if messages.empty:
+        return None
+    return Section(
+        MESSAGE_SIZES.name, MESSAGE_SIZES.title,
+        "Power-of-two size bins (bin k holds sizes above the lower bound up to the upper), "
+        "summed over the ranks with a profile. Bandwidth is an estimate in nccl-tests terms "
+        "(algbw = size/time; busbw = algbw x 2(n-1)/n for Allreduce, (n-1)/n for Allgather, "
+        "ReduceScatter and Alltoall, 1 for Bcast and Reduce); times include waiting, so it is "
+        "a lower bound. Bins with under 10 ms get none (mpitrace prints ms).",
+        {"bins": comm.message_sizes(messages)},
+    )
+
+
+COMMUNICATION = register_section(SectionSpec(
+    "communication", "Communication (mpitrace)", order=30, build=build_communication,
+    figures="dptrace.reports.figures_mpi:communication_figures",
+    terminal="dptrace.reports.terminal.communication:draw_communication"))
+MESSAGE_SIZES = register_section(SectionSpec(
+    "message_sizes", "Message sizes per collective (mpitrace)", order=40,
+    build=build_message_sizes, figures="dptrace.reports.figures_mpi:message_size_figures",
+    terminal="dptrace.reports.terminal.communication:draw_message_sizes"))

@@ -1,0 +1,90 @@
+"""The rich drawer of the Inputs section: one row per input file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from ..fit import KEY, PATH, TEXT, Col, FitTable, common_dir, fold
+from ..fmt import fmt, text
+from ..model import Section
+from .generic import under
+
+#: inputs table, when it does not fit (see :mod:`dptrace.reports.fit`): format, variant and
+#: message wrap, then the variant is hidden, then the paths (relative to the directory all
+#: inputs share, named once in the title) fold, then rows and format are hidden. An empty
+#: variant or message column is left out.
+INPUT_DROP = ("variant", fold("input"), "rows", "format")
+
+
+def draw_inputs(section: Section, opts: Mapping[str, Any] | None = None) -> RenderableType:
+    """The inputs table (with a run column when there are several runs), then what is
+    known of the runs: one line for a single run, a table for several."""
+    src = section.tables["sources"]
+    runs = section.tables.get("runs")
+    several = runs is not None and len(runs) > 1
+    prefix, names = common_dir(src["source"].astype(str))
+    rows = [(text(r.run) if several else "", name, _breakable(text(r.format)),
+             _breakable(text(r.variant)), str(r.status),
+             fmt(int(r.rows)) if pd.notna(r.rows) else "-", text(r.message))
+            for name, r in zip(names, src.itertuples(index=False), strict=True)]
+    cols = [Col("run", KEY), Col("input", PATH), Col("format", TEXT), Col("variant", TEXT),
+            Col("status", KEY), Col("rows"), Col("message", TEXT, floor=16)]
+    keep = [k for k, col in enumerate(cols) if (col.name != "run" or several) and (
+        col.kind != TEXT or col.name == "format" or any(row[k] for row in rows))]
+    table = FitTable([cols[k] for k in keep], [d for d in INPUT_DROP if d.removeprefix(
+                         "fold:") in {cols[k].name for k in keep}],
+                     title=under(section.title, prefix), caption=section.caption, boxed=True)
+    styles = {"ok": "green", "partial": "yellow", "empty": "yellow", "skipped": "dim"}
+    for row in rows:
+        cells: list[str | Text] = list(row)
+        cells[4] = Text(row[4], style=styles.get(row[4], "red"))
+        table.add_row(*[cells[k] for k in keep])
+    if runs is None or runs.empty:
+        return table
+    if not several:
+        line = _run_line(runs.iloc[0])
+        return Group(table, Text(line, style="dim")) if line else table
+    return Group(table, _runs_table(runs))
+
+
+def _run_line(run: pd.Series) -> str:
+    """'run polaris_job: job 359819, 8 ranks (mpitrace nranks) on 2 nodes, srun'; empty
+    when nothing is known beyond its name."""
+    facts = []
+    if pd.notna(run["job_id"]):
+        facts.append(f"job {run['job_id']}")
+    if pd.notna(run["world_size"]):
+        where = f" ({run['world_size_from']})" if pd.notna(run["world_size_from"]) else ""
+        nodes = f" on {fmt(int(run['nodes']))} nodes" if pd.notna(run["nodes"]) else ""
+        facts.append(f"{fmt(int(run['world_size']))} ranks{where}{nodes}")
+    elif pd.notna(run["world_size_from"]):
+        facts.append(f"world size unknown: {run['world_size_from']}")
+    if pd.notna(run["launcher"]):
+        facts.append(str(run["launcher"]))
+    return f"run {run['run']}: " + ", ".join(facts) if facts else ""
+
+
+#: runs table, when it does not fit: where the world size came from folds, then goes
+RUNS_DROP = ("from", "launcher", "job")
+
+
+def _runs_table(runs: pd.DataFrame) -> FitTable:
+    cols = [Col("run", KEY), Col("inputs"), Col("world size"), Col("nodes"), Col("job", KEY),
+            Col("launcher", TEXT), Col("from", TEXT, floor=16)]
+    table = FitTable(cols, RUNS_DROP, title="Runs", boxed=True)
+    for r in runs.itertuples(index=False):
+        table.add_row(text(r.run), fmt(int(r.sources)),
+                      fmt(int(r.world_size)) if pd.notna(r.world_size) else "-",
+                      fmt(int(r.nodes)) if pd.notna(r.nodes) else "-", text(r.job_id),
+                      text(r.launcher), text(r.world_size_from))
+    return table
+
+
+def _breakable(value: str) -> str:
+    """'sntilestat+trainlog' -> 'sntilestat + trainlog', so a narrow column wraps it whole."""
+    return value.replace("+", " + ")

@@ -1,0 +1,135 @@
+"""The section registry: each section declared once, found without a hand-kept list, drawn
+and plotted through the references its spec names."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from rich.console import Console
+
+import dptrace
+from dptrace.dataset import Dataset
+from dptrace.reports import fmt, html, model, registry, terminal
+from dptrace.reports.registry import SectionSpec, register_section
+from dptrace.reports.terminal.generic import draw_generic
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "data"
+
+
+@pytest.fixture(scope="module")
+def ds() -> Dataset:
+    return dptrace.load(str(EXAMPLES))
+
+
+@pytest.fixture
+def extra_sections(monkeypatch):
+    """Register sections for one test only: the built-in ones found first, then a copy of
+    the registry that the test may add to."""
+    registry.discover()
+    monkeypatch.setattr(registry, "_SPECS", dict(registry._SPECS))
+
+
+def test_sections_in_report_order():
+    assert [s.name for s in registry.sections()] == [
+        "inputs", "throughput", "communication", "message_sizes", "horovod", "tiles",
+        "problems"]
+    orders = [s.order for s in registry.sections()]
+    assert orders == sorted(orders) and len(set(orders)) == len(orders)
+
+
+def test_every_reference_resolves_to_a_function():
+    for spec in registry.sections():
+        assert spec.build.__module__.startswith("dptrace.reports.sections."), spec.name
+        assert spec.terminal is not None, spec.name   # every built-in section has a drawer
+        for ref in (spec.terminal, spec.figures):
+            if ref is not None:
+                assert callable(registry.resolve(ref)), (spec.name, ref)
+        if isinstance(spec.terminal, str):
+            assert spec.terminal.startswith("dptrace.reports.terminal."), spec.terminal
+        if isinstance(spec.figures, str):
+            assert spec.figures.startswith("dptrace.reports.figures"), spec.figures
+
+
+def test_a_bad_reference_says_what_it_wants():
+    with pytest.raises(ValueError, match="module:function"):
+        registry.resolve("dptrace.reports.fmt.human_bytes")
+    with pytest.raises(TypeError, match="not callable"):
+        registry.resolve("dptrace.reports.fmt:PLAIN_LIMIT")
+    assert registry.resolve(fmt.human_bytes) is fmt.human_bytes
+
+
+def test_section_titles_come_from_the_spec(ds):
+    report = model.build(ds)
+    for section in report.sections:
+        spec = registry.section_spec(section.name)
+        assert spec is not None and section.title == spec.title
+
+
+def _build_extra(ds: Dataset, opts: Mapping[str, Any]) -> model.Section:
+    return model.Section("extra", "Extra", "A section registered by a test.",
+                         {"numbers": pd.DataFrame({"source": ["a/b.log"], "value": [1234.5]})},
+                         figure_args={"scale": 2})
+
+
+def _extra_figures(tables: dict[str, pd.DataFrame], scale: int) -> dict[str, Any]:
+    import plotly.graph_objects as go
+
+    return {"bar": go.Figure(go.Bar(y=tables["numbers"]["value"] * scale))}
+
+
+def test_a_new_section_is_one_registration(ds, extra_sections):
+    register_section(SectionSpec(
+        "extra", "Extra", order=75, build=_build_extra, figures=_extra_figures,
+        facts=lambda section: {"instances": "extra: 1 thing"}))
+    report = model.build(ds)
+    names = [s.name for s in report.sections]
+    assert names.index("extra") == names.index("tiles") + 1
+    # the JSON face: generic
+    assert "extra" in report.to_json()
+    # the terminal face: no drawer named, so the generic one
+    out = io.StringIO()
+    terminal.render(model.Report(ds, [report.section("extra")]),  # type: ignore[list-item]
+                    Console(file=out, width=100, color_system=None))
+    assert "numbers" in out.getvalue() and "1,234.50" in out.getvalue()
+    # figures: the spec's function, with the tables and the builder's figure_args
+    extra = report.section("extra")
+    assert extra is not None and list(extra.figures) == ["bar"]
+    assert list(extra.figures["bar"].data[0].y) == [2469.0]
+    # HTML: the figure, and the header fact joined with the other sections' facts
+    page = report.to_html()
+    assert "data-figure='extra.bar'" in page
+    assert "; tiles: 16 instance(s) in 1 listing(s); extra: 1 thing</td>" in page
+
+
+def test_a_name_taken_by_another_module_is_refused(extra_sections):
+    with pytest.raises(ValueError, match="already registered"):
+        register_section(SectionSpec("tiles", "Tiles again", order=1, build=_build_extra))
+
+
+def test_a_section_without_a_spec_is_drawn_generically(ds):
+    section = model.Section("loose", "Loose", "", {"t": pd.DataFrame({"rank": [0, 1]})})
+    assert registry.section_spec("loose") is None and section.figures == {}
+    out = io.StringIO()
+    Console(file=out, width=80, color_system=None).print(draw_generic(section))
+    assert "rank" in out.getvalue()
+    assert "Loose" in html.render(model.Report(ds, [section]))
+
+
+def test_exit_code_has_one_rule(ds):
+    from dptrace import cli, exitcodes
+
+    assert not hasattr(cli, "exit_code")
+    report = model.build(ds)
+    assert report.exit_code == model.exit_code(ds) == exitcodes.EXIT_OK
+    empty = Dataset({}, ds.sources.iloc[:0], ds.problems.iloc[:0])
+    assert model.exit_code(empty) == exitcodes.EXIT_FAILURE
+
+
+def test_public_names():
+    assert dptrace.Report is model.Report and dptrace.Section is model.Section
+    assert {"Report", "Section"} <= set(dptrace.__all__)
