@@ -25,8 +25,9 @@ from rich.console import Console
 import dptrace
 from dptrace import registry
 from dptrace.cli import main
-from dptrace.parsers import _trainlog_rules as rules
-from dptrace.parsers import sntilestat, trainlog
+from dptrace.formats.sntilestat import read as sntilestat
+from dptrace.formats.trainlog import read as trainlog
+from dptrace.formats.trainlog import rules
 from dptrace.reports import terminal
 from dptrace.sources import expand
 

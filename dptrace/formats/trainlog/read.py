@@ -1,7 +1,7 @@
 """Training logs: ``slurm-*.out``, per-rank stdout/stderr, and copies of them in docs.
 
 Fills ``throughput`` and ``train_metrics`` (see :mod:`dptrace.schema`). The recognisers,
-with the real lines they were written against, are in :mod:`._trainlog_rules`.
+with the real lines they were written against, are in :mod:`.rules`.
 
 How it stays fast on multi-GB logs: the file is memory-mapped and scanned once for a
 small set of literals (:data:`KEYWORDS`) with RE2, a linear-time automaton that matches
@@ -28,14 +28,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import progress, schema
-from ..errors import Problem
-from ..registry import ParseResult, register
-from ..sources import Source
-from . import _trainlog_rules as rules
-from ._trainlog_spec import KEYWORDS, SPEC
-from ._trainlog_spec import RE_ENGINE as _re_engine
-from ._trainlog_spec import SCAN as _SCAN
+from ... import progress, schema
+from ...errors import Problem
+from ...registry import ParseResult
+from ...sources import Source
+from . import KEYWORDS, rules
+from . import RE_ENGINE as _re_engine
+from . import SCAN as _SCAN
+from .tables import THROUGHPUT, TRAIN_METRICS
 
 #: files at least this large are scanned by WORKERS forked processes, each over a range of lines
 PARALLEL_BYTES = 128 << 20
@@ -62,20 +62,26 @@ _PREFIX_START = frozenset(" \t[0123456789")
 _TAG_ANYWHERE = re.compile(r"\[\d+,(\d+)\]<std(?:out|err|diag)>:")
 
 
-def parse(source: Source) -> ParseResult:
-    """Parse one training log into ``throughput`` and ``train_metrics``."""
+def parse(source: Source, *, engine: str = "auto") -> ParseResult:
+    """Parse one training log into ``throughput`` and ``train_metrics``.
+
+    ``engine``: "fast" (and "auto") reads lines of tqdm updates with the C extension
+    (:mod:`.fast`) where it is built (and ``DPTRACE_PURE_PYTHON`` is not set), which
+    declines to the Python reader on any line it is unsure of; "general" reads every line
+    in Python. Both give the same rows and problems."""
+    use_c = engine != "general"
     problems: list[Problem] = []
     with source.buffer(problems) as buf:
         n = len(buf)
         if n >= PARALLEL_BYTES and WORKERS > 1 and "fork" in mp.get_all_start_methods():
-            parts = _scan_parallel(buf, source.name)
+            parts = _scan_parallel(buf, source.name, use_c)
         else:
-            parts = [_scan_range(buf, source.name, 0, n, last=True)]
+            parts = [_scan_range(buf, source.name, 0, n, last=True, use_c=use_c)]
         tp, tm = _merge(parts, problems)
         _flag_cut_number(buf, source.name, problems)
     tables = {
-        "throughput": _finish(tp, source.name, schema.THROUGHPUT, problems),
-        "train_metrics": _finish(tm, source.name, schema.TRAIN_METRICS, problems),
+        "throughput": _finish(tp, source.name, THROUGHPUT, problems),
+        "train_metrics": _finish(tm, source.name, TRAIN_METRICS, problems),
     }
     return ParseResult(tables, problems, _variant(tp, tm))
 
@@ -83,7 +89,8 @@ def parse(source: Source) -> ParseResult:
 _Part = tuple[pd.DataFrame, pd.DataFrame, list[Problem], int]
 
 
-def _scan_range(buf: Any, name: str, start: int, end: int, last: bool) -> _Part:
+def _scan_range(buf: Any, name: str, start: int, end: int, last: bool,
+                use_c: bool = True) -> _Part:
     """Scan ``buf[start:end]`` (which starts at a line start) into frames with local line numbers.
 
     Returns the two frames, the problems, and the number of newlines in the range. When
@@ -94,11 +101,11 @@ def _scan_range(buf: Any, name: str, start: int, end: int, last: bool) -> _Part:
     problems: list[Problem] = []
     if buf.find(b"\0", start, end) < 0:  # one memchr pass; holes of NULs are rare
         stop = _cut_number(buf, start, end) if last else end
-        scanner = _Scanner(buf, name, rows, problems, start, stop, eof=end)
+        scanner = _Scanner(buf, name, rows, problems, start, stop, eof=end, use_c=use_c)
         scanner.run(last)
         newlines = scanner.newlines
     else:
-        newlines = _scan_around_holes(buf, name, rows, problems, start, end, last)
+        newlines = _scan_around_holes(buf, name, rows, problems, start, end, last, use_c)
     tp = pd.DataFrame.from_records(rows.tp, columns=rules.TP_COLS)
     tm = pd.DataFrame.from_records(rows.tm, columns=rules.TM_COLS)
     tp, tm = _collapse_tqdm_repeats(tp, tm)  # in the worker; _merge checks the boundaries
@@ -134,7 +141,7 @@ def _cut_number(buf: Any, start: int, end: int) -> int:
 
 
 def _scan_around_holes(buf: Any, name: str, rows: rules.Rows, problems: list[Problem],
-                       start: int, end: int, last: bool) -> int:
+                       start: int, end: int, last: bool, use_c: bool = True) -> int:
     """Scan the text between the holes of NUL bytes in ``buf[start:end]`` and flag each hole.
 
     A hole is data the file lost (a node crashed while writing; Lustre pads such a file
@@ -146,7 +153,8 @@ def _scan_around_holes(buf: Any, name: str, rows: rules.Rows, problems: list[Pro
     line, pos = 1, start
     holes = _holes(buf, start, end)
     for k, (lo, hi, nuls) in enumerate(holes):
-        scanner = _Scanner(buf, name, rows, found, pos, _cut_number(buf, pos, lo), line=line)
+        scanner = _Scanner(buf, name, rows, found, pos, _cut_number(buf, pos, lo), line=line,
+                           use_c=use_c)
         scanner.run(last=False)
         line += scanner.newlines  # the hole's line: it holds no newline (see _holes)
         if k < MAX_HOLES:
@@ -161,7 +169,8 @@ def _scan_around_holes(buf: Any, name: str, rows: rules.Rows, problems: list[Pro
         line, pos = line + 1, hi + 1
     else:
         scanner = _Scanner(buf, name, rows, found, pos,
-                           _cut_number(buf, pos, end) if last else end, line=line, eof=end)
+                           _cut_number(buf, pos, end) if last else end, line=line, eof=end,
+                           use_c=use_c)
         scanner.run(last)
         newlines = line - 1 + scanner.newlines
     seen: set[str] = set()
@@ -251,15 +260,15 @@ def _rows_between(buf: Any, name: str, start: int, end: int) -> list[tuple[str, 
             for kind, found in (("tp", rows.tp), ("tm", rows.tm)) for r in found]
 
 
-_FORKED: tuple[Any, str] | None = None
+_FORKED: tuple[Any, str, bool] | None = None
 
 
 def _scan_forked(bounds: tuple[int, int, bool]) -> _Part:
     assert _FORKED is not None
-    return _scan_range(_FORKED[0], _FORKED[1], *bounds)
+    return _scan_range(_FORKED[0], _FORKED[1], *bounds, use_c=_FORKED[2])
 
 
-def _scan_parallel(buf: Any, name: str) -> list[_Part]:
+def _scan_parallel(buf: Any, name: str, use_c: bool = True) -> list[_Part]:
     """Split at line boundaries into ranges (WORKERS of them, or a multiple of WORKERS of at
     most about RANGE_BYTES each), scan them in forked processes; progress is reported as
     the ranges finish, in order."""
@@ -272,7 +281,7 @@ def _scan_parallel(buf: Any, name: str) -> list[_Part]:
         cuts.append(nl + 1 if nl >= 0 else n)
     cuts.append(n)
     bounds = [(cuts[i], cuts[i + 1], i == ranges - 1) for i in range(ranges)]
-    _FORKED = (buf, name)
+    _FORKED = (buf, name, use_c)
     parts: list[_Part] = []
     try:
         ctx = mp.get_context("fork")
@@ -338,9 +347,12 @@ class _Scanner:
     """One pass over a buffer: find keywords, cut segments, resolve prefixes, run recognisers."""
 
     def __init__(self, buf: Any, name: str, rows: rules.Rows, problems: list[Problem],
-                 start: int, end: int, line: int = 1, eof: int | None = None) -> None:
+                 start: int, end: int, line: int = 1, eof: int | None = None,
+                 use_c: bool = True) -> None:
         """Scan ``buf[start:end]``; ``start`` is the start of line ``line``. ``eof``: where
-        the file ends, when the scan stops short of it (before a cut number)."""
+        the file ends, when the scan stops short of it (before a cut number). ``use_c``:
+        try the C reader of tqdm lines (:data:`_FAST`) before the Python one."""
+        self.cr_line = _FAST if use_c else None
         self.buf, self.name, self.rows, self.problems = buf, name, rows, problems
         self.start, self.n = start, end
         self.eof = end if eof is None else eof
@@ -400,7 +412,8 @@ class _Scanner:
             cut = buf.rfind(b"\r", pos, line_end)
             line_end = cut if cut > pos else line_end
         raw = buf[line_start:line_end]
-        if _FAST is not None and _FAST(raw, whole_start, line, line_start, self.rows):
+        if self.cr_line is not None and self.cr_line(raw, whole_start, line, line_start,
+                                                       self.rows):
             return line_end  # the lines below, in C (_tqdm_fast.c); it declines when unsure
         text = self._decode(raw)
         line_prefix = _split_prefix(text)[0] if whole_start else None
@@ -754,7 +767,3 @@ def _variant(tp: pd.DataFrame, tm: pd.DataFrame) -> str | None:
                         tm.get("pattern", pd.Series(dtype=object))]).value_counts()
     names: Sequence[str] = [str(k) for k in counts.index]
     return "+".join(names) or None
-
-
-sniff = SPEC.sniff
-register(SPEC.parser(parse))

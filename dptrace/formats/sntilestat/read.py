@@ -12,8 +12,8 @@ the header or hold a literal ``...``; ``watch sntilestat`` adds ``Every 2.0s: sn
 host: date`` headers and, captured with ``script``, terminal escape codes.
 
 Quick route (aligned output under one header): numpy finds the row lines and reads their
-fixed-width fields block by block (:mod:`._sntilestat_fixed`); the header, ``watch`` stamp
-and elision searches look only at the lines between the rows (:mod:`._sntilestat_scan`).
+fixed-width fields block by block (:mod:`.fast`); the header, ``watch`` stamp
+and elision searches look only at the lines between the rows (:mod:`.gaps`).
 Otherwise the same searches run over the whole buffer, rows come from the aligned reader
 or one literal-led regex ``findall``; snapshots are numbered where the tile order starts
 again. Files with collapsed whitespace or malformed rows take a line loop that can join
@@ -37,16 +37,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import schema
-from ..errors import Problem
-from ..registry import ParseResult, register
-from ..sources import HEAD_BYTES, Source
-from . import _sntilestat_columns as _cols
-from . import _sntilestat_fixed as _fixed
-from . import _sntilestat_scan as _scan
-from . import _trainlog_spec
-from ._sntilestat_spec import HEADER as _HEADER
-from ._sntilestat_spec import SPEC
+from ... import schema
+from ...errors import Problem
+from ...registry import ParseResult
+from ...sources import HEAD_BYTES, Source
+from .. import trainlog as _trainlog
+from . import HEADER as _HEADER
+from . import columns as _cols
+from . import fast as _fixed
+from . import gaps as _scan
+from .tables import TILES
 
 PCT_COLUMNS = ("idle_pct", "exec_pct", "pload_pct", "aload_pct", "chkpt_pct", "quiesce_pct")
 _HEADER_NAMES = ("%idle", "%exec", "%pload", "%aload", "%chkpt", "%quiesce")
@@ -60,8 +60,16 @@ _ESCAPES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=>78]")
 _CLEAR = re.compile(rb"\x1b\[[0-9;]*H|\x1b\[2J")
 
 
-def parse(source: Source) -> ParseResult:
-    """Parse one file of sntilestat output into ``tiles``."""
+def parse(source: Source, *, engine: str = "auto") -> ParseResult:
+    """Parse one file of sntilestat output into ``tiles``.
+
+    ``engine``: "fast" (and "auto") first tries :func:`_quick`: rows aligned under one
+    header read at the header's columns, block by block (:mod:`.fast`), every search
+    confined to the lines between the rows (:mod:`.gaps`); it declines to the general route
+    for anything else. "general" is that route alone: the rows by one regex over the whole
+    file (:func:`_fast_rows`), line by line where that finds a malformed row, an unknown
+    column or collapsed whitespace (:func:`_slow_rows`)."""
+    general = engine == "general"
     problems: list[Problem] = []
     with source.buffer(problems) as raw:
         buf = bytes(raw) if not isinstance(raw, bytes) else raw
@@ -72,7 +80,7 @@ def parse(source: Source) -> ParseResult:
                                 "short?): its last line, a column header, was not read",
                                 buf.count(b"\n") + 1))
     lines = _fixed.row_lines(np.frombuffer(buf, dtype=np.uint8), b"/XRDU_")
-    quick = _quick(buf, lines, source.name, problems)
+    quick = None if general else _quick(buf, lines, source.name, problems)
     if quick is not None:
         return quick
     headers = _HEADER.findall(buf)
@@ -93,13 +101,13 @@ def parse(source: Source) -> ParseResult:
     _cut_last_row(original, df, source.name, problems, rows.npct)
     _note_elisions(buf, source.name, problems)
     _note_holes(original, df, source.name, problems)
-    return ParseResult({"tiles": schema.conform(df, schema.TILES)}, problems, variant)
+    return ParseResult({"tiles": schema.conform(df, TILES)}, problems, variant)
 
 
 def _quick(buf: bytes, lines: tuple[np.ndarray, np.ndarray, np.ndarray], name: str,
            problems: list[Problem]) -> ParseResult | None:
     """The aligned reader with every search confined to the lines between the tile rows
-    (``lines``: :func:`._sntilestat_fixed.row_lines` of ``buf``: starts, ends, numbers),
+    (``lines``: :func:`.fast.row_lines` of ``buf``: starts, ends, numbers),
     a header cut by the end of the file left out (:func:`_torn_headers`).
 
     Gives what :func:`parse`'s general route gives, or None when that route is needed: the
@@ -123,7 +131,7 @@ def _quick(buf: bytes, lines: tuple[np.ndarray, np.ndarray, np.ndarray], name: s
         _note_elisions(buf, name, problems)
     _note_holes(buf, df, name, problems)
     variant = "watch capture" if stamps else "snapshot"
-    return ParseResult({"tiles": schema.conform(df, schema.TILES)}, problems, variant)
+    return ParseResult({"tiles": schema.conform(df, TILES)}, problems, variant)
 
 
 def _torn_headers(buf: bytes) -> int:
@@ -282,7 +290,7 @@ def _frame(rows: _Rows, stamps: list[tuple[bytes, ...]], name: str, problems: li
     elif rows.fields:
         data = _from_tuples(rows.fields)
     else:
-        return schema.TILES.empty()
+        return TILES.empty()
     n = len(data["pid"])
     if data.get("too_big") and rows.lines is not None:
         _note_too_big(data["too_big"], np.asarray(rows.lines), name, problems)
@@ -431,7 +439,7 @@ def _note_holes(buf: bytes, df: pd.DataFrame, name: str, problems: list[Problem]
     runs = [(m.start(), m.end() - m.start()) for m in _NULS.finditer(buf)]
     lines = _fixed.line_numbers(np.frombuffer(buf, dtype=np.uint8),
                                 np.asarray([a for a, _ in runs], dtype=np.int64))
-    if len(df) and _trainlog_spec.SCAN.search(buf[:HEAD_BYTES]):
+    if len(df) and _trainlog.SCAN.search(buf[:HEAD_BYTES]):
         inside = (lines >= df["lineno"].min() - 1) & (lines <= df["lineno"].max() + 1)
         lines, runs = lines[inside], [r for r, ok in zip(runs, inside, strict=True) if ok]
         if not runs:
@@ -508,7 +516,3 @@ def _note_elisions(buf: bytes, name: str, problems: list[Problem]) -> None:
         line = buf.count(b"\n", 0, m.start()) + 2
         problems.append(Problem(name, "the listing elides rows here ('...'): tiles after it "
                                 "are missing from the table", line))
-
-
-sniff = SPEC.sniff
-register(SPEC.parser(parse))
