@@ -1,7 +1,7 @@
 """The C reader of tqdm lines (``dptrace/formats/trainlog/_tqdm_fast.c``, the trainlog
 format's fast engine) against the Python one (its general engine).
 
-``trainlog._tqdm_updates`` (with ``_Scanner._decode`` and ``_split_prefix`` before it) is
+``general._tqdm_updates`` (with ``_Scanner._decode`` and ``_split_prefix`` before it) is
 the reference. The C functions must add exactly its rows, or add nothing and decline (then
 the Python code runs). Checked on every real log (test_engines.py), on the 300 MB benchmark file when it is
 there, and on many thousands of generated and mutated tqdm lines.
@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 
 import dptrace
-from dptrace.formats.trainlog import read as trainlog
+from dptrace.formats.trainlog import fast as trainlog_fast
+from dptrace.formats.trainlog import general as trainlog
 from dptrace.formats.trainlog import rules
 
 HERE = Path(__file__).parent
@@ -34,8 +35,8 @@ needs_c = pytest.mark.skipif(_tqdm_fast is None, reason="the C extension is not 
 def _module() -> Any:
     """The configured C module (also when DPTRACE_PURE_PYTHON kept trainlog from it)."""
     assert _tqdm_fast is not None
-    if trainlog._FAST is None:
-        trainlog.configure_fast(_tqdm_fast)
+    if trainlog_fast._FAST is None:
+        trainlog_fast.configure_fast(_tqdm_fast)
     return _tqdm_fast
 
 
@@ -54,8 +55,8 @@ def _same(a: dptrace.Dataset, b: dptrace.Dataset) -> None:
 def _engines_agree(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """engine="fast" (the C reader, also when DPTRACE_PURE_PYTHON kept trainlog from it)
     gives what engine="general" gives."""
-    if trainlog._FAST is None:
-        monkeypatch.setattr(trainlog, "_FAST", _fast())
+    if trainlog_fast._FAST is None:
+        monkeypatch.setattr(trainlog_fast, "_FAST", _fast())
     _same(dptrace.read_trainlog(path, engine="fast"),
           dptrace.read_trainlog(path, engine="general"))
 
@@ -292,6 +293,6 @@ def test_declines_unicode_digits_and_long_counts() -> None:
 
 def test_pure_python_switch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DPTRACE_PURE_PYTHON", "1")
-    assert trainlog._load_fast() is None
+    assert trainlog_fast._load_fast() is None
     monkeypatch.setenv("DPTRACE_PURE_PYTHON", "0")
-    assert (trainlog._load_fast() is None) is (_tqdm_fast is None)
+    assert (trainlog_fast._load_fast() is None) is (_tqdm_fast is None)

@@ -247,7 +247,7 @@ def test_close_redraw_across_a_range_cut_is_dropped_once(tmp_path, monkeypatch, 
 
 
 def test_keyword_finder_agrees_with_the_pattern_search(monkeypatch):
-    from dptrace.formats.trainlog import read as trainlog
+    from dptrace.formats.trainlog import general as trainlog
 
     buf = (b"noise\n 3: 12/40 [00:01<00:03, 7.1it/s]\nloss: 0.5\r e2e samples_per_sec: 5.0\n"
            b"site-packages/setuptools 9 tokens/s\n")
@@ -269,7 +269,7 @@ def test_newline_count_in_place_equals_bytes_count(tmp_path):
     import mmap
     import random
 
-    from dptrace.formats.trainlog import read as trainlog
+    from dptrace.formats.trainlog import general as trainlog
 
     rng = random.Random(4)
     data = bytes(rng.choice(b"ab\n\r ") for _ in range(3 * trainlog._COUNT_CHUNK + 123))
