@@ -157,7 +157,7 @@ def test_fast_paths_agree_with_the_line_loop(monkeypatch):
     aligned = dptrace.load(path)["tiles"]
     monkeypatch.setattr(sntilestat._fixed, "read", lambda buf, header, lines: None)
     regex = dptrace.load(path)["tiles"]
-    monkeypatch.setattr(sntilestat, "_fast_rows", lambda buf, lines, headers: None)
+    monkeypatch.setattr(sntilestat.general, "file_rows", lambda buf, lines, headers: None)
     loop = dptrace.load(path)["tiles"]
     assert_frame_equal(fast, aligned)
     for other in (regex, loop):   # every route numbers the rows' lines alike
