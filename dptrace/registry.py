@@ -182,6 +182,9 @@ def _import_spec(name: str) -> None:
     except Exception as exc:  # any import-time failure: ImportError, a broken extension, ...
         UNAVAILABLE[name] = f"{type(exc).__name__}: {exc}"
         return
+    if spec.name != name:   # its reader is found by the package's name
+        UNAVAILABLE[name] = f"the package {name!r} holds the spec of {spec.name!r}"
+        return
     _PARSERS[spec.name] = Parser(spec)
 
 

@@ -12,6 +12,7 @@ README's schema reference are generated from :data:`TABLES`. Column names carry 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -123,7 +124,10 @@ def tables() -> dict[str, Table]:
         from . import formats
 
         for name in formats.names():
-            importlib.import_module(f"{formats.__name__}.{name}.tables")
+            # a format whose package does not import has no tables to register (the
+            # registry names the error: registry.UNAVAILABLE); the others still do
+            with contextlib.suppress(Exception):
+                importlib.import_module(f"{formats.__name__}.{name}.tables")
     return _TABLES
 
 
