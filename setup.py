@@ -1,6 +1,6 @@
 """Only the optional C extension; the metadata is in pyproject.toml.
 
-``dptrace.parsers._tqdm_fast`` speeds up reading tqdm bars in training logs. It is
+``dptrace.formats.trainlog._tqdm_fast`` speeds up reading tqdm bars in training logs. It is
 optional: without a C compiler the build goes on without it and the pure-Python code runs.
 """
 
@@ -9,8 +9,8 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "dptrace.parsers._tqdm_fast",
-            ["dptrace/parsers/_tqdm_fast.c"],
+            "dptrace.formats.trainlog._tqdm_fast",
+            ["dptrace/formats/trainlog/_tqdm_fast.c"],
             optional=True,
         ),
     ],

@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import formats as _formats
+
 __version__ = "0.1.0"
 
 #: public name -> the module that defines it
@@ -26,20 +28,17 @@ _PUBLIC = {
     "Section": ".reports.model",
     "UnknownFormatError": ".errors",
     "load": ".api",
-    "read_horovod": ".api",
-    "read_mpitrace": ".api",
-    "read_trainlog": ".api",
     "report": ".api",
     "throughput_summary": ".analysis.throughput",
 }
-__all__ = sorted(_PUBLIC)
+#: ``read_<format>`` for each format package (dptrace/formats/<format>/), made from the
+#: registry by :func:`dptrace.api.read_function` on first use
+_READERS = {f"read_{name}": ".api" for name in _formats.names()}
+__all__ = sorted([*_PUBLIC, *_READERS])
 
 if TYPE_CHECKING:  # the names as type checkers and editors see them
     from .analysis.throughput import throughput_summary as throughput_summary
     from .api import load as load
-    from .api import read_horovod as read_horovod
-    from .api import read_mpitrace as read_mpitrace
-    from .api import read_trainlog as read_trainlog
     from .api import report as report
     from .dataset import Dataset as Dataset
     from .errors import DptraceError as DptraceError
@@ -50,12 +49,13 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
 
 
 def __getattr__(name: str) -> Any:
-    if name in _PUBLIC:
-        value = getattr(importlib.import_module(_PUBLIC[name], __name__), name)
+    module = _PUBLIC.get(name) or _READERS.get(name)
+    if module:
+        value = getattr(importlib.import_module(module, __name__), name)
         globals()[name] = value   # later lookups skip this function
         return value
     raise AttributeError(f"module 'dptrace' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_PUBLIC])
+    return sorted([*globals(), *_PUBLIC, *_READERS])

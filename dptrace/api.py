@@ -1,14 +1,16 @@
-"""The notebook API: ``load`` and one ``read_<format>`` per format."""
+"""The notebook API: ``load`` and one ``read_<format>`` per registered format (made from
+the registry on first use: :func:`read_function`)."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -384,22 +386,49 @@ def _problems_frame(problems: list[Problem]) -> pd.DataFrame:
     return schema.conform(data, schema.PROBLEMS)
 
 
-def read_trainlog(paths: PathArg, *, progress: ProgressFn | None = None,
-                  max_decompressed: SizeArg = None) -> Dataset:
-    """Parse training logs (slurm-*.out, rank logs) into ``throughput`` and ``train_metrics``."""
-    return load(paths, format="trainlog", progress=progress, max_decompressed=max_decompressed)
+def read_function(name: str) -> Callable[..., Dataset]:
+    """``read_<name>``: :func:`load` with the format forced to ``name`` (no detection), the
+    paths first and keyword-only options, ``engine`` among them where the format has routes
+    (``"auto"``, or one of its :attr:`registry.Spec.engines`). Made from the registry, so
+    every format has one; ``dptrace.read_<name>`` is this function."""
+    spec = registry.get(name).spec
+
+    def read(paths: PathArg, *, progress: ProgressFn | None = None,
+             max_decompressed: SizeArg = None, **options: Any) -> Dataset:
+        parser = registry.get(name).with_options(**options)
+        sources, problems = expand(paths,
+                                   max_decompressed=resolve_max_decompressed(max_decompressed))
+        return load_sources(sources, problems, parser, progress=progress)
+
+    kw = inspect.Parameter.KEYWORD_ONLY
+    params = [inspect.Parameter("paths", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                annotation="PathArg")]
+    if spec.engines:
+        params.append(inspect.Parameter("engine", kw, default="auto", annotation="str"))
+    params += [inspect.Parameter("progress", kw, default=None, annotation="ProgressFn | None"),
+               inspect.Parameter("max_decompressed", kw, default=None, annotation="SizeArg")]
+    read.__signature__ = inspect.Signature(params, return_annotation="Dataset")  # type: ignore[attr-defined]
+    read.__name__ = read.__qualname__ = f"read_{name}"
+    read.__module__ = __name__
+    engines = ("\n\n``engine``: " + ", ".join(repr(e) for e in ("auto", *spec.engines)) +
+               " (auto: the fast route where the input fits it; the routes give the same "
+               "tables and problems)") if spec.engines else ""
+    read.__doc__ = (f"Parse {spec.reads or spec.description}.{engines}\n\n"
+                    f"The other options are :func:`load`'s; ``format`` is {name!r}.")
+    return read
 
 
-def read_horovod(paths: PathArg, *, progress: ProgressFn | None = None,
-                 max_decompressed: SizeArg = None) -> Dataset:
-    """Parse Horovod timelines (``HOROVOD_TIMELINE=timeline.json``) into the ``hvd_*`` tables."""
-    return load(paths, format="horovod", progress=progress, max_decompressed=max_decompressed)
+def __getattr__(attr: str) -> Any:
+    """``read_<format>`` for every registered format, made on first use."""
+    if attr.startswith("read_") and attr[5:] in registry.parsers():
+        fn = globals()[attr] = read_function(attr[5:])
+        return fn
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
 
 
-def read_mpitrace(paths: PathArg, *, progress: ProgressFn | None = None,
-                  max_decompressed: SizeArg = None) -> Dataset:
-    """Parse IBM mpitrace profiles (``mpi_profile.<job>.<rank>``) into the ``mpi_*`` tables."""
-    return load(paths, format="mpitrace", progress=progress, max_decompressed=max_decompressed)
+def read_names() -> list[str]:
+    """The ``read_<format>`` functions there are, one per registered format."""
+    return [f"read_{name}" for name in registry.parsers()]
 
 
 def _batch_outcome(src: Source, fmt: str, variant: str | None, rows: int,

@@ -1,30 +1,34 @@
-"""The parser registry: each format registers a name, a sniffing rule and a parse function.
+"""The format registry: each format's spec (name, tables, sniffing rule) and its reader.
 
-A parser module in :mod:`dptrace.parsers` calls :func:`register` at import time; the
-package imports every module it contains, so adding a format means adding one file. Its
-:class:`Spec` (name, tables, sniffing rule) lives in a light ``_<name>_spec`` module that
-imports nothing heavy: when a format's reader cannot be imported (a broken install, a
-missing compiled dependency), its inputs are still recognised and each gets one problem
-naming the import error, while every other format works as usual.
+Formats are the packages of :mod:`dptrace.formats`, found with :mod:`pkgutil` (no list is
+kept by hand: a new format is one new package). A package's ``__init__`` holds its
+:class:`Spec` (``SPEC``) and imports nothing heavy; its reader, ``<package>.read`` (a
+``parse`` function, and ``parse_many`` for a :attr:`Spec.batch` format), is imported the
+first time an input of that format is read. When that import fails (a broken install, a
+missing compiled dependency), the format's inputs are still recognised and each gets one
+problem naming the import error, while every other format works as usual.
 
 Detection reads content (the first KB of the decompressed input), not only names:
-every parser's ``sniff`` returns a confidence in [0, 1] and the highest wins. A tie
+every format's ``sniff`` returns a confidence in [0, 1] and the highest wins. A tie
 between the best two is an ambiguity error that asks for ``--format``.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
-import pkgutil
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol
 
-import pandas as pd
-
+from . import formats
 from .errors import Problem, UnknownFormatError
 from .sources import Source
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: a sniff score at or above this means "this is surely my format"
 SURE = 0.9
@@ -62,24 +66,7 @@ ParseFn = Callable[[Source], ParseResult]
 #: parse many sources of one format at once, building each table once: returns the tables
 #: and one report per source, in order (thousands of rank files: no frame per file)
 ParseManyFn = Callable[[Sequence[Source], list[Problem], Any],
-                       tuple[dict[str, pd.DataFrame], Sequence[SourceReport]]]
-
-
-@dataclass(frozen=True)
-class Parser:
-    """A registered format."""
-
-    name: str
-    description: str
-    tables: tuple[str, ...]
-    sniff: SniffFn
-    parse: ParseFn
-    extensions: tuple[str, ...] = ()
-    #: optional batch entry point, used by ``load`` for a group of sources of this format
-    parse_many: ParseManyFn | None = None
-    #: its records can sit inside other text (a log that also holds an sntilestat table, a doc
-    #: page with several tools' output): it also runs beside the best match when it is sure
-    embeddable: bool = False
+                       "tuple[dict[str, pd.DataFrame], Sequence[SourceReport]]"]
 
 
 @dataclass(frozen=True)
@@ -91,61 +78,126 @@ class Spec:
     tables: tuple[str, ...]
     sniff: SniffFn
     extensions: tuple[str, ...] = ()
+    #: its records can sit inside other text (a log that also holds an sntilestat table, a doc
+    #: page with several tools' output): it also runs beside the best match when it is sure
     embeddable: bool = False
+    #: its reader has ``parse_many``, which ``load`` uses for a group of its sources
+    batch: bool = False
+    #: the routes its reader offers besides "auto" (``engine=`` of ``parse`` and
+    #: ``read_<name>``), e.g. ("fast", "general"); () when it has one route
+    engines: tuple[str, ...] = ()
+    #: what ``read_<name>`` reads into which tables (its docstring: "Parse <reads>.")
+    reads: str = ""
 
-    def parser(self, parse: ParseFn, parse_many: ParseManyFn | None = None) -> Parser:
-        """The registered format: this spec with its reader."""
-        return Parser(self.name, self.description, self.tables, self.sniff, parse,
-                      self.extensions, parse_many, self.embeddable)
+
+@dataclass(frozen=True)
+class Parser:
+    """A registered format: its spec, the reader imported on first use, and the keyword
+    options (``engine``) passed to the reader (see :meth:`with_options`)."""
+
+    spec: Spec
+    options: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def description(self) -> str:
+        return self.spec.description
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        return self.spec.tables
+
+    @property
+    def extensions(self) -> tuple[str, ...]:
+        return self.spec.extensions
+
+    @property
+    def embeddable(self) -> bool:
+        return self.spec.embeddable
+
+    def sniff(self, source: Source, head: bytes) -> float:
+        return self.spec.sniff(source, head)
+
+    def parse(self, source: Source) -> ParseResult:
+        """Parse one source (when the reader cannot be imported: one problem naming why)."""
+        module = reader(self.name)
+        if module is None:
+            msg = (f"looks like {self.name}, but dptrace's {self.name} reader could not be "
+                   f"loaded ({UNAVAILABLE[self.name]}); reinstall dptrace "
+                   "(pip install --force-reinstall dptrace)")
+            return ParseResult(problems=[Problem(source.name, msg, severity="error")],
+                               variant="failed")
+        result: ParseResult = module.parse(source, **dict(self.options))
+        return result
+
+    @property
+    def parse_many(self) -> ParseManyFn | None:
+        """The batch entry point of a :attr:`Spec.batch` format whose reader imports; else
+        None (``load`` then parses source by source)."""
+        module = reader(self.name) if self.spec.batch else None
+        if module is None:
+            return None
+        fn: ParseManyFn = functools.partial(module.parse_many, **dict(self.options))
+        return fn
+
+    def with_options(self, **options: Any) -> Parser:
+        """This format with keyword options for its reader: ``engine`` (one of
+        ``"auto"`` and :attr:`Spec.engines`) where the format has routes."""
+        engine = options.get("engine", "auto")
+        if "engine" in options and not self.spec.engines:
+            raise TypeError(f"the {self.name} reader has one route: no engine option")
+        if engine not in ("auto", *self.spec.engines):
+            raise ValueError(f"engine must be one of {', '.join(('auto', *self.spec.engines))}"
+                             f" for {self.name}, not {engine!r}")
+        return Parser(self.spec, tuple(sorted(options.items())))
 
 
 _PARSERS: dict[str, Parser] = {}
 _LOADED = False
-#: formats whose reader could not be imported: name -> the error, in one line
+#: formats whose reader (or spec) could not be imported: name -> the error, in one line
 UNAVAILABLE: dict[str, str] = {}
-
-
-def register(parser: Parser) -> Parser:
-    """Add ``parser`` to the registry (a second registration of a name replaces the first)."""
-    _PARSERS[parser.name] = parser
-    return parser
+#: each format's reader module once imported (None: the import failed, see UNAVAILABLE)
+_READERS: dict[str, ModuleType | None] = {}
 
 
 def parsers() -> dict[str, Parser]:
-    """All registered parsers by name, importing :mod:`dptrace.parsers` on first use."""
+    """All formats by name, found as the packages of :mod:`dptrace.formats` on first use
+    (their specs only: readers are imported when first needed, see :func:`reader`)."""
     global _LOADED
     if not _LOADED:
-        package = importlib.import_module("dptrace.parsers")
-        for info in pkgutil.iter_modules(package.__path__):
-            if not info.name.startswith("_"):
-                _import_format(info.name)
+        for name in formats.names():
+            _import_spec(name)
         _LOADED = True
     return dict(_PARSERS)
 
 
-def _import_format(name: str) -> None:
-    """Import one format's module; if that fails, register its spec with a reader that
-    reports the import error for each of its inputs (the other formats are unaffected)."""
+def _import_spec(name: str) -> None:
+    """Register one format's spec; if even that cannot be imported, its inputs stay
+    unrecognised (:func:`detect` names why)."""
     try:
-        importlib.import_module(f"dptrace.parsers.{name}")
-        return
+        spec = importlib.import_module(f"{formats.__name__}.{name}").SPEC
     except Exception as exc:  # any import-time failure: ImportError, a broken extension, ...
-        reason = f"{type(exc).__name__}: {exc}"
-    UNAVAILABLE[name] = reason
-    try:
-        spec = importlib.import_module(f"dptrace.parsers._{name}_spec").SPEC
-    except Exception:  # not even the spec: its inputs stay unrecognised (message says why)
+        UNAVAILABLE[name] = f"{type(exc).__name__}: {exc}"
         return
-    register(spec.parser(_unavailable_reader(spec.name, reason)))
+    if spec.name != name:   # its reader is found by the package's name
+        UNAVAILABLE[name] = f"the package {name!r} holds the spec of {spec.name!r}"
+        return
+    _PARSERS[spec.name] = Parser(spec)
 
 
-def _unavailable_reader(name: str, reason: str) -> ParseFn:
-    def parse(source: Source) -> ParseResult:
-        msg = (f"looks like {name}, but dptrace's {name} reader could not be loaded ({reason}); "
-               "reinstall dptrace (pip install --force-reinstall dptrace)")
-        return ParseResult(problems=[Problem(source.name, msg, severity="error")],
-                           variant="failed")
-    return parse
+def reader(name: str) -> ModuleType | None:
+    """The reader module of format ``name`` (``dptrace.formats.<name>.read``), imported on
+    first use; None when its import fails (the error is kept in :data:`UNAVAILABLE`)."""
+    if name not in _READERS:
+        try:
+            _READERS[name] = importlib.import_module(f"{formats.__name__}.{name}.read")
+        except Exception as exc:  # any import-time failure: ImportError, a broken extension
+            UNAVAILABLE[name] = f"{type(exc).__name__}: {exc}"
+            _READERS[name] = None
+    return _READERS[name]
 
 
 def get(name: str) -> Parser:

@@ -122,7 +122,7 @@ def test_truncated_gzip(tmp_path):
 
 
 def test_parser_crash_is_contained(tmp_path, monkeypatch):
-    from dptrace.parsers import trainlog
+    from dptrace.formats.trainlog import read as trainlog
 
     def boom(text, rows):
         raise ValueError("synthetic bug")

@@ -307,7 +307,7 @@ def _tp(values: list[float], steps: int = 1) -> pd.DataFrame:
                          "name": "e2e samples_per_sec", "metric": "samples_per_s", "value": v,
                          "scope": "instance", "phase": "train", "step": s if steps > 1 else None,
                          "lineno": 10 * i + s})
-    return schema.conform(pd.DataFrame(rows), schema.THROUGHPUT)
+    return schema.conform(pd.DataFrame(rows), schema.TABLES["throughput"])
 
 
 @pytest.mark.parametrize("slow,fires", [(94.9, True), (95.1, False), (100.0, False)])
@@ -331,7 +331,7 @@ def test_throughput_straggler_one_finding_per_series_naming_the_slowest():
 
 def _mpi_ranks(rows: list[dict]) -> pd.DataFrame:
     base = {"source": "f", "job": "7", "nranks": 4}
-    return schema.conform(pd.DataFrame([{**base, **r} for r in rows]), schema.MPI_RANKS)
+    return schema.conform(pd.DataFrame([{**base, **r} for r in rows]), schema.TABLES["mpi_ranks"])
 
 
 @pytest.mark.parametrize("diff,fires", [(0.007, True), (0.005, False)])
@@ -435,7 +435,7 @@ def test_negotiation_straggler_last_in_half_with_two_ranks(shares, fires):
 
 def _tiles(rows: list[dict]) -> pd.DataFrame:
     base = {"source": "cap", "snapshot": 0, "xrdu": 0, "rdu": 0, "exec_pct": 0.0}
-    return schema.conform(pd.DataFrame([{**base, **r} for r in rows]), schema.TILES)
+    return schema.conform(pd.DataFrame([{**base, **r} for r in rows]), schema.TABLES["tiles"])
 
 
 @pytest.mark.parametrize("idle_pct,fires", [(99.9, True), (99.8, False)])

@@ -26,8 +26,8 @@ def _run_python(code: str) -> subprocess.CompletedProcess:
 
 BROKEN_IMPORT = """
 import sys, json
-# the sntilestat reader's helper cannot be imported: `from . import _sntilestat_columns` fails
-sys.modules["dptrace.parsers._sntilestat_columns"] = None
+# the sntilestat reader's helper cannot be imported: `from . import columns` fails
+sys.modules["dptrace.formats.sntilestat.columns"] = None
 import dptrace
 from dptrace import registry
 ds = dptrace.load({paths!r})
@@ -48,7 +48,7 @@ def test_a_broken_format_import_leaves_the_other_formats_working():
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert list(out["unavailable"]) == ["sntilestat"]
-    assert "_sntilestat_columns" in out["unavailable"]["sntilestat"]
+    assert "sntilestat.columns" in out["unavailable"]["sntilestat"]
     # every other format parsed as usual
     assert out["tables"]["throughput"] > 0
     assert out["tables"]["mpi_routines"] > 0 and out["tables"]["hvd_tensors"] > 0
@@ -58,7 +58,7 @@ def test_a_broken_format_import_leaves_the_other_formats_working():
     assert tiles_inputs, out["sources"]
     broken = [p for p in out["problems"] if "reader could not be loaded" in p[2]]
     assert {p[0] for p in broken} == tiles_inputs
-    assert all(p[1] == "error" and "_sntilestat_columns" in p[2] for p in broken)
+    assert all(p[1] == "error" and "sntilestat.columns" in p[2] for p in broken)
     # the SambaNova doc holds training-log lines too: those are still read
     doc = [s for s in out["sources"] if s[0].endswith("ug_sn30_multinode_from_docs.md")]
     assert doc and doc[0][2] == "partial"
@@ -187,7 +187,7 @@ def test_progress_moves_within_one_large_log(monkeypatch):
     bytes), and the rows are those of the serial scan."""
     import dptrace
     from dptrace import progress
-    from dptrace.parsers import trainlog
+    from dptrace.formats.trainlog import read as trainlog
 
     log = EXAMPLES / "dschat_step1_opt1.3b_gbs128.log"
     serial = dptrace.load(log)["throughput"]

@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 
 import dptrace
-from dptrace.parsers import _horovod_decode as dec
+from dptrace.formats import _chrome as chrome
+from dptrace.formats.horovod import decode as dec
 
 FIX = Path(__file__).parent / "fixtures" / "horovod"
 REAL = FIX / "andrewor14_horovod_timeline_2019_4rank.json"   # 4 ranks, one event per line
@@ -321,10 +322,10 @@ def test_bad_numbers_in_later_blocks_and_parallel_ranges(tmp_path, monkeypatch):
     path = tmp_path / "timeline.json"
     path.write_text(bad)
     whole = dptrace.load(path)
-    monkeypatch.setattr(dec, "BLOCK", 4096)
-    monkeypatch.setattr(dec, "PARALLEL_BYTES", 1)
-    monkeypatch.setattr(dec, "WORKERS", 3)
-    monkeypatch.setattr(dec, "RANGE_BYTES", len(bad) // 3)
+    monkeypatch.setattr(chrome, "BLOCK", 4096)
+    monkeypatch.setattr(chrome, "PARALLEL_BYTES", 1)
+    monkeypatch.setattr(chrome, "WORKERS", 3)
+    monkeypatch.setattr(chrome, "RANGE_BYTES", len(bad) // 3)
     for ds in (whole, dptrace.load(path)):
         err = errors(ds).sort_values("line")
         assert err["line"].tolist() == [line_of(bad, bad_record), line_of(bad, bad_pid)]

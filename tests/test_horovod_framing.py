@@ -16,7 +16,8 @@ import pytest
 
 import dptrace
 from dptrace import registry
-from dptrace.parsers import _horovod_decode as dec
+from dptrace.formats import _chrome as chrome
+from dptrace.formats.horovod import decode as dec
 from dptrace.sources import Source
 
 FIX = Path(__file__).parent / "fixtures" / "horovod"
@@ -172,10 +173,10 @@ def test_load_cut_at_many_bytes_never_fails(tmp_path):
 def test_small_blocks_and_parallel_ranges_give_the_same_tables(monkeypatch):
     path = FIX / "synthetic_v0201_packed.json"
     whole = load(path)
-    monkeypatch.setattr(dec, "BLOCK", 4096)
+    monkeypatch.setattr(chrome, "BLOCK", 4096)
     same_tables(whole, load(path))
-    monkeypatch.setattr(dec, "PARALLEL_BYTES", 1)
-    monkeypatch.setattr(dec, "WORKERS", 3)
+    monkeypatch.setattr(chrome, "PARALLEL_BYTES", 1)
+    monkeypatch.setattr(chrome, "WORKERS", 3)
     ranges = dec.split_ranges(str(path), path.stat().st_size, 3)
     assert len(ranges) == 3 and ranges[0].first and ranges[-1].last
     same_tables(whole, load(path))

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 import dptrace
-from dptrace.parsers import _mpitrace_fast as fast
-from dptrace.parsers import mpitrace
+from dptrace.formats.mpitrace import fast
+from dptrace.formats.mpitrace import read as mpitrace
 from dptrace.sources import Source
 
 HERE = Path(__file__).resolve().parent

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from dptrace.errors import Problem
-from dptrace.parsers import _mpitrace_fast as fast
-from dptrace.parsers import _mpitrace_scan as scan
+from dptrace.formats.mpitrace import fast
+from dptrace.formats.mpitrace import general as scan
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "benchmarks"))

@@ -26,8 +26,8 @@ import dptrace
 from dptrace import errors
 from dptrace.cli import main
 from dptrace.errors import Problem
-from dptrace.parsers import _mpitrace_fast as fast
-from dptrace.parsers import mpitrace
+from dptrace.formats.mpitrace import fast
+from dptrace.formats.mpitrace import read as mpitrace
 from dptrace.reports import terminal
 from dptrace.reports.fmt import bin_label, human_bytes, human_rate, num, pct
 

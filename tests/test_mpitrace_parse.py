@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 import dptrace
-from dptrace.parsers import mpitrace
+from dptrace.formats.mpitrace import read as mpitrace
+from dptrace.formats.mpitrace import sniff as mpitrace_sniff
 from dptrace.sources import Source
 
 FIX = Path(__file__).parent / "fixtures" / "mpitrace"
@@ -233,9 +234,9 @@ def test_timestamped_name_and_rank_mismatch(tmp_path):
 
 def test_sniff():
     real = Source("x", KNL32 / "mpi_profile.19013.0")
-    assert mpitrace.sniff(real, real.head()) >= 0.95
-    assert mpitrace.sniff(real, b"0: e2e samples_per_sec: 563.9\n") == 0.0
-    assert mpitrace.sniff(real, b"MPI Routine #calls avg. bytes time(sec)\n") >= 0.95
+    assert mpitrace_sniff(real, real.head()) >= 0.95
+    assert mpitrace_sniff(real, b"0: e2e samples_per_sec: 563.9\n") == 0.0
+    assert mpitrace_sniff(real, b"MPI Routine #calls avg. bytes time(sec)\n") >= 0.95
 
 
 def test_load_and_read_mpitrace_give_the_same_tables():

@@ -149,7 +149,7 @@ def test_instance_numbers_are_per_source_when_sources_share_pids(capsys):
 def test_fast_paths_agree_with_the_line_loop(monkeypatch):
     from pandas.testing import assert_frame_equal
 
-    from dptrace.parsers import sntilestat
+    from dptrace.formats.sntilestat import read as sntilestat
 
     path = FIX / "watch_sntilestat_sn30.typescript"
     fast = dptrace.load(path)["tiles"]
@@ -157,7 +157,7 @@ def test_fast_paths_agree_with_the_line_loop(monkeypatch):
     aligned = dptrace.load(path)["tiles"]
     monkeypatch.setattr(sntilestat._fixed, "read", lambda buf, header, lines: None)
     regex = dptrace.load(path)["tiles"]
-    monkeypatch.setattr(sntilestat, "_fast_rows", lambda buf, lines, headers: None)
+    monkeypatch.setattr(sntilestat.general, "file_rows", lambda buf, lines, headers: None)
     loop = dptrace.load(path)["tiles"]
     assert_frame_equal(fast, aligned)
     for other in (regex, loop):   # every route numbers the rows' lines alike
@@ -167,7 +167,7 @@ def test_fast_paths_agree_with_the_line_loop(monkeypatch):
 
 
 def test_lineno_is_the_rows_line_in_the_file(monkeypatch):
-    from dptrace.parsers import sntilestat
+    from dptrace.formats.sntilestat import read as sntilestat
 
     # a watch capture: line 72 is the first row of the second screen, after watch's escapes
     path = FIX / "watch_sntilestat_sn30.typescript"

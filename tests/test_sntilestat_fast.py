@@ -1,5 +1,6 @@
-"""The quick route (aligned reader, searches confined to the lines between rows) gives what
-the general route gives, also on captures built to trip it up."""
+"""The fast engine (aligned reader, searches confined to the lines between rows) gives what
+the general engine (line by line) gives, also on captures built to trip it up; the real
+files are compared in test_engines.py."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ import pytest
 from pandas.testing import assert_frame_equal
 
 import dptrace
-from dptrace.parsers import _sntilestat_fixed as fixed
-from dptrace.parsers import _sntilestat_scan as scan
-from dptrace.parsers import sntilestat
+from dptrace.formats.sntilestat import fast as fixed
+from dptrace.formats.sntilestat import gaps as scan
+from dptrace.formats.sntilestat import read as sntilestat
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
 import bench_sntilestat as bench  # noqa: E402
@@ -62,15 +63,14 @@ VARIANTS = _variants()
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
-def test_quick_route_matches_general_route(name, tmp_path, monkeypatch):
+def test_fast_engine_matches_general_engine(name, tmp_path):
     path = tmp_path / "capture.txt"
     path.write_bytes(VARIANTS[name].encode("utf-8"))
-    quick = dptrace.load(path, format="sntilestat")
-    monkeypatch.setattr(sntilestat, "_quick", lambda buf, lines, name, problems: None)
-    general = dptrace.load(path, format="sntilestat")
-    assert_frame_equal(quick["tiles"], general["tiles"])
-    assert_frame_equal(quick.sources, general.sources)
-    assert_frame_equal(quick.problems, general.problems)
+    fast = dptrace.read_sntilestat(path, engine="fast")
+    general = dptrace.read_sntilestat(path, engine="general")
+    assert_frame_equal(fast["tiles"], general["tiles"])
+    assert_frame_equal(fast.sources, general.sources)
+    assert_frame_equal(fast.problems, general.problems)
 
 
 def test_quick_route_is_taken_on_a_plain_capture(monkeypatch):

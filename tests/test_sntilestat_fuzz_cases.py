@@ -17,7 +17,7 @@ import pytest
 from pandas.testing import assert_frame_equal
 
 import dptrace
-from dptrace.parsers import sntilestat
+from dptrace.formats.sntilestat import read as sntilestat
 
 FIX = Path(__file__).parent / "fixtures" / "sntilestat"
 MULTINODE = (FIX / "ug_sn30_multinode_from_docs.md").read_bytes()

@@ -17,7 +17,7 @@ from rich.console import Console
 
 import dptrace
 from dptrace.analysis import throughput as thr
-from dptrace.parsers import _trainlog_rules as rules
+from dptrace.formats.trainlog import rules
 from dptrace.reports import model, terminal
 from dptrace.reports.json_report import to_dict
 from dptrace.reports.terminal import throughput as terminal_throughput

@@ -7,12 +7,13 @@ import pytest
 
 from dptrace import schema
 from dptrace.analysis.throughput import mark_warmup, per_instance, throughput_summary
+from dptrace.formats.trainlog.tables import THROUGHPUT
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
     base = {"source": "s", "pattern": "p", "name": "n", "label": None, "metric": "samples_per_s",
             "scope": "instance", "step": None, "epoch": None, "lineno": 1}
-    return schema.conform(pd.DataFrame([{**base, **r} for r in rows]), schema.THROUGHPUT)
+    return schema.conform(pd.DataFrame([{**base, **r} for r in rows]), THROUGHPUT)
 
 
 def test_sum_mean_hmean_std_cv_by_hand():
@@ -79,5 +80,5 @@ def test_null_labels_survive_grouping():
 
 
 def test_empty_input():
-    assert throughput_summary(schema.THROUGHPUT.empty()).empty
-    assert per_instance(schema.THROUGHPUT.empty()).empty
+    assert throughput_summary(THROUGHPUT.empty()).empty
+    assert per_instance(THROUGHPUT.empty()).empty

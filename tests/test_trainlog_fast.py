@@ -1,8 +1,9 @@
-"""The C reader of tqdm lines (``dptrace/parsers/_tqdm_fast.c``) against the Python one.
+"""The C reader of tqdm lines (``dptrace/formats/trainlog/_tqdm_fast.c``, the trainlog
+format's fast engine) against the Python one (its general engine).
 
-``trainlog._tqdm_updates`` (with ``_Scanner._decode`` and ``_split_prefix`` before it) is
+``general._tqdm_updates`` (with ``_Scanner._decode`` and ``_split_prefix`` before it) is
 the reference. The C functions must add exactly its rows, or add nothing and decline (then
-the Python code runs). Checked on every real log, on the 300 MB benchmark file when it is
+the Python code runs). Checked on every real log (test_engines.py), on the 300 MB benchmark file when it is
 there, and on many thousands of generated and mutated tqdm lines.
 """
 
@@ -16,17 +17,15 @@ import pandas as pd
 import pytest
 
 import dptrace
-from dptrace.parsers import _trainlog_rules as rules
-from dptrace.parsers import trainlog
+from dptrace.formats.trainlog import fast as trainlog_fast
+from dptrace.formats.trainlog import general as trainlog
+from dptrace.formats.trainlog import rules
 
 HERE = Path(__file__).parent
-LOGS = sorted(p for d in (HERE / "fixtures" / "trainlog", HERE.parent.parent / "shared" /
-                          "realdata" / "trainlog") if d.is_dir()
-              for p in d.iterdir() if p.suffix != ".tsv")
 BENCH = HERE.parent / "benchmarks" / ".data" / "trainlog_300mb_64i_seed0.out"
 
 try:
-    from dptrace.parsers import _tqdm_fast  # type: ignore[attr-defined]
+    from dptrace.formats.trainlog import _tqdm_fast  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - built without a compiler
     _tqdm_fast = None
 
@@ -36,18 +35,13 @@ needs_c = pytest.mark.skipif(_tqdm_fast is None, reason="the C extension is not 
 def _module() -> Any:
     """The configured C module (also when DPTRACE_PURE_PYTHON kept trainlog from it)."""
     assert _tqdm_fast is not None
-    if trainlog._FAST is None:
-        trainlog.configure_fast(_tqdm_fast)
+    if trainlog_fast._FAST is None:
+        trainlog_fast.configure_fast(_tqdm_fast)
     return _tqdm_fast
 
 
 def _fast() -> object:
     return _module().cr_line
-
-
-def _read(path: Path, fast: object, monkeypatch: pytest.MonkeyPatch) -> dptrace.Dataset:
-    monkeypatch.setattr(trainlog, "_FAST", fast)
-    return dptrace.read_trainlog(path)
 
 
 def _same(a: dptrace.Dataset, b: dptrace.Dataset) -> None:
@@ -58,11 +52,16 @@ def _same(a: dptrace.Dataset, b: dptrace.Dataset) -> None:
     assert repr(a.problems) == repr(b.problems)
 
 
-@needs_c
-@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name)
-def test_real_logs_same_rows(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fast = _fast()
-    _same(_read(path, fast, monkeypatch), _read(path, None, monkeypatch))
+def _engines_agree(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """engine="fast" (the C reader, also when DPTRACE_PURE_PYTHON kept trainlog from it)
+    gives what engine="general" gives."""
+    if trainlog_fast._FAST is None:
+        monkeypatch.setattr(trainlog_fast, "_FAST", _fast())
+    _same(dptrace.read_trainlog(path, engine="fast"),
+          dptrace.read_trainlog(path, engine="general"))
+
+
+# the real logs: test_engines.py (every format's engines on every real file)
 
 
 @needs_c
@@ -77,8 +76,7 @@ def test_benchmark_log_same_rows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 
         path = tmp_path / "slurm-20mb.out"
         gen_trainlog.generate(path, 20)
-    fast = _fast()
-    _same(_read(path, fast, monkeypatch), _read(path, None, monkeypatch))
+    _engines_agree(path, monkeypatch)
 
 
 def _agree(c: tuple[Any, list[Any], list[Any]], py: tuple[Any, list[Any], list[Any]],
@@ -295,6 +293,6 @@ def test_declines_unicode_digits_and_long_counts() -> None:
 
 def test_pure_python_switch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DPTRACE_PURE_PYTHON", "1")
-    assert trainlog._load_fast() is None
+    assert trainlog_fast._load_fast() is None
     monkeypatch.setenv("DPTRACE_PURE_PYTHON", "0")
-    assert (trainlog._load_fast() is None) is (_tqdm_fast is None)
+    assert (trainlog_fast._load_fast() is None) is (_tqdm_fast is None)

@@ -197,7 +197,7 @@ def test_schema_dtypes(tmp_path):
 def test_parallel_scan_matches_single_process(tmp_path, monkeypatch):
     from pandas.testing import assert_frame_equal
 
-    from dptrace.parsers import trainlog
+    from dptrace.formats.trainlog import read as trainlog
 
     lines = []
     for i in range(3000):
@@ -226,7 +226,7 @@ def test_parallel_scan_matches_single_process(tmp_path, monkeypatch):
 def test_close_redraw_across_a_range_cut_is_dropped_once(tmp_path, monkeypatch, workers):
     from pandas.testing import assert_frame_equal
 
-    from dptrace.parsers import trainlog
+    from dptrace.formats.trainlog import read as trainlog
 
     # every rank's bar prints each update and then, on close(), the identical update again,
     # on the next line; some pairs straddle the cuts between the scan ranges
@@ -248,7 +248,7 @@ def test_close_redraw_across_a_range_cut_is_dropped_once(tmp_path, monkeypatch, 
 
 
 def test_keyword_finder_agrees_with_the_pattern_search(monkeypatch):
-    from dptrace.parsers import trainlog
+    from dptrace.formats.trainlog import general as trainlog
 
     buf = (b"noise\n 3: 12/40 [00:01<00:03, 7.1it/s]\nloss: 0.5\r e2e samples_per_sec: 5.0\n"
            b"site-packages/setuptools 9 tokens/s\n")
@@ -270,7 +270,7 @@ def test_newline_count_in_place_equals_bytes_count(tmp_path):
     import mmap
     import random
 
-    from dptrace.parsers import trainlog
+    from dptrace.formats.trainlog import general as trainlog
 
     rng = random.Random(4)
     data = bytes(rng.choice(b"ab\n\r ") for _ in range(3 * trainlog._COUNT_CHUNK + 123))

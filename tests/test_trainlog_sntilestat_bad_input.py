@@ -25,8 +25,9 @@ from rich.console import Console
 import dptrace
 from dptrace import registry
 from dptrace.cli import main
-from dptrace.parsers import _trainlog_rules as rules
-from dptrace.parsers import sntilestat, trainlog
+from dptrace.formats.sntilestat import read as sntilestat
+from dptrace.formats.trainlog import read as trainlog
+from dptrace.formats.trainlog import rules
 from dptrace.reports.fmt import fmt, vs_median
 from dptrace.reports.terminal.throughput import _bar_fraction, _instance_table
 from dptrace.sources import expand
@@ -220,11 +221,10 @@ def test_cli_exit_code_of_a_cut_number(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("fast", [True, False])
-def test_tqdm_line_with_a_torn_last_update_drops_only_that_update(tmp_path, monkeypatch, fast):
-    if not fast:
-        monkeypatch.setattr(trainlog, "_FAST", None)
+def test_tqdm_line_with_a_torn_last_update_drops_only_that_update(tmp_path, fast):
+    engine = "fast" if fast else "general"
     end = GPT2.index(b"59.72s/it]", GPT2.index(b"\r")) + len(b"59.7")  # in update 3's rate
-    ds = dptrace.load(_write(tmp_path, "gpt2-cut.out", GPT2[:end]))
+    ds = dptrace.read_trainlog(_write(tmp_path, "gpt2-cut.out", GPT2[:end]), engine=engine)
     bar = ds["throughput"][ds["throughput"]["pattern"] == "tqdm"]
     last = bar[bar["lineno"] == bar["lineno"].max()]
     assert last["step"].tolist() == [1, 2]  # updates 1 and 2 of the line; 3 was torn
@@ -265,14 +265,13 @@ def _tqdm_log() -> bytes:
 
 
 @pytest.mark.parametrize("fast", [True, False])
-def test_tqdm_step_beyond_int64_costs_only_its_step(tmp_path, monkeypatch, fast):
-    if not fast:
-        monkeypatch.setattr(trainlog, "_FAST", None)
+def test_tqdm_step_beyond_int64_costs_only_its_step(tmp_path, fast):
+    engine = "fast" if fast else "general"
     good = _tqdm_log()
-    clean = dptrace.load(_write(tmp_path, "good.log", good))
+    clean = dptrace.read_trainlog(_write(tmp_path, "good.log", good), engine=engine)
     last = good.splitlines()[-1]
     bad = re.sub(rb"\d+/(\d+) \[", rb"99999999999999999999/\1 [", last, count=1)
-    ds = dptrace.load(_write(tmp_path, "bigstep.log", good + bad + b"\n"))
+    ds = dptrace.read_trainlog(_write(tmp_path, "bigstep.log", good + bad + b"\n"), engine=engine)
     tp = ds["throughput"]
     assert len(tp) == len(clean["throughput"]) + 1 == 21
     assert tp["step"].isna().tolist() == [False] * 20 + [True]

@@ -1,6 +1,6 @@
 """Horovod timeline analyses: where the time goes, who makes the others wait, how well it fuses.
 
-Inputs are the ``hvd_*`` tables (see :mod:`dptrace.parsers.horovod`). Every function is
+Inputs are the ``hvd_*`` tables (see :mod:`dptrace.formats.horovod.read`). Every function is
 pure (DataFrame in, DataFrame out) and works per ``source`` (one timeline file).
 
 Wall time versus tensor time: each tensor of a fused op carries its own copy of the op's

@@ -1,5 +1,5 @@
 /*
- * dptrace.parsers._tqdm_fast: trainlog._tqdm_updates in C (optional; see setup.py).
+ * dptrace.formats.trainlog._tqdm_fast: trainlog.general._tqdm_updates in C (optional; see setup.py).
  *
  *     configure(pre_cache, pre_info, unit_cache, unit_kind, tqdm_count, postfix, scan_text)
  *     tqdm_updates(text, line_prefix, line, start, rows) -> bool

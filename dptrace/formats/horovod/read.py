@@ -27,14 +27,15 @@ is kept in ``hvd_runs.ts_offset_us``.
 Framing: up to Horovod 0.20.0 one event per line and the array is never closed (the file
 ends ``},``); from 0.20.1 the events are appended to a few enormous lines and each write
 ends ``}]``; a killed job leaves a record cut in the middle; sagemaker-debugger rewrites
-the keys in another order. Reading is streamed in blocks (:mod:`._horovod_decode`) and
-the tables are built from whole columns (:mod:`._horovod_build`, :mod:`._horovod_tables`).
+the keys in another order. Reading is streamed in blocks (the Chrome trace container:
+:mod:`dptrace.formats._chrome`; Horovod's events: :mod:`.decode`) and the tables are built
+from whole columns (:mod:`.build`, :mod:`.frames`).
 See docs/horovod.md.
 
 Bad numbers (issue 12): a pid beyond int64 costs its record; a ts outside 0..2^63 us is
 dropped from its record (kept without a time); both name byte and line
-(:mod:`._horovod_decode`). A duration is never negative: an interval whose E comes before
-its B has none, and timestamps going backwards are counted once per file
+(:mod:`.decode`). A duration is never negative: an interval whose E comes before its B
+has none, and timestamps going backwards are counted once per file
 (``Built.time_problems``). Duplicate keys give one warning per file.
 """
 
@@ -46,17 +47,15 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 
-from .. import schema
-from ..errors import Problem
-from ..registry import ParseResult, register
-from ..schema import HVD_RUNS
-from ..sources import Source
-from ._horovod_build import Events, Stack
-from ._horovod_decode import MAX_PROBLEMS, Columns, decode_file, merge
-from ._horovod_spec import OBJECT_TRACE as _OBJECT_TRACE
-from ._horovod_spec import SPEC
-from ._horovod_spec import STARTS_LIKE_EVENTS as _STARTS_LIKE_EVENTS
-from ._horovod_tables import (
+from ... import schema
+from ...errors import Problem
+from ...registry import ParseResult
+from ...sources import Source
+from . import OBJECT_TRACE as _OBJECT_TRACE
+from . import STARTS_LIKE_EVENTS as _STARTS_LIKE_EVENTS
+from .build import Events, Stack
+from .decode import MAX_PROBLEMS, Columns, decode_file, merge
+from .frames import (
     Built,
     Intervals,
     Meta,
@@ -70,6 +69,7 @@ from ._horovod_tables import (
     source_cat,
     tensors_frame,
 )
+from .tables import HVD_RUNS
 
 #: inputs with this many events (a ~250 MB file) build their frames in threads (faster, more
 #: memory at once); below, the gain is a few % and the peak 0.7x the file higher (100 MB:
@@ -242,7 +242,3 @@ def _checks(b: Built, tables: dict[str, pd.DataFrame]) -> list[Problem]:
         out.append(Problem(b.source, f"{b.meta.conflicts} process_name record(s) rename a pid "
                            "already named: the first name is kept"))
     return out + b.time_problems(acts)
-
-
-sniff = SPEC.sniff
-register(SPEC.parser(parse))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._horovod_decode import Columns, take_all
+from .decode import Columns, take_all
 
 B, E, X, M = (ord(c) for c in "BEXM")
 INSTANT = (ord("i"), ord("I"), ord("R"))

@@ -11,13 +11,14 @@ from PDFs collapse the whitespace and wrap COMMAND onto continuation lines; exce
 the header or hold a literal ``...``; ``watch sntilestat`` adds ``Every 2.0s: sntilestat
 host: date`` headers and, captured with ``script``, terminal escape codes.
 
-Quick route (aligned output under one header): numpy finds the row lines and reads their
-fixed-width fields block by block (:mod:`._sntilestat_fixed`); the header, ``watch`` stamp
-and elision searches look only at the lines between the rows (:mod:`._sntilestat_scan`).
-Otherwise the same searches run over the whole buffer, rows come from the aligned reader
-or one literal-led regex ``findall``; snapshots are numbered where the tile order starts
-again. Files with collapsed whitespace or malformed rows take a line loop that can join
-wrapped commands and name the bad lines.
+Fast route (``engine="fast"``, and ``"auto"``; :func:`_quick`; aligned output under one
+header): numpy finds the row lines and reads their fixed-width fields block by block
+(:mod:`.fast`); the header, ``watch`` stamp and elision searches look only at the lines
+between the rows (:mod:`.gaps`). Otherwise, the general route (``engine="general"``,
+:mod:`.general`): the same searches run over the whole buffer, rows come from the aligned
+reader or one literal-led regex ``findall``; snapshots are numbered where the tile order
+starts again. Files with collapsed whitespace or malformed rows take a line loop that can
+join wrapped commands and name the bad lines.
 
 Damage (issue 12), checked once per file after either route: a listing whose lines end
 with a lone CR (old Mac, some serial captures) has those CRs read as line breaks (and line
@@ -30,38 +31,38 @@ before it); holes of NUL bytes are named.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .. import schema
-from ..errors import Problem
-from ..registry import ParseResult, register
-from ..sources import HEAD_BYTES, Source
-from . import _sntilestat_columns as _cols
-from . import _sntilestat_fixed as _fixed
-from . import _sntilestat_scan as _scan
-from . import _trainlog_spec
-from ._sntilestat_spec import HEADER as _HEADER
-from ._sntilestat_spec import SPEC
+from ... import schema
+from ...errors import Problem
+from ...registry import ParseResult
+from ...sources import HEAD_BYTES, Source
+from .. import trainlog as _trainlog
+from . import HEADER as _HEADER
+from . import columns as _cols
+from . import fast as _fixed
+from . import gaps as _scan
+from . import general
+from .general import _CLEAR, _ESCAPES, HEADER_NAMES, PCT_COLUMNS, Rows
+from .tables import TILES
 
-PCT_COLUMNS = ("idle_pct", "exec_pct", "pload_pct", "aload_pct", "chkpt_pct", "quiesce_pct")
-_HEADER_NAMES = ("%idle", "%exec", "%pload", "%aload", "%chkpt", "%quiesce")
-_F = rb"[ \t]+(\d+(?:\.\d+)?)"
-_ROW = re.compile(rb"/XRDU_(\d+)/RDU_(\d+)/TILE_(\d+)" + _F * 6 +
-                  rb"(?:[ \t]+(\d+)[ \t]+(\S+)(?:[ \t]+([^\r\n]*))?)?[ \t]*(?=[\r\n]|$)")
-_ANY_ROW = re.compile(rb"/XRDU_\d")
 _WATCH = re.compile(rb"Every\s+[\d.]+s:[^\r\n]*?\s(\S+):\s+(\w{3}\s+\w{3}\s+\d+\s+[\d:]+)"
                     rb"(?:\s+[A-Z]{2,5})?\s+(\d{4})")
-_ESCAPES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=>78]")
-_CLEAR = re.compile(rb"\x1b\[[0-9;]*H|\x1b\[2J")
 
 
-def parse(source: Source) -> ParseResult:
-    """Parse one file of sntilestat output into ``tiles``."""
+def parse(source: Source, *, engine: str = "auto") -> ParseResult:
+    """Parse one file of sntilestat output into ``tiles``.
+
+    ``engine``: "fast" (and "auto") first tries :func:`_quick`: rows aligned under one
+    header read at the header's columns, block by block (:mod:`.fast`), every search
+    confined to the lines between the rows (:mod:`.gaps`); it declines to the general route
+    for anything else. "general" is that route alone (:mod:`.general`): the rows of the
+    whole file at once (:func:`.general.file_rows`), line by line where that finds a
+    malformed row, an unknown column or collapsed whitespace (:func:`.general.line_rows`)."""
+    general_only = engine == "general"
     problems: list[Problem] = []
     with source.buffer(problems) as raw:
         buf = bytes(raw) if not isinstance(raw, bytes) else raw
@@ -72,19 +73,19 @@ def parse(source: Source) -> ParseResult:
                                 "short?): its last line, a column header, was not read",
                                 buf.count(b"\n") + 1))
     lines = _fixed.row_lines(np.frombuffer(buf, dtype=np.uint8), b"/XRDU_")
-    quick = _quick(buf, lines, source.name, problems)
+    quick = None if general_only else _quick(buf, lines, source.name, problems)
     if quick is not None:
         return quick
     headers = _HEADER.findall(buf)
     headers = headers[:len(headers) - torn]
     extra = _unknown_columns(headers)
     collapsed = any(b"  " not in h for h in headers)
-    fast = None if (extra or collapsed) else _fast_rows(buf, lines, headers)
+    fast = None if (extra or collapsed) else general.file_rows(buf, lines, headers)
     stamps = _WATCH.findall(buf)
     variant = "watch capture" if stamps else "snapshot"
     original = buf
     if fast is None:  # terminal escapes matter only here: rows follow newlines in watch output
-        rows = _slow_rows(buf, source.name, problems, extra, headers)
+        rows = general.line_rows(buf, source.name, problems, extra, headers)
         buf = _clean(buf)
         variant += ", collapsed whitespace" if collapsed else ""
     else:
@@ -93,13 +94,13 @@ def parse(source: Source) -> ParseResult:
     _cut_last_row(original, df, source.name, problems, rows.npct)
     _note_elisions(buf, source.name, problems)
     _note_holes(original, df, source.name, problems)
-    return ParseResult({"tiles": schema.conform(df, schema.TILES)}, problems, variant)
+    return ParseResult({"tiles": schema.conform(df, TILES)}, problems, variant)
 
 
 def _quick(buf: bytes, lines: tuple[np.ndarray, np.ndarray, np.ndarray], name: str,
            problems: list[Problem]) -> ParseResult | None:
     """The aligned reader with every search confined to the lines between the tile rows
-    (``lines``: :func:`._sntilestat_fixed.row_lines` of ``buf``: starts, ends, numbers),
+    (``lines``: :func:`.fast.row_lines` of ``buf``: starts, ends, numbers),
     a header cut by the end of the file left out (:func:`_torn_headers`).
 
     Gives what :func:`parse`'s general route gives, or None when that route is needed: the
@@ -117,13 +118,13 @@ def _quick(buf: bytes, lines: tuple[np.ndarray, np.ndarray, np.ndarray], name: s
     if found is None or not _scan.tails_clean(found[1]):
         return None
     stamps = _scan.findall_at(_WATCH, buf, gaps.positions(b"Every"))
-    df = _frame(_Rows(columns=found[0], lines=lines[2]), stamps, name, problems)
+    df = _frame(Rows(columns=found[0], lines=lines[2]), stamps, name, problems)
     _cut_last_row(buf, df, name, problems, 6)
     if b"..." in gaps.text:
         _note_elisions(buf, name, problems)
     _note_holes(buf, df, name, problems)
     variant = "watch capture" if stamps else "snapshot"
-    return ParseResult({"tiles": schema.conform(df, schema.TILES)}, problems, variant)
+    return ParseResult({"tiles": schema.conform(df, TILES)}, problems, variant)
 
 
 def _torn_headers(buf: bytes) -> int:
@@ -152,128 +153,10 @@ def _unknown_columns(headers: list[bytes]) -> list[str]:
     names: set[str] = set()
     for h in set(headers):
         names.update(t.decode("ascii", "replace") for t in h.split() if t.startswith(b"%"))
-    return sorted(names - set(_HEADER_NAMES))
+    return sorted(names - set(HEADER_NAMES))
 
 
-@dataclass
-class _Rows:
-    """Raw fields as row tuples, or already as columns; and each row's line."""
-
-    fields: list[tuple[bytes, ...]] = field(default_factory=list)
-    lines: list[int] | np.ndarray | None = None
-    columns: dict[str, Any] | None = None
-    #: percentage columns of the last row's header
-    npct: int = len(PCT_COLUMNS)
-
-
-def _fast_rows(buf: bytes, lines: tuple[np.ndarray, np.ndarray, np.ndarray],
-               headers: list[bytes]) -> _Rows | None:
-    """Aligned output: numpy at the header's columns; else one C-level regex scan.
-
-    None when some tile row is malformed (the line loop then names it).
-    """
-    if headers and len(set(headers)) == 1:
-        aligned = _fixed.read(buf, headers[0], lines)
-        if aligned is not None and len(lines[0]) == buf.count(b"/XRDU_"):
-            return _Rows(columns=aligned[0], lines=lines[2])
-    found = list(_ROW.finditer(buf))
-    if len(found) != len(_ANY_ROW.findall(buf)):
-        return None
-    starts = np.fromiter((m.start() for m in found), dtype=np.int64, count=len(found))
-    return _Rows([m.groups(b"") for m in found],
-                 lines=_fixed.line_numbers(np.frombuffer(buf, dtype=np.uint8), starts))
-
-
-def _slow_rows(buf: bytes, name: str, problems: list[Problem], extra: list[str],
-               headers: list[bytes]) -> _Rows:
-    """Line by line: join wrapped commands, name malformed rows with their line (the line
-    in the file: terminal escapes are cleaned line by line, see :func:`_logical_lines`).
-
-    Each row is read with the columns of the header above it (rows before the first header
-    with those of the first one; ``headers``: the file's headers, a torn last one left
-    out), so a damaged header changes only the rows under it."""
-    if extra:
-        problems.append(Problem(name, f"header has column(s) dptrace does not know: "
-                                f"{', '.join(extra)}; their values are not kept"))
-    npct, index = _layout(headers[0]) if headers else _DEFAULT_LAYOUT
-    left = len(headers)  # a header past these (a torn last line) is not read
-    found: list[int] = []
-    out = _Rows(lines=found)
-    wrap_ok = False
-    for lineno, line in _logical_lines(buf):
-        text = line.strip()
-        if not text.startswith(b"/XRDU_"):
-            if left and b"%idle" in text:
-                here = _HEADER.findall(text)[:left]
-                if here:
-                    npct, index = _layout(here[-1])
-                    left -= len(here)
-            if wrap_ok and _is_continuation(text):
-                last = out.fields[-1]
-                out.fields[-1] = last[:-1] + (last[-1] + b" " + text,)
-                continue
-            wrap_ok = False
-            continue
-        row = _split_row(text, npct, index)
-        if isinstance(row, str):
-            problems.append(Problem(name, f"tile row skipped: {row}", lineno, "error"))
-            wrap_ok = False
-            continue
-        out.fields.append(row)
-        found.append(lineno)
-        out.npct = npct
-        wrap_ok = bool(row[-1])
-    return out
-
-
-_HEADER_LABELS = tuple(h.encode() for h in _HEADER_NAMES)
-#: (number of percentage columns, where each known one is among them)
-_DEFAULT_LAYOUT: tuple[int, tuple[int | None, ...]] = (len(PCT_COLUMNS), tuple(range(6)))
-
-
-def _layout(header: bytes) -> tuple[int, tuple[int | None, ...]]:
-    """A header's percentage columns: how many, and where each known one is (None: not
-    in this header, its values are missing)."""
-    names = [t for t in header.split() if t.startswith(b"%")]
-    return len(names), tuple(names.index(h) if h in names else None for h in _HEADER_LABELS)
-
-
-def _logical_lines(buf: bytes) -> Iterator[tuple[int, bytes]]:
-    """(line number in ``buf``, text) of each line of :func:`_clean` ``(buf)``: a cursor
-    move that starts a row starts a logical line, numbered as the line that holds it."""
-    for lineno, line in enumerate(buf.split(b"\n"), 1):
-        if b"\x1b" not in line:
-            yield lineno, line
-            continue
-        for piece in _CLEAR.split(line.replace(b"\x1b[H\x1b[2J", b"")):
-            yield lineno, _ESCAPES.sub(b"", piece)
-
-
-def _is_continuation(text: bytes) -> bool:
-    return bool(text) and not text.startswith((b"TILE", b"```", b"...", b"Every", b"$", b"#"))
-
-
-def _split_row(text: bytes, npct: int,
-               index: tuple[int | None, ...] = _DEFAULT_LAYOUT[1]) -> tuple[bytes, ...] | str:
-    m = re.match(rb"/XRDU_(\d+)/RDU_(\d+)/TILE_(\d+)(?:\s+|$)", text)
-    if not m:
-        return f"bad tile path {text.split()[0].decode('utf-8', 'replace')!r}"
-    parts = text[m.end():].split(None, npct + 2)
-    if len(parts) < npct:
-        return f"{len(parts)} of {npct} percentage columns (row cut short?)"
-    pct = parts[:npct]
-    bad = [p for p in pct if not re.fullmatch(rb"\d+(?:\.\d+)?", p)]
-    if bad:
-        return f"percentage {bad[0].decode('utf-8', 'replace')!r} is not a number"
-    rest = parts[npct:]
-    pid = rest[0] if rest and rest[0].isdigit() else b""
-    user = rest[1] if len(rest) > 1 else b""
-    command = rest[2] if len(rest) > 2 else b""
-    known = (pct[i] if i is not None else b"nan" for i in index)
-    return (*m.groups(), *known, pid, user, command)
-
-
-def _frame(rows: _Rows, stamps: list[tuple[bytes, ...]], name: str, problems: list[Problem],
+def _frame(rows: Rows, stamps: list[tuple[bytes, ...]], name: str, problems: list[Problem],
            ) -> pd.DataFrame:
     """The ``tiles`` frame, every column already in its schema dtype; a PID or tile number
     beyond Int64 is missing, with a problem naming its line."""
@@ -282,7 +165,7 @@ def _frame(rows: _Rows, stamps: list[tuple[bytes, ...]], name: str, problems: li
     elif rows.fields:
         data = _from_tuples(rows.fields)
     else:
-        return schema.TILES.empty()
+        return TILES.empty()
     n = len(data["pid"])
     if data.get("too_big") and rows.lines is not None:
         _note_too_big(data["too_big"], np.asarray(rows.lines), name, problems)
@@ -309,7 +192,7 @@ def _from_tuples(fields: list[tuple[bytes, ...]]) -> dict[str, Any]:
                             ("tile", "TILE", cols[2]), ("pid", "PID", cols[9])):
         data[key], big = _nullable_ints(col)
         too_big += [(row, label, text) for row, text in big]
-    for key, label, col in zip(PCT_COLUMNS, _HEADER_NAMES, cols[3:9], strict=True):
+    for key, label, col in zip(PCT_COLUMNS, HEADER_NAMES, cols[3:9], strict=True):
         data[key] = np.array(col).astype("float64")
         inf = np.flatnonzero(np.isinf(data[key]))  # over 308 digits
         data[key][inf] = np.nan
@@ -431,7 +314,7 @@ def _note_holes(buf: bytes, df: pd.DataFrame, name: str, problems: list[Problem]
     runs = [(m.start(), m.end() - m.start()) for m in _NULS.finditer(buf)]
     lines = _fixed.line_numbers(np.frombuffer(buf, dtype=np.uint8),
                                 np.asarray([a for a, _ in runs], dtype=np.int64))
-    if len(df) and _trainlog_spec.SCAN.search(buf[:HEAD_BYTES]):
+    if len(df) and _trainlog.SCAN.search(buf[:HEAD_BYTES]):
         inside = (lines >= df["lineno"].min() - 1) & (lines <= df["lineno"].max() + 1)
         lines, runs = lines[inside], [r for r, ok in zip(runs, inside, strict=True) if ok]
         if not runs:
@@ -508,7 +391,3 @@ def _note_elisions(buf: bytes, name: str, problems: list[Problem]) -> None:
         line = buf.count(b"\n", 0, m.start()) + 2
         problems.append(Problem(name, "the listing elides rows here ('...'): tiles after it "
                                 "are missing from the table", line))
-
-
-sniff = SPEC.sniff
-register(SPEC.parser(parse))

@@ -17,7 +17,7 @@ import functools
 import numpy as np
 import pandas as pd
 
-from ._sntilestat_columns import first_codes, strings
+from .columns import first_codes, strings
 
 #: right-aligned under their labels; PID and USER are not (a 7-digit PID overflows "PID")
 _NUMERIC = (b"%idle", b"%exec", b"%pload", b"%aload", b"%chkpt", b"%quiesce")

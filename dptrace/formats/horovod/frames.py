@@ -1,4 +1,4 @@
-"""Assemble the hvd_* frames from the matched stack (see :mod:`._horovod_build`).
+"""Assemble the hvd_* frames from the matched stack (see :mod:`.build`).
 
 Everything here works on whole columns; each frame is built once, its labels as
 categoricals from integer codes.
@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..errors import Problem
-from ._horovod_build import (
+from ...errors import Problem
+from .build import (
     MAX_ELEMENTS,
     B,
     Events,
@@ -23,7 +23,7 @@ from ._horovod_build import (
     segment_cumsum,
     shape_elements,
 )
-from ._horovod_decode import Columns, concat
+from .decode import Columns, concat
 
 NEGOTIATE = "NEGOTIATE_"
 

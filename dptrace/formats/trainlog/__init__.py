@@ -1,24 +1,34 @@
 """The training-log format's spec: its name, tables and sniffing rule, without the reader.
 
-Kept apart from :mod:`.trainlog` so that detection still works, and the inputs of this
-format get one clear problem each, when the reader cannot be imported (see
-:func:`dptrace.registry.parsers`).
+This package's ``__init__`` imports nothing heavy (no pandas, no reader), so that detection
+still works, and the inputs of this format get one clear problem each, when the reader
+(:mod:`.read`) cannot be imported (see :mod:`dptrace.registry`).
 """
 
 from __future__ import annotations
 
 import re
 
-from ..registry import Spec, looks_binary
-from ..sources import Source
-from . import _trainlog_rules as rules
+from ...registry import Spec, looks_binary
+from ...sources import Source
 
 try:  # RE2 finds any of the keywords in one linear pass; stdlib re tries each at every byte
     import re2 as _re_engine
 except ImportError:  # pragma: no cover - platforms without google-re2 wheels
     _re_engine = re
 
-KEYWORDS = rules.KEYWORDS
+#: what the scanner looks for (regex sources; all literals but one); every recogniser of
+#: :mod:`.rules` needs one of them in its line
+KEYWORDS: tuple[bytes, ...] = (
+    b"_per_s",        # e2e samples_per_sec, train_samples_per_second
+    b"PerSec",        # DeepSpeed SamplesPerSec
+    b"/sec",          # img/sec, images/sec, samples/second, examples/second
+    b"/s]", b"/s,",   # tqdm rates ('7.1it/s]', '7.1it/s, loss=..]')
+    b"s/it",          # tqdm slow rates
+    b"s/s\\b",        # '123 tokens/s' (a regex: not 'site-packages/setuptools')
+    b"per iteration",  # Megatron
+    b"oss:", b"oss=", b"oss':",  # loss lines
+)
 SCAN = _re_engine.compile(b"|".join(KEYWORDS))
 RE_ENGINE = _re_engine
 _NAME_HINT = re.compile(r"(slurm-\d+.*\.(out|err)|\.log|\.out|\.err|std(out|err))(\.|$)", re.I)
@@ -42,4 +52,6 @@ SPEC = Spec(
     sniff=sniff,
     extensions=(".out", ".err", ".log", ".txt"),
     embeddable=True,
+    engines=("fast", "general"),
+    reads="training logs (slurm-*.out, rank logs) into ``throughput`` and ``train_metrics``",
 )

@@ -1,12 +1,12 @@
 """The Horovod timeline format's spec: name, tables and sniffing rule, without the reader
-(see :mod:`._trainlog_spec` for why)."""
+(see :mod:`dptrace.formats.trainlog` for why)."""
 
 from __future__ import annotations
 
 import re
 
-from ..registry import Spec
-from ..sources import Source
+from ...registry import Spec
+from ...sources import Source
 
 TABLES = ("hvd_activities", "hvd_tensors", "hvd_ready", "hvd_cycles", "hvd_runs")
 _EVENT_KEYS = rb'"(?:ph|name|pid|tid|ts|cat|args|dur|s|id)"\s*:'
@@ -39,4 +39,5 @@ SPEC = Spec(
     tables=TABLES,
     sniff=sniff,
     extensions=(".json",),
+    reads="Horovod timelines (``HOROVOD_TIMELINE=timeline.json``) into the ``hvd_*`` tables",
 )

@@ -30,11 +30,11 @@ made by mpitrace's ``util/translate.py`` (each call-stack frame followed by ``fu
 and ``source = file:line``) give the call stacks their names; beside their profile they
 replace its call-stack rows instead of repeating the profile (:meth:`_Many.stacked_files`).
 
-The scanning is in :mod:`._mpitrace_scan`; this module names jobs, recovers the size
+The scanning is in :mod:`.general`; this module names jobs, recovers the size
 bins, and builds the tables from columns (:class:`Rows`). ``api.load`` calls :func:`parse`
-for a single file; :func:`read_many` reads many files (``load``'s mpitrace files,
+for a single file; :func:`parse_many` reads many files (``load``'s mpitrace files,
 :func:`dptrace.read_mpitrace`) into one set of columns, converting plain rank files a
-batch at a time (:class:`._mpitrace_fast.Plain`), and builds each table once.
+batch at a time (:class:`.fast.Plain`), and builds each table once.
 """
 
 from __future__ import annotations
@@ -52,13 +52,13 @@ import numpy as np
 import pandas as pd
 from pandas.api.extensions import ExtensionArray
 
-from .. import schema
-from ..errors import Problem
-from ..registry import ParseResult, register
-from ..sources import Source
-from . import _mpitrace_fast as fast
-from . import _mpitrace_scan as scan
-from ._mpitrace_spec import MARKERS, SPEC, TABLES
+from ... import schema
+from ...errors import Problem
+from ...registry import ParseResult
+from ...sources import Source
+from . import MARKERS, TABLES, fast
+from . import general as scan
+from .tables import MPI_JOBS
 
 #: mpi_profile.<job>[.<MMDDhhmmss>].<rank>, and copies named after it (a call-stack
 #: translation saved as mpi_profile.<job>.<rank>.translated.txt)
@@ -69,25 +69,30 @@ _TRANSLATED = re.compile(rb"^[ \t>]*(?:function|source) =(?: |$)", re.M)
 _INT_DTYPES = ("Int64", "float64")
 
 
-def parse(source: Source) -> ParseResult:
-    """Parse one file. Its frames have the schema's columns; ``load`` settles the dtypes."""
-    rows = Rows()
+def parse(source: Source, *, engine: str = "auto") -> ParseResult:
+    """Parse one file. Its frames have the schema's columns; ``load`` settles the dtypes.
+
+    ``engine``: "fast" (and "auto") reads a plain rank profile with :mod:`.fast` (regexes
+    over the whole text) and declines to the line scanner (:mod:`.general`) for anything
+    else; "general" reads every file with the line scanner."""
+    rows = Rows(use_fast=engine != "general")
     problems: list[Problem] = []
     variant = rows.add_source(source, problems)
     return ParseResult(rows.frames(conform=False), problems, variant)
 
 
-def read_many(sources: Sequence[Source], problems: list[Problem],
-              progress: Callable[[Source, int, int], None] | None = None,
-              ) -> tuple[dict[str, pd.DataFrame], list[Parsed]]:
+def parse_many(sources: Sequence[Source], problems: list[Problem],
+               progress: Callable[[Source, int, int], None] | None = None, *,
+               engine: str = "auto") -> tuple[dict[str, pd.DataFrame], list[Parsed]]:
     """Parse many files into one set of columns and build each table once.
 
     Plain rank files (:class:`fast.Plain`) are gathered and converted together; the others
     are read one by one. Returns the conformed tables and, per source, what ``load``
     reports for it. A file that makes the parser fail is rolled back and reported; the
-    others are kept.
+    others are kept. ``engine`` as for :func:`parse`; "general" converts no batch of plain
+    files (each file takes the line scanner).
     """
-    many = _Many(problems)
+    many = _Many(problems, use_fast=engine != "general")
     for i, src in enumerate(sources):
         if progress:
             progress(src, i, len(sources))
@@ -104,11 +109,12 @@ BATCH = 256
 
 
 class _Many:
-    """:func:`read_many`'s state: the columns, what is said per source, and the plain files
+    """:func:`parse_many`'s state: the columns, what is said per source, and the plain files
     taken but not yet added (with their content, for the files that need the scanner)."""
 
-    def __init__(self, problems: list[Problem]) -> None:
-        self.rows = Rows()
+    def __init__(self, problems: list[Problem], use_fast: bool = True) -> None:
+        self.use_fast = use_fast
+        self.rows = Rows(use_fast)
         self.parsed: list[Parsed] = []
         self.problems = problems
         self.plain = fast.Plain()
@@ -130,7 +136,7 @@ class _Many:
         job, rank = _job_of(src)
         if len(self.plain) >= BATCH:
             self.flush()
-        if not mine and self.plain.take(data, rank):
+        if self.use_fast and not mine and self.plain.take(data, rank):
             self.pending.append((src, job, rank, data))
             return
         self.flush()
@@ -233,7 +239,7 @@ class _Many:
 
 @dataclass
 class Parsed:
-    """What :func:`read_many` tells about one source."""
+    """What :func:`parse_many` tells about one source."""
 
     source: Source
     variant: str | None
@@ -291,7 +297,9 @@ class Rows:
     """Column lists for every mpitrace table, filled block by block, and parts given as
     whole columns (:meth:`add_columns`), kept in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, use_fast: bool = True) -> None:
+        #: try :func:`fast.read` before the line scanner
+        self.use_fast = use_fast
         self.cols: dict[str, dict[str, list[Any]]] = {
             t: {c.name: [] for c in schema.TABLES[t].columns} for t in TABLES}
         self.parts: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
@@ -324,7 +332,7 @@ class Rows:
 
     def add_text(self, source: Source, text: str, problems: list[Problem]) -> str | None:
         """Read the content of ``source`` into the lists; return its variant."""
-        block = fast.read(text)
+        block = fast.read(text) if self.use_fast else None
         blocks = [block] if block else scan.Scanner(text, source.name, problems).run()
         jobs = _job_names(source, blocks, problems)
         for block, job in zip(blocks, jobs, strict=True):
@@ -438,7 +446,7 @@ class Rows:
         return out
 
 
-_JOB_COLS = [c.name for c in schema.MPI_JOBS.columns[4:]]
+_JOB_COLS = [c.name for c in MPI_JOBS.columns[4:]]
 
 
 def _products(calls: Sequence[float], avg: Sequence[float]) -> list[float]:
@@ -649,7 +657,3 @@ def variant(blocks: list[scan.Block]) -> str | None:
     text = ", ".join(names)
     pasted = len(blocks) > 1 or blocks[0].start_line > 1 or blocks[0].ended_by != "eof"
     return f"{len(blocks)} pasted: {text}" if pasted else text
-
-
-sniff = SPEC.sniff
-register(SPEC.parser(parse, parse_many=read_many))

@@ -4,8 +4,8 @@ Most files of a large job are one rank's profile in the exact layout mpitrace pr
 (header, routine table, totals, message size distributions, nothing else). :func:`read`
 checks the whole text against that layout with one ``fullmatch``, reads the totals with
 the scanner's own line function and splits the rows of each table into words at once,
-giving the :class:`~._mpitrace_scan.Block` that
-:class:`~._mpitrace_scan.Scanner` would give, with no problems (the layout is a strict
+giving the :class:`~.general.Block` that
+:class:`~.general.Scanner` would give, with no problems (the layout is a strict
 subset of what the scanner reads without complaint). Anything else (rank 0's summary and
 per-rank table, pasted or cut profiles, odd lines) returns None and takes the scanner.
 
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import _mpitrace_scan as scan
+from . import general as scan
 
 _SEP = r"-+\n"
 _ROW4 = r"\w+ +\d+ +\d+\.\d+ +\d+\.\d+\n"
@@ -199,7 +199,7 @@ class Plain:
 
     def columns(self) -> PlainColumns:
         """Every file's numbers, converted at once; ``suspect`` marks the files the scanner's
-        checks (:func:`~._mpitrace_scan.check_block`) would say something about."""
+        checks (:func:`~.general.check_block`) would say something about."""
         nfiles = len(self)
         (rank, nranks, all_comms, _, routine_text, roles, comm, elapsed, user, system, rss,
          unit, message_text) = zip(*self.groups, strict=True)
@@ -266,7 +266,7 @@ class PlainColumns:
 
 
 def _check(c: PlainColumns) -> None:
-    """Mark the files :func:`~._mpitrace_scan.check_block` would report on (bins missing or
+    """Mark the files :func:`~.general.check_block` would report on (bins missing or
     not adding up to the routine's calls), those with a routine listed twice, and those with
     numbers too large to be summed exactly or too long for a float (the scanner reports
     them); the others get no problem from it."""

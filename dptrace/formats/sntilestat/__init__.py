@@ -1,12 +1,12 @@
 """The SambaNova sntilestat format's spec: name, tables and sniffing rule, without the
-reader (see :mod:`._trainlog_spec` for why)."""
+reader (see :mod:`dptrace.formats.trainlog` for why)."""
 
 from __future__ import annotations
 
 import re
 
-from ..registry import Spec, looks_binary
-from ..sources import Source
+from ...registry import Spec, looks_binary
+from ...sources import Source
 
 HEADER = re.compile(rb"TILE[ \t]+%idle[ \t]+[^\r\n]*")
 #: a tile row at a line start; a lone CR starts a line too (CR-only listings, old Mac)
@@ -31,4 +31,7 @@ SPEC = Spec(
     tables=("tiles",),
     sniff=sniff,
     embeddable=True,
+    engines=("fast", "general"),
+    reads="SambaNova sntilestat output (one listing, several, or a ``watch`` capture) into "
+          "``tiles``",
 )

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import schema
+from ... import schema
 
 NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _F = float
@@ -563,17 +563,4 @@ SPECIFIC: tuple[tuple[tuple[str, ...], Recogniser], ...] = (
 FALLBACK: tuple[tuple[tuple[str, ...], Recogniser], ...] = (
     (("/s",), generic_rate),
     (("oss",), generic_loss),
-)
-
-#: what the scanner looks for (regex sources; all literals but one); every recogniser above
-#: needs one of them in its line
-KEYWORDS: tuple[bytes, ...] = (
-    b"_per_s",        # e2e samples_per_sec, train_samples_per_second
-    b"PerSec",        # DeepSpeed SamplesPerSec
-    b"/sec",          # img/sec, images/sec, samples/second, examples/second
-    b"/s]", b"/s,",   # tqdm rates ('7.1it/s]', '7.1it/s, loss=..]')
-    b"s/it",          # tqdm slow rates
-    b"s/s\\b",        # '123 tokens/s' (a regex: not 'site-packages/setuptools')
-    b"per iteration",  # Megatron
-    b"oss:", b"oss=", b"oss':",  # loss lines
 )

@@ -1,19 +1,11 @@
-"""Streaming decoder of Horovod timelines: bytes in bounded blocks -> numpy event columns.
+"""Horovod's events out of the Chrome trace container: msgspec structs -> numpy columns.
 
-A timeline is a JSON array of Chrome trace events, but its framing varies (see
-:mod:`dptrace.parsers.horovod`): one event per line or thousands per line, a closing
-``]`` or none, a trailing ``,``, or a record torn by a killed job. So the file is never
-handed to a JSON parser whole. It is read in blocks of :data:`BLOCK` bytes; each block
-is cut after its last complete event (the last ``},``: Horovod writes no ``},`` inside
-a record), wrapped in ``[`` ``]`` and decoded by msgspec into small structs that name
-only the fields used (``ph``, ``name``, ``ts``, ``pid``, ``args``). Their fields go
-straight into numpy columns, names as integer codes; the structs are dropped with the
-block. The garbage collector is paused meanwhile (the structs hold no cycles).
-
-A block that does not decode is retried after replacing invalid UTF-8 and then record
-by record, so one bad record costs only itself; the problems name the byte offset and
-line. Plain files of :data:`PARALLEL_BYTES` or more are split into :data:`WORKERS`
-byte ranges at event boundaries and decoded by forked processes.
+The container (blocks cut after the last complete event, the framing, record-by-record
+retries, byte ranges decoded in parallel) is :mod:`dptrace.formats._chrome`'s; this module
+is what Horovod's events hold. Each block is decoded by msgspec into small structs that
+name only the fields used (``ph``, ``name``, ``ts``, ``pid``, ``args``); their fields go
+straight into numpy columns (:class:`Columns`), names as integer codes; the structs are
+dropped with the block.
 
 Numbers that do not fit: ``pid`` must fit a 64-bit integer and ``ts`` (and the start
 time) 0 <= ts < 2**63 us (Horovod writes microseconds since the timeline started). The
@@ -40,14 +32,7 @@ warning per file.
 from __future__ import annotations
 
 import contextlib
-import gc
-import lzma
-import multiprocessing as mp
-import os
-import re
-import zlib
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import attrgetter
@@ -56,20 +41,12 @@ from typing import IO, Annotated, Any, Literal
 import msgspec
 import numpy as np
 
-from ..errors import Problem
+from ...errors import Problem
+from .. import _chrome
+from .._chrome import MAX_PROBLEMS, Range
 
-#: bytes read per block (the decoded structs of one block live at a time)
-BLOCK = 16 << 20
-#: plain files at least this large are decoded by WORKERS processes, one byte range each
-PARALLEL_BYTES = 96 << 20
-WORKERS = min(2, os.cpu_count() or 1)
-#: size of the byte ranges a large file is cut into (see range_count)
-RANGE_BYTES = 64 << 20
-#: problems reported one by one before the rest are only counted
-MAX_PROBLEMS = 20
 #: bytes at the head of a file whose records are checked for duplicate keys
 DUP_SAMPLE = 1 << 20
-_RECORD_END = re.compile(rb"\}\s*,?\s*(?=\{)")
 #: timestamps are microseconds since the timeline started, stored as int64 by Horovod
 TS_LIMIT = 2.0 ** 63
 _Pid = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
@@ -334,126 +311,32 @@ def _ph_codes(evs: list[_Event]) -> np.ndarray:
     return np.frombuffer(joined.encode("latin-1", "replace"), np.uint8).copy()
 
 
-@dataclass
-class Range:
-    """A byte range of the input: ``first`` holds the opening '[', ``last`` the end."""
-
-    start: int
-    end: int | None
-    first: bool
-    last: bool
-    words: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())  # ph, name
-
-
 def decode_stream(fh: IO[bytes], source: str, rng: Range) -> Columns:
     """Decode the events of ``rng`` read from ``fh`` (positioned at ``rng.start``)."""
     cols = Columns()
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _chrome.paused_gc():
         _Scanner(fh, source, rng, cols).run()
-    finally:
-        if was_enabled:
-            gc.enable()
     return cols
 
 
-class _Scanner:
-    """Reads blocks, cuts them after the last complete event, decodes, tracks position.
-
-    The buffer always starts with ``[``; the ``,`` after the last complete event is
-    overwritten with ``]`` and the prefix is decoded in place (no copy of the block).
-    """
+class _Scanner(_chrome.BlockScanner):
+    """The container's blocks decoded as Horovod events into :class:`Columns`."""
 
     def __init__(self, fh: IO[bytes], source: str, rng: Range, cols: Columns) -> None:
-        self.fh, self.source, self.rng, self.cols = fh, source, rng, cols
-        self.pos = rng.start          # absolute offset of buf[1]
-        self.left = None if rng.end is None else rng.end - rng.start
-        self.vocab = _Vocab(*rng.words)
+        super().__init__(fh, source, rng, cols)
+        self.cols = cols
+        self.vocab = _Vocab(*rng.seed) if rng.seed else _Vocab()
         self.sample = rng.first   # check the file's first records for duplicate keys
 
-    def run(self) -> None:
-        buf = bytearray(b"[")
-        first = self.rng.first
-        for chunk in self._chunks():
-            if first:
-                chunk = self._skip_opening(chunk)
-                first = not chunk
-            buf += chunk
-            i = buf.rfind(b"},")
-            if i > 0:
-                buf = self._decode_prefix(buf, i + 1)
-            elif len(buf) > 2 * BLOCK:  # no Horovod separator at all: record by record
-                buf = self._records_prefix(buf)
-        self._tail(bytes(buf[1:]))
+    def decode_block(self, data: Any) -> None:
+        self.cols.add(self.vocab.decode(data))
 
-    def _chunks(self) -> Iterator[bytes]:
-        read = getattr(self.fh, "read1", self.fh.read) if self.left is None else self.fh.read
-        parts: list[bytes] = []
-        size = 0
-        while self.left is None or self.left > 0:
-            want = (1 << 20) if self.left is None else min(BLOCK, self.left)
-            piece = self._read(read, want)
-            if not piece:
-                break
-            if self.left is not None:
-                self.left -= len(piece)
-            parts.append(piece)
-            size += len(piece)
-            if size >= BLOCK or self.left is not None:
-                yield b"".join(parts)
-                parts, size = [], 0
-        if parts:
-            yield b"".join(parts)
+    def decode_list(self, data: bytes) -> None:
+        self.cols.add(_DECODE_MANY(data))
 
-    def _read(self, read: Callable[[int], bytes], want: int) -> bytes:
-        """One read; a damaged compressed stream ends the input with a problem."""
-        try:
-            return read(want)
-        except (EOFError, OSError, ValueError, lzma.LZMAError, zlib.error) as exc:
-            self.cols.problem(self.source, f"compressed stream is truncated or corrupt ({exc}); "
-                              "parsed what was decompressed before the damage", None)
-            self.left = 0
-            return b""
-
-    def _skip_opening(self, data: bytes) -> bytes:
-        """Drop a BOM, leading whitespace and the array's '['."""
-        body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
-        body = body.lstrip()
-        if body[:1] == b"[":
-            body = body[1:]
-            extra, first = 0, 0
-            while body.lstrip()[:1] == b"[":     # records start with '{': a repeated '['
-                body = body.lstrip()
-                first = first or len(data) - len(body)
-                body, extra = body[1:], extra + 1
-            if extra:
-                self.cols.problem(self.source, f"{extra} extra '[' at the start of the array: "
-                                  "ignored", data.count(b"\n", 0, first) + 1, "warning")
-        self._consume(data[:len(data) - len(body)])
-        return body
-
-    def _consume(self, part: bytes | bytearray, start: int = 0, end: int | None = None) -> None:
-        end = len(part) if end is None else end
-        self.pos += end - start
-        self.cols.newlines += part.count(b"\n", start, end)
-
-    def _decode_prefix(self, buf: bytearray, cut: int) -> bytearray:
-        """Decode ``buf[1:cut]`` (complete events; ``buf[cut]`` is their ','), keep the rest."""
-        buf[cut] = 0x5D  # ']'
-        view = memoryview(buf)[:cut + 1]
-        try:
-            self.cols.add(self.vocab.decode(view))
-        except (msgspec.DecodeError, UnicodeDecodeError):
-            view.release()
-            self._decode_slow(bytes(buf[1:cut]))
-        else:
-            if self.sample:
-                self._sample_dups(buf, cut)
-        finally:
-            view.release()
-        self._consume(buf, 1, cut + 1)
-        return bytearray(b"[") + buf[cut + 1:]
+    def decoded_block(self, buf: bytearray, cut: int) -> None:
+        if self.sample:
+            self._sample_dups(buf, cut)
 
     def _sample_dups(self, buf: bytearray, cut: int) -> None:
         """Count duplicate keys in the records of the first :data:`DUP_SAMPLE` bytes of a
@@ -464,80 +347,13 @@ class _Scanner:
         n = buf.count(b"},", 1, end) + 1
         self.cols.dup_keys += self.cols.sample_dups(buf, 1, end + 1, n)
 
-    def _records_prefix(self, buf: bytearray) -> bytearray:
-        """Decode the complete records in ``buf`` one by one; keep the rest."""
-        data = bytes(buf[1:])
-        ends = [m.start() + 1 for m in _RECORD_END.finditer(data)]
-        if not ends:
-            return buf
-        self._decode_records(data[:ends[-1]], final=False)
-        self._consume(data, 0, ends[-1])
-        return bytearray(b"[") + data[ends[-1]:]
+    def record_decoded(self, record: bytes, event: Any) -> None:
+        self.cols.dup_keys += _record_dups(record, event)
 
-    def _line(self, offset_in: bytes, upto: int) -> int:
-        return self.cols.newlines + offset_in.count(b"\n", 0, upto) + 1
+    def add_records(self, events: list[Any]) -> None:
+        self.cols.add(events)
 
-    def _decode(self, piece: bytes) -> None:
-        try:
-            self.cols.add(_DECODE_MANY(b"[" + piece + b"]"))
-        except (msgspec.DecodeError, UnicodeDecodeError):
-            self._decode_slow(piece)
-
-    def _decode_slow(self, piece: bytes) -> None:
-        """After a failed block: replace invalid UTF-8 and retry, then go record by record."""
-        piece = self._fix_utf8(piece)
-        try:
-            self.cols.add(_DECODE_MANY(b"[" + piece + b"]"))
-        except (msgspec.DecodeError, UnicodeDecodeError):
-            self._decode_records(piece, final=False)
-
-    def _fix_utf8(self, piece: bytes) -> bytes:
-        try:
-            piece.decode("utf-8")
-            return piece
-        except UnicodeDecodeError as exc:
-            self.cols.problem(
-                self.source, f"invalid UTF-8 at byte {self.pos + exc.start:,}: replaced by "
-                "U+FFFD (a tensor name with non-UTF-8 bytes?)", self._line(piece, exc.start),
-                "warning")
-            return piece.decode("utf-8", "replace").encode("utf-8")
-
-    def _decode_records(self, piece: bytes, final: bool) -> None:
-        """Slow path: split at record boundaries, keep the records that decode."""
-        good: list[_Event] = []
-        starts = [0] + [m.end() for m in _RECORD_END.finditer(piece)]
-        for k, start in enumerate(starts):
-            end = starts[k + 1] if k + 1 < len(starts) else len(piece)
-            record = piece[start:end].rstrip().rstrip(b",")
-            if not record.strip():
-                continue
-            ev = self._record(piece, start, record, final and k == len(starts) - 1)
-            if ev is not None:
-                self.cols.dup_keys += _record_dups(record, ev)
-                good.append(ev)
-        self.cols.add(good)
-
-    def _record(self, piece: bytes, start: int, record: bytes, last: bool) -> Any:
-        """The event of one record, or None (reported). Stray bytes around an intact record
-        (a flipped separator, a control character) cost only themselves."""
-        try:
-            return self._validated(piece, start, record)
-        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-            error: Exception = exc
-        lo, hi = record.find(b"{"), record.rfind(b"}") + 1
-        stray = len(record[:lo].strip()) + len(record[hi:].strip()) if 0 <= lo < hi else 0
-        if stray:
-            with contextlib.suppress(msgspec.DecodeError, UnicodeDecodeError):
-                ev = self._validated(piece, start + lo, record[lo:hi])
-                self.cols.problem(self.source, f"ignored {stray} stray byte(s) around the "
-                                  f"record at byte {self.pos + start + lo:,}",
-                                  self._line(piece, start + lo), "warning")
-                return ev
-        torn = last and (not record.endswith(b"}") or "truncated" in str(error))
-        self._bad_record(piece, start, error, torn)
-        return None
-
-    def _validated(self, piece: bytes, start: int, record: bytes) -> Any:
+    def validated(self, piece: bytes, start: int, record: bytes) -> Any:
         """Decode one record; one whose times are out of range is kept without them."""
         try:
             return _DECODE_ONE(record)
@@ -571,108 +387,27 @@ class _Scanner:
             cols.problem(self.source, f"{' and '.join(bad)} at byte {self.pos + start:,} is "
                          "out of range (Horovod writes microseconds since the timeline "
                          "started, 0 to 2^63): the record is kept without it",
-                         self._line(piece, start))
+                         self.line(piece, start))
         return ev
-
-    def _bad_record(self, piece: bytes, start: int, exc: Exception, torn: bool) -> None:
-        cols = self.cols
-        where = f"byte {self.pos + start:,}"
-        line = self._line(piece, start)
-        if torn:
-            cols.torn = True
-            cols.problem(self.source, f"the file ends inside a record at {where}: the job was "
-                         "probably killed while writing the timeline; the events before it "
-                         "were kept", line)
-            return
-        cols.bad_records += 1
-        if cols.bad_records <= MAX_PROBLEMS:
-            why = str(exc)
-            if "`$.pid`" in why and ("<=" in why or ">=" in why):
-                why = "its pid does not fit a 64-bit integer"
-            cols.problem(self.source, f"skipped a malformed record at {where}: {why}", line)
-
-    def _tail(self, carry: bytes) -> None:
-        """The bytes after the last separator: the end of the array or a last record."""
-        if not self.rng.last:
-            if carry.strip():
-                self._decode(carry)
-            return
-        body = carry.rstrip()
-        if body.endswith(b"]"):
-            self.cols.closed = True
-            body = body[:-1].rstrip()
-            extra = 0
-            while body.endswith(b"]"):          # records end with '}': a repeated ']'
-                body, extra = body[:-1].rstrip(), extra + 1
-            if extra:
-                self.cols.problem(self.source, f"{extra} extra ']' after the end of the "
-                                  "array: ignored", self._line(carry, len(carry.rstrip()) - 1),
-                                  "warning")
-        body = body.rstrip(b",").rstrip()
-        if not body:
-            return
-        try:
-            self.cols.add(_DECODE_MANY(b"[" + body + b"]"))
-        except (msgspec.DecodeError, UnicodeDecodeError):
-            self._decode_records(self._fix_utf8(body), final=True)
 
 
 # -- whole files, in parallel when large --------------------------------------------------------
 
+def _seed(head: bytes) -> tuple[frozenset[str], frozenset[str]]:
+    """The vocabulary of a file's first records, for its other ranges."""
+    return _Vocab.of_head(head).seed()
+
+
 def split_ranges(path: str, size: int, parts: int) -> list[Range]:
-    """Cut ``path`` into up to ``parts`` byte ranges, each starting just after a ``},``;
-    they carry the vocabulary of the file's first records."""
-    cuts = [0]
-    with open(path, "rb") as fh:
-        words = _Vocab.of_head(fh.read(1 << 20)).seed()
-        for k in range(1, parts):
-            fh.seek(max(size * k // parts, cuts[-1]))
-            window = fh.read(1 << 20)
-            i = window.find(b"},")
-            if i < 0:
-                continue
-            cut = fh.tell() - len(window) + i + 2
-            if cut < size:
-                cuts.append(cut)
-    cuts.append(size)
-    n = len(cuts) - 1
-    return [Range(cuts[k], cuts[k + 1], k == 0, k == n - 1, words) for k in range(n)]
-
-
-def _decode_range(args: tuple[str, str, Range]) -> Columns:
-    path, source, rng = args
-    with open(path, "rb") as fh:
-        fh.seek(rng.start)
-        return decode_stream(fh, source, rng)
-
-
-def range_count(size: int) -> int:
-    """How many byte ranges a plain file is decoded in: 1 below :data:`PARALLEL_BYTES`,
-    else about :data:`RANGE_BYTES` each and at least 4 per worker, so that a worker
-    slowed down by other processes on the machine takes fewer of them."""
-    if size < PARALLEL_BYTES or WORKERS < 2 or "fork" not in mp.get_all_start_methods():
-        return 1
-    return max(4 * WORKERS, -(-size // RANGE_BYTES))
+    """:func:`_chrome.split_ranges` with the vocabulary of the file's first records."""
+    return _chrome.split_ranges(path, size, parts, _seed)
 
 
 def decode_file(path: str, source: str, size: int,
                 opener: Callable[[], IO[bytes]] | None = None) -> list[Columns]:
-    """Decode a whole input into one ``Columns`` per range, in file order.
-
-    ``opener`` (a decompressing stream) forces one sequential pass; a plain file of
-    :data:`PARALLEL_BYTES` or more is cut into :func:`range_count` ranges, decoded by
-    :data:`WORKERS` forked processes.
-    """
-    if opener is not None:
-        with opener() as fh:
-            return [decode_stream(fh, source, Range(0, None, True, True))]
-    parts = range_count(size)
-    ranges = split_ranges(path, size, parts) if parts > 1 else [Range(0, size, True, True)]
-    jobs = [(path, source, r) for r in ranges]
-    if len(jobs) == 1:
-        return [_decode_range(jobs[0])]
-    with ProcessPoolExecutor(WORKERS, mp_context=mp.get_context("fork")) as pool:
-        return list(pool.map(_decode_range, jobs))
+    """Decode a whole input into one ``Columns`` per range, in file order
+    (:func:`_chrome.decode_file`: one pass over a stream, ranges in processes when large)."""
+    return _chrome.decode_file(path, source, size, decode_stream, opener, _seed)
 
 
 def merge(parts: list[Columns]) -> Columns:
@@ -696,8 +431,7 @@ def _append(out: Columns, part: Columns) -> None:
     out.arg_dtype.extend(np.where(a >= 0, dt[np.maximum(a, 0)], -1) for a in part.arg_dtype)
     out.arg_shape.extend(np.where(a >= 0, sh[np.maximum(a, 0)], -1) for a in part.arg_shape)
     out.meta.extend((i + out.events, n, s) for i, n, s in part.meta)
-    out.problems.extend(Problem(p.source, p.message, None if p.line is None else
-                                p.line + out.newlines, p.severity) for p in part.problems)
+    out.problems.extend(_chrome.shift_problems(part.problems, out.newlines))
     out.events += part.events
     out.newlines += part.newlines
     out.closed, out.torn = part.closed, out.torn or part.torn

@@ -1,7 +1,7 @@
 """Line scanner for mpitrace profiles: cuts a text into profile blocks and reads each block.
 
 One pass over the lines with a small state machine; every value goes into plain lists
-of tuples (:class:`Block`), which :mod:`dptrace.parsers.mpitrace` turns into tables. The
+of tuples (:class:`Block`), which :mod:`dptrace.formats.mpitrace.read` turns into tables. The
 hot states (routine rows, bin rows, the per-rank table) use ``str.split`` and ``int`` /
 ``float`` only; regexes are tried on the few other lines. Every line inside a profile is
 either understood, blank, a separator, or reported as a problem with its line number.
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
 
-from ..errors import Problem, quote
+from ...errors import Problem, quote
 
 # states
 HEAD, ROUTINES, TOTALS, MSG, COMMSIZE, STACK, SUMMARY, HISTO, RANKTABLE, SKIP, AFTER = range(11)

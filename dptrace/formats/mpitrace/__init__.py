@@ -1,10 +1,10 @@
 """The IBM mpitrace format's spec: name, tables and sniffing rule, without the reader
-(see :mod:`._trainlog_spec` for why)."""
+(see :mod:`dptrace.formats.trainlog` for why)."""
 
 from __future__ import annotations
 
-from ..registry import Spec
-from ..sources import Source
+from ...registry import Spec
+from ...sources import Source
 
 MARKERS = (b"Data for MPI rank", b"Times and statistics from MPI_Init", b"Times from MPI_Init",
            b"Times from MPI_Pcontrol")
@@ -27,4 +27,7 @@ SPEC = Spec(
     tables=TABLES,
     sniff=sniff,
     embeddable=True,   # documents paste profiles next to training logs
+    batch=True,        # read.parse_many: thousands of rank files, each table built once
+    engines=("fast", "general"),
+    reads="IBM mpitrace profiles (``mpi_profile.<job>.<rank>``) into the ``mpi_*`` tables",
 )

@@ -1,0 +1,406 @@
+"""Streaming reader of the Chrome trace-event container: a JSON array of event objects.
+
+Horovod timelines are such arrays, and so are PyTorch profiler traces (their events under
+``traceEvents``). The framing varies (see :mod:`dptrace.formats.horovod.read`): one event
+per line or thousands per line, a closing ``]`` or none, a trailing ``,``, a record torn
+by a killed job. So a file is never handed to a JSON parser whole. It is read in blocks of
+:data:`BLOCK` bytes; each block is cut after its last complete event (the last ``},``: the
+writers put no ``},`` inside a record), wrapped in ``[`` ``]`` and handed to the format's
+decoder (:class:`BlockScanner`'s hooks; Horovod's decodes with msgspec into structs that
+name only the fields it uses). The garbage collector is paused meanwhile
+(:func:`paused_gc`).
+
+A block that does not decode is retried after replacing invalid UTF-8 and then record
+by record, so one bad record costs only itself; the problems name the byte offset and
+line. Plain files of :data:`PARALLEL_BYTES` or more are split into byte ranges at event
+boundaries and decoded by :data:`WORKERS` forked processes (:func:`decode_file`).
+
+This module knows the container only: what an event holds, and which events a format
+keeps, is the format's (a subclass of :class:`BlockScanner` and its output, a
+:class:`Sink`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import lzma
+import multiprocessing as mp
+import os
+import re
+import zlib
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import IO, Any, Protocol, TypeVar
+
+import msgspec
+
+from ..errors import Problem
+
+#: bytes read per block (the decoded structs of one block live at a time)
+BLOCK = 16 << 20
+#: plain files at least this large are decoded by WORKERS processes, one byte range each
+PARALLEL_BYTES = 96 << 20
+WORKERS = min(2, os.cpu_count() or 1)
+#: size of the byte ranges a large file is cut into (see range_count)
+RANGE_BYTES = 64 << 20
+#: problems reported one by one before the rest are only counted
+MAX_PROBLEMS = 20
+_RECORD_END = re.compile(rb"\}\s*,?\s*(?=\{)")
+#: what a failed decoding raises
+DECODE_ERRORS = (msgspec.DecodeError, UnicodeDecodeError)
+
+
+@dataclass
+class Range:
+    """A byte range of the input: ``first`` holds the opening '[', ``last`` the end.
+    ``seed``: what the format learnt from the file's first records (its decoder's
+    vocabulary), for a range decoded in another process."""
+
+    start: int
+    end: int | None
+    first: bool
+    last: bool
+    seed: Any = None
+
+
+class Sink(Protocol):
+    """What the container reader updates in the format's output."""
+
+    newlines: int
+    closed: bool        # the array ends with ']'
+    torn: bool          # the last record was cut
+    bad_records: int
+
+    def problem(self, source: str, message: str, line: int | None,
+                severity: str = "error") -> None: ...
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """The garbage collector off meanwhile: bulk decoding makes many objects and no cycles."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+class BlockScanner:
+    """Reads blocks, cuts them after the last complete event, decodes, tracks position.
+
+    The buffer always starts with ``[``; the ``,`` after the last complete event is
+    overwritten with ``]`` and the prefix is decoded in place (no copy of the block).
+    A format subclasses it and fills in the hooks :meth:`decode_block`, :meth:`decode_list`,
+    :meth:`validated` and :meth:`add_records` (and :meth:`decoded_block`,
+    :meth:`record_decoded` if it checks more).
+    """
+
+    def __init__(self, fh: IO[bytes], source: str, rng: Range, out: Sink) -> None:
+        self.fh, self.source, self.rng, self.out = fh, source, rng, out
+        self.pos = rng.start          # absolute offset of buf[1]
+        self.left = None if rng.end is None else rng.end - rng.start
+
+    # -- the format's hooks -----------------------------------------------------------------
+
+    def decode_block(self, data: Any) -> None:
+        """Decode and keep the events of ``data`` (``[`` ... ``]``, a memoryview of the
+        block); raise one of :data:`DECODE_ERRORS` (keeping nothing) when it does not decode."""
+        raise NotImplementedError
+
+    def decode_list(self, data: bytes) -> None:
+        """As :meth:`decode_block`, for bytes off the hot path (a retry, the last piece)."""
+        self.decode_block(data)
+
+    def decoded_block(self, buf: bytearray, cut: int) -> None:
+        """Called after ``buf[1:cut]`` decoded whole (its ``},`` end records)."""
+
+    def validated(self, piece: bytes, start: int, record: bytes) -> Any:
+        """The event of one record (``piece[start:]`` starts with it); raise one of
+        :data:`DECODE_ERRORS` when it is malformed."""
+        raise NotImplementedError
+
+    def record_decoded(self, record: bytes, event: Any) -> None:
+        """Called for each record read one by one that gave an event."""
+
+    def add_records(self, events: list[Any]) -> None:
+        """Keep the events of records read one by one."""
+        raise NotImplementedError
+
+    # -- the container ----------------------------------------------------------------------
+
+    def run(self) -> None:
+        buf = bytearray(b"[")
+        first = self.rng.first
+        for chunk in self._chunks():
+            if first:
+                chunk = self._skip_opening(chunk)
+                first = not chunk
+            buf += chunk
+            i = buf.rfind(b"},")
+            if i > 0:
+                buf = self._decode_prefix(buf, i + 1)
+            elif len(buf) > 2 * BLOCK:  # no separator at all: record by record
+                buf = self._records_prefix(buf)
+        self._tail(bytes(buf[1:]))
+
+    def _chunks(self) -> Iterator[bytes]:
+        read = getattr(self.fh, "read1", self.fh.read) if self.left is None else self.fh.read
+        parts: list[bytes] = []
+        size = 0
+        while self.left is None or self.left > 0:
+            want = (1 << 20) if self.left is None else min(BLOCK, self.left)
+            piece = self._read(read, want)
+            if not piece:
+                break
+            if self.left is not None:
+                self.left -= len(piece)
+            parts.append(piece)
+            size += len(piece)
+            if size >= BLOCK or self.left is not None:
+                yield b"".join(parts)
+                parts, size = [], 0
+        if parts:
+            yield b"".join(parts)
+
+    def _read(self, read: Callable[[int], bytes], want: int) -> bytes:
+        """One read; a damaged compressed stream ends the input with a problem."""
+        try:
+            return read(want)
+        except (EOFError, OSError, ValueError, lzma.LZMAError, zlib.error) as exc:
+            self.out.problem(self.source, f"compressed stream is truncated or corrupt ({exc}); "
+                             "parsed what was decompressed before the damage", None)
+            self.left = 0
+            return b""
+
+    def _skip_opening(self, data: bytes) -> bytes:
+        """Drop a BOM, leading whitespace and the array's '['."""
+        body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+        body = body.lstrip()
+        if body[:1] == b"[":
+            body = body[1:]
+            extra, first = 0, 0
+            while body.lstrip()[:1] == b"[":     # records start with '{': a repeated '['
+                body = body.lstrip()
+                first = first or len(data) - len(body)
+                body, extra = body[1:], extra + 1
+            if extra:
+                self.out.problem(self.source, f"{extra} extra '[' at the start of the array: "
+                                 "ignored", data.count(b"\n", 0, first) + 1, "warning")
+        self._consume(data[:len(data) - len(body)])
+        return body
+
+    def _consume(self, part: bytes | bytearray, start: int = 0, end: int | None = None) -> None:
+        end = len(part) if end is None else end
+        self.pos += end - start
+        self.out.newlines += part.count(b"\n", start, end)
+
+    def _decode_prefix(self, buf: bytearray, cut: int) -> bytearray:
+        """Decode ``buf[1:cut]`` (complete events; ``buf[cut]`` is their ','), keep the rest."""
+        buf[cut] = 0x5D  # ']'
+        view = memoryview(buf)[:cut + 1]
+        try:
+            self.decode_block(view)
+        except DECODE_ERRORS:
+            view.release()
+            self._decode_slow(bytes(buf[1:cut]))
+        else:
+            self.decoded_block(buf, cut)
+        finally:
+            view.release()
+        self._consume(buf, 1, cut + 1)
+        return bytearray(b"[") + buf[cut + 1:]
+
+    def _records_prefix(self, buf: bytearray) -> bytearray:
+        """Decode the complete records in ``buf`` one by one; keep the rest."""
+        data = bytes(buf[1:])
+        ends = [m.start() + 1 for m in _RECORD_END.finditer(data)]
+        if not ends:
+            return buf
+        self._decode_records(data[:ends[-1]], final=False)
+        self._consume(data, 0, ends[-1])
+        return bytearray(b"[") + data[ends[-1]:]
+
+    def line(self, offset_in: bytes, upto: int) -> int:
+        """The line of ``offset_in[upto]``, ``offset_in`` starting at the current position."""
+        return self.out.newlines + offset_in.count(b"\n", 0, upto) + 1
+
+    def _decode(self, piece: bytes) -> None:
+        try:
+            self.decode_list(b"[" + piece + b"]")
+        except DECODE_ERRORS:
+            self._decode_slow(piece)
+
+    def _decode_slow(self, piece: bytes) -> None:
+        """After a failed block: replace invalid UTF-8 and retry, then go record by record."""
+        piece = self._fix_utf8(piece)
+        try:
+            self.decode_list(b"[" + piece + b"]")
+        except DECODE_ERRORS:
+            self._decode_records(piece, final=False)
+
+    def _fix_utf8(self, piece: bytes) -> bytes:
+        try:
+            piece.decode("utf-8")
+            return piece
+        except UnicodeDecodeError as exc:
+            self.out.problem(
+                self.source, f"invalid UTF-8 at byte {self.pos + exc.start:,}: replaced by "
+                "U+FFFD (a tensor name with non-UTF-8 bytes?)", self.line(piece, exc.start),
+                "warning")
+            return piece.decode("utf-8", "replace").encode("utf-8")
+
+    def _decode_records(self, piece: bytes, final: bool) -> None:
+        """Slow path: split at record boundaries, keep the records that decode."""
+        good: list[Any] = []
+        starts = [0] + [m.end() for m in _RECORD_END.finditer(piece)]
+        for k, start in enumerate(starts):
+            end = starts[k + 1] if k + 1 < len(starts) else len(piece)
+            record = piece[start:end].rstrip().rstrip(b",")
+            if not record.strip():
+                continue
+            ev = self._record(piece, start, record, final and k == len(starts) - 1)
+            if ev is not None:
+                self.record_decoded(record, ev)
+                good.append(ev)
+        self.add_records(good)
+
+    def _record(self, piece: bytes, start: int, record: bytes, last: bool) -> Any:
+        """The event of one record, or None (reported). Stray bytes around an intact record
+        (a flipped separator, a control character) cost only themselves."""
+        try:
+            return self.validated(piece, start, record)
+        except DECODE_ERRORS as exc:
+            error: Exception = exc
+        lo, hi = record.find(b"{"), record.rfind(b"}") + 1
+        stray = len(record[:lo].strip()) + len(record[hi:].strip()) if 0 <= lo < hi else 0
+        if stray:
+            with contextlib.suppress(*DECODE_ERRORS):
+                ev = self.validated(piece, start + lo, record[lo:hi])
+                self.out.problem(self.source, f"ignored {stray} stray byte(s) around the "
+                                 f"record at byte {self.pos + start + lo:,}",
+                                 self.line(piece, start + lo), "warning")
+                return ev
+        torn = last and (not record.endswith(b"}") or "truncated" in str(error))
+        self._bad_record(piece, start, error, torn)
+        return None
+
+    def _bad_record(self, piece: bytes, start: int, exc: Exception, torn: bool) -> None:
+        out = self.out
+        where = f"byte {self.pos + start:,}"
+        line = self.line(piece, start)
+        if torn:
+            out.torn = True
+            out.problem(self.source, f"the file ends inside a record at {where}: the job was "
+                        "probably killed while writing the timeline; the events before it "
+                        "were kept", line)
+            return
+        out.bad_records += 1
+        if out.bad_records <= MAX_PROBLEMS:
+            why = str(exc)
+            if "`$.pid`" in why and ("<=" in why or ">=" in why):
+                why = "its pid does not fit a 64-bit integer"
+            out.problem(self.source, f"skipped a malformed record at {where}: {why}", line)
+
+    def _tail(self, carry: bytes) -> None:
+        """The bytes after the last separator: the end of the array or a last record."""
+        if not self.rng.last:
+            if carry.strip():
+                self._decode(carry)
+            return
+        body = carry.rstrip()
+        if body.endswith(b"]"):
+            self.out.closed = True
+            body = body[:-1].rstrip()
+            extra = 0
+            while body.endswith(b"]"):          # records end with '}': a repeated ']'
+                body, extra = body[:-1].rstrip(), extra + 1
+            if extra:
+                self.out.problem(self.source, f"{extra} extra ']' after the end of the "
+                                 "array: ignored", self.line(carry, len(carry.rstrip()) - 1),
+                                 "warning")
+        body = body.rstrip(b",").rstrip()
+        if not body:
+            return
+        try:
+            self.decode_list(b"[" + body + b"]")
+        except DECODE_ERRORS:
+            self._decode_records(self._fix_utf8(body), final=True)
+
+
+# -- whole files, in parallel when large --------------------------------------------------------
+
+T = TypeVar("T")
+#: decodes the events of one range of an open file (positioned at its start)
+StreamFn = Callable[[IO[bytes], str, Range], T]
+
+
+def split_ranges(path: str, size: int, parts: int,
+                 seed_of: Callable[[bytes], Any] | None = None) -> list[Range]:
+    """Cut ``path`` into up to ``parts`` byte ranges, each starting just after a ``},``;
+    they carry ``seed_of(the file's first MB)`` (what the format learns from its first
+    records)."""
+    cuts = [0]
+    with open(path, "rb") as fh:
+        head = fh.read(1 << 20)
+        seed = seed_of(head) if seed_of is not None else None
+        for k in range(1, parts):
+            fh.seek(max(size * k // parts, cuts[-1]))
+            window = fh.read(1 << 20)
+            i = window.find(b"},")
+            if i < 0:
+                continue
+            cut = fh.tell() - len(window) + i + 2
+            if cut < size:
+                cuts.append(cut)
+    cuts.append(size)
+    n = len(cuts) - 1
+    return [Range(cuts[k], cuts[k + 1], k == 0, k == n - 1, seed) for k in range(n)]
+
+
+def _decode_range(stream: StreamFn[T], args: tuple[str, str, Range]) -> T:
+    path, source, rng = args
+    with open(path, "rb") as fh:
+        fh.seek(rng.start)
+        return stream(fh, source, rng)
+
+
+def range_count(size: int) -> int:
+    """How many byte ranges a plain file is decoded in: 1 below :data:`PARALLEL_BYTES`,
+    else about :data:`RANGE_BYTES` each and at least 4 per worker, so that a worker
+    slowed down by other processes on the machine takes fewer of them."""
+    if size < PARALLEL_BYTES or WORKERS < 2 or "fork" not in mp.get_all_start_methods():
+        return 1
+    return max(4 * WORKERS, -(-size // RANGE_BYTES))
+
+
+def decode_file(path: str, source: str, size: int, stream: StreamFn[T],
+                opener: Callable[[], IO[bytes]] | None = None,
+                seed_of: Callable[[bytes], Any] | None = None) -> list[T]:
+    """Decode a whole input with ``stream`` into one result per range, in file order.
+
+    ``opener`` (a decompressing stream) forces one sequential pass; a plain file of
+    :data:`PARALLEL_BYTES` or more is cut into :func:`range_count` ranges (see
+    :func:`split_ranges` for ``seed_of``), decoded by :data:`WORKERS` forked processes.
+    """
+    if opener is not None:
+        with opener() as fh:
+            return [stream(fh, source, Range(0, None, True, True))]
+    parts = range_count(size)
+    ranges = (split_ranges(path, size, parts, seed_of) if parts > 1
+              else [Range(0, size, True, True)])
+    jobs = [(path, source, r) for r in ranges]
+    if len(jobs) == 1:
+        return [_decode_range(stream, jobs[0])]
+    with ProcessPoolExecutor(WORKERS, mp_context=mp.get_context("fork")) as pool:
+        return list(pool.map(functools.partial(_decode_range, stream), jobs))
+
+
+def shift_problems(problems: list[Problem], lines: int) -> list[Problem]:
+    """``problems`` of a range with their lines moved down by the ``lines`` before it."""
+    return [Problem(p.source, p.message, None if p.line is None else p.line + lines,
+                    p.severity) for p in problems]

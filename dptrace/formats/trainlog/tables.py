@@ -1,0 +1,59 @@
+"""The training-log format's tables: ``throughput`` and ``train_metrics``."""
+
+from __future__ import annotations
+
+from ...schema import LINENO, SOURCE, Column, Table, register_table
+
+_c = Column
+
+_INSTANCE = _c(
+    "instance", "string",
+    "who printed the line: the launcher prefix's rank (srun --label, mpirun --tag-output, "
+    "torchrun [default7]:), else numbered 0, 1, ... in order of appearance",
+)
+_RANK = _c("rank", "Int64", "the process's rank in the job's world, where the launcher prefix "
+           "says it: srun --label (3: ), mpirun --tag-output ([1,3]<stdout>:) and a bare [3] "
+           "tag; null otherwise (torchrun's [default3]: is a local rank)")
+_PATTERN = _c("pattern", "category", "recogniser that matched (sambaflow, hf_trainer, tqdm, ...)")
+_STEP = _c("step", "Int64", "step or iteration number printed on the line, if any")
+_EPOCH = _c("epoch", "float64", "epoch printed on the line, if any")
+
+THROUGHPUT = Table(
+    "throughput",
+    "One row per throughput figure printed in a training log.",
+    (
+        SOURCE, _INSTANCE, _RANK, _PATTERN,
+        _c("name", "string", "the key as printed: 'e2e samples_per_sec', 'CurrSamplesPerSec', ..."),
+        _c("label", "string", "tqdm bar description, else null"),
+        _c("metric", "category",
+           "samples_per_s, sequences_per_s, images_per_s, tokens_per_s, iterations_per_s, "
+           "steps_per_s or <unit>_per_s"),
+        _c("value", "float64", "the rate, in the unit named by metric", "1/s"),
+        _c("scope", "category",
+           "instance (one process or SambaNova instance), device (one GPU) or global (whole job)"),
+        _STEP, _EPOCH, LINENO,
+        _c("phase", "category",
+           "what the figure measures: train (training steps), eval (a bar labelled as "
+           "evaluation, validation or testing, or an eval_/test_ figure) or setup (a bar of "
+           "work around training, told by its description: Downloading, Fetching # files, "
+           "Loading checkpoint shards, Map, Tokenizing, Generating train split, ...). Only train "
+           "is training throughput; reports show it first and setup last"),
+    ),
+    key=("source", "lineno", "name", "metric"),
+)
+
+TRAIN_METRICS = Table(
+    "train_metrics",
+    "Training metrics other than throughput (loss, learning rate, step time, ...).",
+    (
+        SOURCE, _INSTANCE, _RANK, _PATTERN,
+        _c("name", "string", "snake_case metric name with its unit: loss, lm_loss, "
+           "learning_rate, grad_norm, iteration_time_s, ..."),
+        _c("value", "float64", "the value, in the unit named by name"),
+        _STEP, _EPOCH, LINENO,
+    ),
+    key=("source", "lineno", "name"),
+)
+
+for _table in (THROUGHPUT, TRAIN_METRICS):
+    register_table(_table, place=0)
