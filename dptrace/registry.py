@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import re
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -29,6 +31,8 @@ from .sources import Source
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from .executor import Executor
 
 #: a sniff score at or above this means "this is surely my format"
 SURE = 0.9
@@ -49,6 +53,23 @@ class ParseResult:
     @property
     def rows(self) -> int:
         return sum(len(df) for df in self.tables.values())
+
+
+@dataclass
+class Outcome:
+    """What a format's reader says of one source of a group it parsed: the loader makes the
+    source's status from it (one rule for every format, :func:`dptrace.loader.status`)."""
+
+    source: Source
+    variant: str | None = None
+    rows: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    #: why the whole source failed (a batch reader's verdict), else None
+    failed: str | None = None
+
+
+#: what a parser's crash report says; such a source is never settled as "skipped"
+CRASH = "parser failed: "
 
 
 class SourceReport(Protocol):
@@ -88,6 +109,9 @@ class Spec:
     engines: tuple[str, ...] = ()
     #: what ``read_<name>`` reads into which tables (its docstring: "Parse <reads>.")
     reads: str = ""
+    #: its reader splits one large input into pieces run on the loader's executor: its
+    #: ``parse`` takes ``executor=`` (:mod:`dptrace.executor`)
+    splits: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,8 +145,9 @@ class Parser:
     def sniff(self, source: Source, head: bytes) -> float:
         return self.spec.sniff(source, head)
 
-    def parse(self, source: Source) -> ParseResult:
-        """Parse one source (when the reader cannot be imported: one problem naming why)."""
+    def parse(self, source: Source, executor: Executor | None = None) -> ParseResult:
+        """Parse one source (when the reader cannot be imported: one problem naming why).
+        ``executor``: where a reader that splits large inputs runs the pieces."""
         module = reader(self.name)
         if module is None:
             msg = (f"looks like {self.name}, but dptrace's {self.name} reader could not be "
@@ -130,8 +155,49 @@ class Parser:
                    "(pip install --force-reinstall dptrace)")
             return ParseResult(problems=[Problem(source.name, msg, severity="error")],
                                variant="failed")
-        result: ParseResult = module.parse(source, **dict(self.options))
+        options = dict(self.options)
+        if self.spec.splits and executor is not None:
+            options["executor"] = executor
+        result: ParseResult = module.parse(source, **options)
         return result
+
+    def parse_group(self, sources: Sequence[Source], problems: list[Problem], *,
+                    executor: Executor | None = None, progress: Any = None,
+                    ) -> tuple[dict[str, pd.DataFrame], list[Outcome]]:
+        """The one parser contract: parse a group of this format's sources; the tables and
+        one :class:`Outcome` per source, in order. Every problem found is appended to
+        ``problems`` as well. A batch format (:attr:`Spec.batch`) reads a group of several
+        sources at once, building each table once; otherwise the group is read source by
+        source (a single file is a group of one). A crash of the reader costs the group's
+        sources, never the load."""
+        many = self.parse_many if len(sources) > 1 else None
+        if many is not None:
+            try:
+                tables, reports = many(sources, problems, progress)
+            except Exception as exc:
+                outcomes = []
+                for src in sources:
+                    p = _crash_problem(self.name, src, exc)
+                    problems.append(p)
+                    outcomes.append(Outcome(src, "failed", 0, [p]))
+                return {}, outcomes
+            return tables, [Outcome(r.source, r.variant, r.rows, list(r.problems), r.failed)
+                            for r in reports]
+        parts: dict[str, list[pd.DataFrame]] = {}
+        outcomes = []
+        for i, src in enumerate(sources):
+            if progress is not None and len(sources) > 1:
+                progress(src, i, len(sources))
+            try:
+                result = self.parse(src, executor)
+            except Exception as exc:   # a reader's bug must not stop the report
+                result = ParseResult(problems=[_crash_problem(self.name, src, exc)],
+                                     variant="failed")
+            problems.extend(result.problems)
+            for name, df in result.tables.items():
+                parts.setdefault(name, []).append(df)
+            outcomes.append(Outcome(src, result.variant, result.rows, list(result.problems)))
+        return {k: v[0] if len(v) == 1 else _concat(v) for k, v in parts.items()}, outcomes
 
     @property
     def parse_many(self) -> ParseManyFn | None:
@@ -161,6 +227,23 @@ _LOADED = False
 UNAVAILABLE: dict[str, str] = {}
 #: each format's reader module once imported (None: the import failed, see UNAVAILABLE)
 _READERS: dict[str, ModuleType | None] = {}
+
+
+def _crash_problem(name: str, src: Source, exc: Exception) -> Problem:
+    where = traceback.extract_tb(exc.__traceback__)[-1]
+    return Problem(src.name, f"{name} {CRASH}{type(exc).__name__}: {exc} (at "
+                   f"{os.path.basename(where.filename)}:{where.lineno}; please report)",
+                   severity="error")
+
+
+def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    import warnings
+
+    import pandas as pd
+
+    with warnings.catch_warnings():   # all-null columns: the schema sets dtypes afterwards
+        warnings.simplefilter("ignore", FutureWarning)
+        return pd.concat(parts, ignore_index=True)
 
 
 def parsers() -> dict[str, Parser]:

@@ -324,9 +324,8 @@ def test_bad_numbers_in_later_blocks_and_parallel_ranges(tmp_path, monkeypatch):
     whole = dptrace.load(path)
     monkeypatch.setattr(chrome, "BLOCK", 4096)
     monkeypatch.setattr(chrome, "PARALLEL_BYTES", 1)
-    monkeypatch.setattr(chrome, "WORKERS", 3)
     monkeypatch.setattr(chrome, "RANGE_BYTES", len(bad) // 3)
-    for ds in (whole, dptrace.load(path)):
+    for ds in (whole, dptrace.load(path, executor=3)):
         err = errors(ds).sort_values("line")
         assert err["line"].tolist() == [line_of(bad, bad_record), line_of(bad, bad_pid)]
         data = bad.encode()

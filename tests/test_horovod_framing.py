@@ -24,8 +24,8 @@ FIX = Path(__file__).parent / "fixtures" / "horovod"
 TABLES = ("hvd_activities", "hvd_tensors", "hvd_ready", "hvd_cycles")
 
 
-def load(path, fmt: str = "auto") -> dptrace.Dataset:
-    return dptrace.load(path, format=fmt)
+def load(path, fmt: str = "auto", executor: int | None = None) -> dptrace.Dataset:
+    return dptrace.load(path, format=fmt, executor=executor)
 
 
 def same_tables(a: dptrace.Dataset, b: dptrace.Dataset) -> None:
@@ -176,12 +176,11 @@ def test_small_blocks_and_parallel_ranges_give_the_same_tables(monkeypatch):
     monkeypatch.setattr(chrome, "BLOCK", 4096)
     same_tables(whole, load(path))
     monkeypatch.setattr(chrome, "PARALLEL_BYTES", 1)
-    monkeypatch.setattr(chrome, "WORKERS", 3)
     ranges = dec.split_ranges(str(path), path.stat().st_size, 3)
     assert len(ranges) == 3 and ranges[0].first and ranges[-1].last
-    same_tables(whole, load(path))
+    same_tables(whole, load(path, executor=3))
     lines = FIX / "synthetic_v0200_per_line.json"
-    same_tables(whole, load(lines))
+    same_tables(whole, load(lines, executor=3))
 
 
 def test_invalid_utf8_in_a_tensor_name(tmp_path):

@@ -44,10 +44,10 @@ def test_detection_imports_no_reader_and_no_pandas() -> None:
 
 def test_schema_order_is_the_listing_order() -> None:
     assert list(schema.TABLES) == [
-        "throughput", "train_metrics", "tiles", "sources", "problems",
+        "throughput", "train_metrics", "tiles", "sources", "problems", "runs",
         "mpi_routines", "mpi_messages", "mpi_ranks", "mpi_jobs", "mpi_comm_sizes",
         "mpi_call_stacks", "mpi_histogram",
-        "hvd_activities", "hvd_tensors", "hvd_ready", "hvd_cycles", "hvd_runs"]
+        "hvd_activities", "hvd_tensors", "hvd_ready", "hvd_cycles", "hvd_runs", "findings"]
 
 
 NEW_FORMAT = {

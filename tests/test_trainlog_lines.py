@@ -211,8 +211,7 @@ def test_parallel_scan_matches_single_process(tmp_path, monkeypatch):
     p.write_text("".join(lines) + "tail without newline e2e samples_per_sec: 1.0")
     single = dptrace.read_trainlog(p)
     monkeypatch.setattr(trainlog, "PARALLEL_BYTES", 1)
-    monkeypatch.setattr(trainlog, "WORKERS", 2)
-    parallel = dptrace.read_trainlog(p)
+    parallel = dptrace.read_trainlog(p, executor=2)
     for table in ("throughput", "train_metrics"):
         assert_frame_equal(single[table], parallel[table])
     assert_frame_equal(single.problems, parallel.problems)
@@ -241,8 +240,7 @@ def test_close_redraw_across_a_range_cut_is_dropped_once(tmp_path, monkeypatch, 
     single = dptrace.read_trainlog(p)
     assert len(single["throughput"]) == 400 and len(single["train_metrics"]) == 400
     monkeypatch.setattr(trainlog, "PARALLEL_BYTES", 1)
-    monkeypatch.setattr(trainlog, "WORKERS", workers)
-    parallel = dptrace.read_trainlog(p)
+    parallel = dptrace.read_trainlog(p, executor=workers)
     for table in ("throughput", "train_metrics"):
         assert_frame_equal(single[table], parallel[table])
 

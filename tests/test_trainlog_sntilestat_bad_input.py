@@ -135,8 +135,7 @@ def test_a_hole_gives_the_same_rows_in_the_parallel_scan(tmp_path, monkeypatch):
     p = _write(tmp_path, "holes.md", big)
     single = dptrace.read_trainlog(p)
     monkeypatch.setattr(trainlog, "PARALLEL_BYTES", 1)
-    monkeypatch.setattr(trainlog, "WORKERS", 2)
-    parallel = dptrace.read_trainlog(p)
+    parallel = dptrace.read_trainlog(p, executor=2)
     for table in ("throughput", "train_metrics"):
         assert_frame_equal(single[table], parallel[table])
     assert_frame_equal(single.problems, parallel.problems)

@@ -13,7 +13,8 @@ name only the fields it uses). The garbage collector is paused meanwhile
 A block that does not decode is retried after replacing invalid UTF-8 and then record
 by record, so one bad record costs only itself; the problems name the byte offset and
 line. Plain files of :data:`PARALLEL_BYTES` or more are split into byte ranges at event
-boundaries and decoded by :data:`WORKERS` forked processes (:func:`decode_file`).
+boundaries and decoded by the loader's executor when it has several workers
+(:func:`decode_file`, :mod:`dptrace.executor`).
 
 This module knows the container only: what an event holds, and which events a format
 keeps, is the format's (a subclass of :class:`BlockScanner` and its output, a
@@ -26,24 +27,22 @@ import contextlib
 import functools
 import gc
 import lzma
-import multiprocessing as mp
-import os
 import re
 import zlib
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import IO, Any, Protocol, TypeVar
 
 import msgspec
 
 from ..errors import Problem
+from ..executor import Executor, resolve
 
 #: bytes read per block (the decoded structs of one block live at a time)
 BLOCK = 16 << 20
-#: plain files at least this large are decoded by WORKERS processes, one byte range each
+#: plain files at least this large are decoded in byte ranges when the executor has
+#: several workers
 PARALLEL_BYTES = 96 << 20
-WORKERS = min(2, os.cpu_count() or 1)
 #: size of the byte ranges a large file is cut into (see range_count)
 RANGE_BYTES = 64 << 20
 #: problems reported one by one before the rest are only counted
@@ -369,35 +368,38 @@ def _decode_range(stream: StreamFn[T], args: tuple[str, str, Range]) -> T:
         return stream(fh, source, rng)
 
 
-def range_count(size: int) -> int:
-    """How many byte ranges a plain file is decoded in: 1 below :data:`PARALLEL_BYTES`,
-    else about :data:`RANGE_BYTES` each and at least 4 per worker, so that a worker
-    slowed down by other processes on the machine takes fewer of them."""
-    if size < PARALLEL_BYTES or WORKERS < 2 or "fork" not in mp.get_all_start_methods():
+def range_count(size: int, workers: int) -> int:
+    """How many byte ranges a plain file is decoded in by ``workers``: 1 below
+    :data:`PARALLEL_BYTES` or with one worker, else about :data:`RANGE_BYTES` each and at
+    least 4 per worker, so that a worker slowed down by other processes on the machine
+    takes fewer of them."""
+    if size < PARALLEL_BYTES or workers < 2:
         return 1
-    return max(4 * WORKERS, -(-size // RANGE_BYTES))
+    return max(4 * workers, -(-size // RANGE_BYTES))
 
 
 def decode_file(path: str, source: str, size: int, stream: StreamFn[T],
                 opener: Callable[[], IO[bytes]] | None = None,
-                seed_of: Callable[[bytes], Any] | None = None) -> list[T]:
+                seed_of: Callable[[bytes], Any] | None = None,
+                executor: Executor | None = None) -> list[T]:
     """Decode a whole input with ``stream`` into one result per range, in file order.
 
     ``opener`` (a decompressing stream) forces one sequential pass; a plain file of
     :data:`PARALLEL_BYTES` or more is cut into :func:`range_count` ranges (see
-    :func:`split_ranges` for ``seed_of``), decoded by :data:`WORKERS` forked processes.
+    :func:`split_ranges` for ``seed_of``), decoded by ``executor`` (default:
+    :func:`dptrace.executor.resolve`).
     """
+    executor = executor if executor is not None else resolve()
     if opener is not None:
         with opener() as fh:
             return [stream(fh, source, Range(0, None, True, True))]
-    parts = range_count(size)
+    parts = range_count(size, executor.workers)
     ranges = (split_ranges(path, size, parts, seed_of) if parts > 1
               else [Range(0, size, True, True)])
     jobs = [(path, source, r) for r in ranges]
     if len(jobs) == 1:
         return [_decode_range(stream, jobs[0])]
-    with ProcessPoolExecutor(WORKERS, mp_context=mp.get_context("fork")) as pool:
-        return list(pool.map(functools.partial(_decode_range, stream), jobs))
+    return list(executor.map(functools.partial(_decode_range, stream), jobs))
 
 
 def shift_problems(problems: list[Problem], lines: int) -> list[Problem]:

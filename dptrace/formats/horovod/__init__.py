@@ -39,5 +39,6 @@ SPEC = Spec(
     tables=TABLES,
     sniff=sniff,
     extensions=(".json",),
+    splits=True,
     reads="Horovod timelines (``HOROVOD_TIMELINE=timeline.json``) into the ``hvd_*`` tables",
 )

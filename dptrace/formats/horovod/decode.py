@@ -42,6 +42,7 @@ import msgspec
 import numpy as np
 
 from ...errors import Problem
+from ...executor import Executor
 from .. import _chrome
 from .._chrome import MAX_PROBLEMS, Range
 
@@ -404,10 +405,12 @@ def split_ranges(path: str, size: int, parts: int) -> list[Range]:
 
 
 def decode_file(path: str, source: str, size: int,
-                opener: Callable[[], IO[bytes]] | None = None) -> list[Columns]:
+                opener: Callable[[], IO[bytes]] | None = None,
+                executor: Executor | None = None) -> list[Columns]:
     """Decode a whole input into one ``Columns`` per range, in file order
-    (:func:`_chrome.decode_file`: one pass over a stream, ranges in processes when large)."""
-    return _chrome.decode_file(path, source, size, decode_stream, opener, _seed)
+    (:func:`_chrome.decode_file`: one pass over a stream, ranges on the executor's workers
+    when large)."""
+    return _chrome.decode_file(path, source, size, decode_stream, opener, _seed, executor)
 
 
 def merge(parts: list[Columns]) -> Columns:

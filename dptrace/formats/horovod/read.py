@@ -49,6 +49,7 @@ import pandas as pd
 
 from ... import schema
 from ...errors import Problem
+from ...executor import Executor
 from ...registry import ParseResult
 from ...sources import Source
 from . import OBJECT_TRACE as _OBJECT_TRACE
@@ -82,15 +83,17 @@ HOROVOD_NAMES = re.compile(r"NEGOTIATE_|CYCLE_START$|(ALLREDUCE|ALLGATHER|BROADC
                            r"REDUCESCATTER|ALLTOALL|ADASUM|BARRIER|JOIN)$|_FUSION_BUFFER$")
 
 
-def parse(source: Source) -> ParseResult:
-    """Parse one Horovod timeline into the hvd_* tables."""
+def parse(source: Source, *, executor: Executor | None = None) -> ParseResult:
+    """Parse one Horovod timeline into the hvd_* tables (a large plain file in byte ranges
+    on ``executor``'s workers, :func:`.decode.decode_file`)."""
     head = source.head(1 << 16)
     refusal = _refusal(head)
     if refusal:
         return ParseResult(problems=[Problem(source.name, refusal, severity="error")],
                            variant="failed")
     opener = source.open if source.compression else None
-    cols = merge(decode_file(str(source.path), source.name, _size(source), opener))
+    cols = merge(decode_file(str(source.path), source.name, _size(source), opener,
+                             executor))
     problems = list(cols.problems)
     if cols.bad_records > MAX_PROBLEMS:
         problems.append(Problem(source.name, f"{cols.bad_records - MAX_PROBLEMS:,} more "

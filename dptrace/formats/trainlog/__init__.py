@@ -53,5 +53,6 @@ SPEC = Spec(
     extensions=(".out", ".err", ".log", ".txt"),
     embeddable=True,
     engines=("fast", "general"),
+    splits=True,
     reads="training logs (slurm-*.out, rank logs) into ``throughput`` and ``train_metrics``",
 )

@@ -18,11 +18,8 @@ step, epoch) in a source is instance ``k``.
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import os
 import re
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -30,33 +27,38 @@ import pandas as pd
 
 from ... import progress, schema
 from ...errors import Problem
+from ...executor import Executor, resolve
 from ...registry import ParseResult
 from ...sources import Source
 from . import fast, general, rules
 from .general import _NO_NEWLINE, WINDOW, _Scanner
 from .tables import THROUGHPUT, TRAIN_METRICS
 
-#: files at least this large are scanned by WORKERS forked processes, each over a range of lines
+#: files at least this large are scanned in ranges of lines by the loader's executor, when it
+#: has several workers (:mod:`dptrace.executor`)
 PARALLEL_BYTES = 128 << 20
-WORKERS = min(2, os.cpu_count() or 1)
-#: ranges of a parallel scan are at most about this large (a multiple of WORKERS of them,
+#: ranges of a parallel scan are at most about this large (a multiple of the workers of them,
 #: so the workers stay evenly loaded): each finished range moves the progress bar
 RANGE_BYTES = 64 << 20
 
 
-def parse(source: Source, *, engine: str = "auto") -> ParseResult:
+def parse(source: Source, *, engine: str = "auto", executor: Executor | None = None,
+          ) -> ParseResult:
     """Parse one training log into ``throughput`` and ``train_metrics``.
 
     ``engine``: "fast" (and "auto") reads lines of tqdm updates with the C extension
     (:mod:`.fast`) where it is built (and ``DPTRACE_PURE_PYTHON`` is not set), which
     declines to the Python reader on any line it is unsure of; "general" reads every line
-    in Python. Both give the same rows and problems."""
+    in Python. Both give the same rows and problems. ``executor`` (the loader's; default:
+    :func:`dptrace.executor.resolve`) scans a log of :data:`PARALLEL_BYTES` or more in
+    ranges of lines when it has several workers."""
     use_c = engine != "general"
+    executor = executor if executor is not None else resolve()
     problems: list[Problem] = []
     with source.buffer(problems) as buf:
         n = len(buf)
-        if n >= PARALLEL_BYTES and WORKERS > 1 and "fork" in mp.get_all_start_methods():
-            parts = _scan_parallel(buf, source.name, use_c)
+        if n >= PARALLEL_BYTES and executor.workers > 1:
+            parts = _scan_parallel(buf, source.name, use_c, executor)
         else:
             parts = [_scan_range(buf, source.name, 0, n, last=True, use_c=use_c)]
         tp, tm = _merge(parts, problems)
@@ -256,13 +258,14 @@ def _scan_forked(bounds: tuple[int, int, bool]) -> _Part:
     return _scan_range(_FORKED[0], _FORKED[1], *bounds, use_c=_FORKED[2])
 
 
-def _scan_parallel(buf: Any, name: str, use_c: bool = True) -> list[_Part]:
-    """Split at line boundaries into ranges (WORKERS of them, or a multiple of WORKERS of at
-    most about RANGE_BYTES each), scan them in forked processes; progress is reported as
-    the ranges finish, in order."""
+def _scan_parallel(buf: Any, name: str, use_c: bool, executor: Executor) -> list[_Part]:
+    """Split at line boundaries into ranges (one per worker, or a multiple of the workers of
+    at most about RANGE_BYTES each), scan them with ``executor`` (forked processes inherit
+    the memory map); progress is reported as the ranges finish, in order."""
     global _FORKED
     n = len(buf)
-    ranges = WORKERS * max(1, -(-n // (WORKERS * RANGE_BYTES)))
+    workers = executor.workers
+    ranges = workers * max(1, -(-n // (workers * RANGE_BYTES)))
     cuts = [0]
     for k in range(1, ranges):
         nl = buf.find(b"\n", max(n * k // ranges, cuts[-1]))
@@ -272,11 +275,9 @@ def _scan_parallel(buf: Any, name: str, use_c: bool = True) -> list[_Part]:
     _FORKED = (buf, name, use_c)
     parts: list[_Part] = []
     try:
-        ctx = mp.get_context("fork")
-        with ProcessPoolExecutor(WORKERS, mp_context=ctx) as pool:
-            for (_, end, _), part in zip(bounds, pool.map(_scan_forked, bounds), strict=True):
-                parts.append(part)
-                progress.advance(end, n)
+        for (_, end, _), part in zip(bounds, executor.map(_scan_forked, bounds), strict=True):
+            parts.append(part)
+            progress.advance(end, n)
         return parts
     finally:
         _FORKED = None

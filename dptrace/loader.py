@@ -1,0 +1,355 @@
+"""The loader: sources in, one :class:`~dptrace.dataset.Dataset` out.
+
+The flow, for the sources :func:`dptrace.sources.expand` found (see docs/architecture.md):
+
+1. **detect** each source's format (:func:`dptrace.registry.detect_all`; a forced format
+   skips it); unreadable, unrecognised and special files get their outcome here;
+2. **group**: every source of a batch format (:attr:`dptrace.registry.Spec.batch`, e.g.
+   thousands of mpitrace rank files) makes one group, read at once so each table is built
+   once; any other source is a group of one, read with every format that claimed it
+   (an embeddable companion: a doc page with a training log and an sntilestat listing);
+3. **parse** each group through the one parser contract,
+   :meth:`dptrace.registry.Parser.parse_group` (tables + one outcome per source), on this
+   load's :class:`~dptrace.executor.Executor`: the loader owns it and hands it to the
+   readers, which split a large input into pieces on it and never start processes of
+   their own. Groups run one after another, in input order;
+4. **status** of each source from its outcome, by one rule (:func:`status`), then settled
+   (:class:`_Settle`: a file of a directory that nothing recognises is ``skipped``);
+5. **conform** each table to the schema once, and put every row in its **run**
+   (:mod:`dptrace.runs`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from . import registry, runs, schema
+from .dataset import Dataset
+from .errors import Problem, UnknownFormatError
+from .executor import Executor, ExecutorArg, resolve
+from .sources import HEAD_BYTES, Source, display_name
+
+#: called before each source is parsed: (source, index, total)
+ProgressFn = Callable[[Source, int, int], None]
+#: an input that takes longer than this (seconds) to read and parse gets an info problem
+#: saying so (one parse is not interrupted: a watchdog thread cannot stop C code, and a
+#: process per input costs more than most inputs take)
+SLOW_INPUT_S = 30.0
+
+
+@dataclass
+class _Outcome:
+    source: Source
+    format: str | None
+    variant: str | None
+    status: str
+    rows: int
+    message: str
+
+
+def load_sources(sources: list[Source], problems: list[Problem],
+                 format: str | registry.Parser | None = None, *,
+                 progress: ProgressFn | None = None,
+                 arguments: Sequence[runs.Argument] | None = None,
+                 origins: Sequence[int] | None = None,
+                 executor: ExecutorArg = None) -> Dataset:
+    """:func:`dptrace.load` of sources already expanded (``sources.expand``), with the
+    problems found on the way; the CLI expands once to size its progress bar. ``arguments``
+    and ``origins`` (from :func:`dptrace.api.expand_arguments`) group the sources into runs;
+    without them each source is its own argument (files sharing a job id still make one
+    run). ``executor``: see :func:`dptrace.load`."""
+    forced = (registry.get(format) if isinstance(format, str) and format != "auto"
+              else format if isinstance(format, registry.Parser) else None)
+    pool = resolve(executor)
+    problems = list(problems)
+    frames: dict[str, list[pd.DataFrame]] = {}
+    outcomes: dict[int, _Outcome] = {}
+    batches: dict[str, list[int]] = {}
+    for i, src in enumerate(sources):
+        chosen = _choose(src, forced, outcomes, problems, i)
+        if chosen and len(chosen) == 1 and chosen[0].spec.batch and len(sources) > 1:
+            batches.setdefault(chosen[0].name, []).append(i)   # read with its batch, below
+            continue
+        if progress:
+            progress(src, i, len(sources))
+        if chosen:   # a group of one, read by its format and any sure companion
+            started = time.perf_counter()
+            outcomes[i] = _read_group(chosen, [src], frames, problems, pool)[0]
+            _note_slow(src, time.perf_counter() - started, problems)
+        src.forget()
+    for name, members in batches.items():
+        group = [sources[i] for i in members]
+        results = _read_group([registry.get(name) if forced is None else forced], group,
+                              frames, problems, pool, progress)
+        for i, outcome in zip(members, results, strict=True):
+            outcomes[i] = outcome
+        for src in group:
+            src.forget()
+    tables = {
+        # one part (a batch's table): conform gives a fresh frame and index without a concat
+        name: schema.conform(parts[0] if len(parts) == 1 else _concat(parts), schema.TABLES[name])
+        if name in schema.TABLES else _concat(parts)
+        for name, parts in frames.items()
+    }
+    settle = _Settle(problems, forced)
+    ordered = [settle(outcomes[i]) for i in range(len(sources))]
+    return _with_runs(tables, _sources_frame(ordered), _problems_frame(settle.problems()),
+                      sources, arguments, origins)
+
+
+def _read_group(chosen: list[registry.Parser], group: list[Source],
+                frames: dict[str, list[pd.DataFrame]], problems: list[Problem],
+                pool: Executor, progress: ProgressFn | None = None) -> list[_Outcome]:
+    """Read ``group`` with every format in ``chosen`` (the parser contract,
+    :meth:`registry.Parser.parse_group`); its tables go to ``frames``, its problems to
+    ``problems``; one outcome per source, in order."""
+    said: list[list[tuple[str, registry.Outcome]]] = [[] for _ in group]
+    found: list[Problem] = []
+    for parser in chosen:
+        tables, outs = parser.parse_group(group, found, executor=pool, progress=progress)
+        for name, df in tables.items():
+            if len(df):
+                frames.setdefault(name, []).append(df)
+        for k, out in enumerate(outs):
+            said[k].append((parser.name, out))
+    problems.extend(found)
+    results = []
+    for src, used in zip(group, said, strict=True):
+        # what reading found and no reader took (damage seen by a reader that streams)
+        late = src.take_notes()
+        problems.extend(late)
+        mine = [p for _, o in used for p in o.problems] + late
+        results.append(status(src, used, mine))
+    return results
+
+
+def status(src: Source, used: list[tuple[str, registry.Outcome]],
+           problems: list[Problem]) -> _Outcome:
+    """The one rule for a parsed source's status, from what each format that read it said
+    (``used``: format name, outcome) and its problems: ``failed`` (a reader's verdict, or
+    no rows and a reader that failed), ``partial`` (rows, and an error: something was
+    skipped), ``empty`` (no records, no error) or ``ok``. A companion format that found
+    nothing is not named in ``format``."""
+    rows = sum(o.rows for _, o in used)
+    named = [(n, o) for n, o in used if o.rows or o.problems] or used[:1]
+    fmt = "+".join(n for n, _ in named)
+    verdict = next((o.failed for _, o in named if o.failed), None)
+    if verdict:
+        return _Outcome(src, fmt, None, "failed", 0, verdict)
+    variant = "; ".join(o.variant for _, o in named if o.variant) or None
+    errors = [p for p in problems if p.severity == "error"]
+    if any(o.variant == "failed" for _, o in named) and rows == 0:
+        return _Outcome(src, fmt, variant, "failed", 0, errors[0].message)
+    if errors:
+        return _Outcome(src, fmt, variant, "partial", rows, errors[0].message)
+    if rows == 0:
+        return _Outcome(src, fmt, variant, "empty", 0, f"no {fmt} records found")
+    return _Outcome(src, fmt, variant, "ok", rows, "")
+
+
+def _with_runs(tables: dict[str, pd.DataFrame], sources_df: pd.DataFrame,
+               problems_df: pd.DataFrame, sources: list[Source],
+               arguments: Sequence[runs.Argument] | None,
+               origins: Sequence[int] | None) -> Dataset:
+    """The Dataset, with the run of each row (``run`` first in every table) and the
+    ``runs`` table (see :mod:`dptrace.runs` for the rule)."""
+    if arguments is None or origins is None or len(origins) != len(sources):
+        arguments = [runs.Argument(os.fsdecode(src.path)) for src in sources]
+        origins = list(range(len(sources)))
+    names = [src.name for src in sources]
+    run_ids, labels = runs.assign([os.fsdecode(src.path) for src in sources], origins,
+                                  arguments)
+    run_of = dict(zip(names, run_ids, strict=True))
+    order = list(labels)
+    tables = {k: runs.add_run(v, run_of, order) for k, v in tables.items()}
+    sources_df = runs.add_run(sources_df, run_of, order)
+    problems_df = runs.add_run(problems_df, run_of, order)
+    table = runs.runs_table(run_of, labels, tables, sources_df)
+    return Dataset(tables, sources_df, problems_df, table)
+
+
+def _note_slow(src: Source, seconds: float, problems: list[Problem]) -> None:
+    if seconds >= SLOW_INPUT_S:
+        problems.append(Problem(src.name, f"took {seconds:,.0f} s to read and parse",
+                                severity="info"))
+
+
+def _unread(src: Source, outcomes: dict[int, _Outcome], problems: list[Problem],
+            i: int) -> list[registry.Parser]:
+    """A source ``expand`` found but that is not opened: a FIFO, socket or device found in
+    a directory is skipped (``info``); named on its own, or a broken link or an unreadable
+    path, it failed."""
+    why = src.unreadable or ""
+    if src.special and not src.explicit:
+        outcomes[i] = _Outcome(src, None, None, "skipped", 0, why)
+        problems.append(Problem(src.name, f"skipped: {why}", severity="info"))
+    else:
+        outcomes[i] = _Outcome(src, None, None, "failed", 0, why)
+        problems.append(Problem(src.name, why, severity="error"))
+    return []
+
+
+def _choose(src: Source, forced: registry.Parser | None, outcomes: dict[int, _Outcome],
+            problems: list[Problem], i: int) -> list[registry.Parser]:
+    """The parsers for ``src``; on failure record why in ``outcomes[i]`` and return []."""
+    if src.unreadable is not None:
+        return _unread(src, outcomes, problems, i)
+    try:
+        if forced:
+            return [forced]
+        head = src.head()
+        if head[:1].isspace() and len(head) < HEAD_BYTES and head.isspace():
+            raise UnknownFormatError(f"empty file: only whitespace ({len(head):,} bytes of "
+                                     "spaces, tabs and newlines)")
+        return registry.detect_all(src, head)
+    except UnknownFormatError as exc:
+        notes = src.take_notes()   # e.g. damage that left nothing to decompress
+        problems.extend(notes)
+        damage = next((p for p in notes if p.severity == "error"), None)
+        if damage is not None:
+            outcomes[i] = _Outcome(src, None, None, "failed", 0, damage.message)
+            return []
+        outcomes[i] = _Outcome(src, None, None, "unknown", 0, str(exc))
+        if src.explicit:
+            problems.append(Problem(src.name, f"skipped: {exc}", severity="error"))
+        # else: _Settle makes it "skipped" with one info problem
+    except OSError as exc:   # the path is in the source column; say what went wrong
+        why = f"cannot read: {exc.strerror or exc}"
+        outcomes[i] = _Outcome(src, None, None, "failed", 0, why)
+        problems.append(Problem(src.name, why, severity="error"))
+    return []
+
+
+#: what a parser's crash report says (registry.Parser.parse_group); never a skipped file
+_CRASH = registry.CRASH
+
+
+class _Settle:
+    """The outcome of a source that gave no rows, once it is known what it is.
+
+    A file found in a directory or by a glob that no format recognises (nothing claimed it,
+    or only a guess did and found nothing: a README, params.json, an empty file) becomes
+    ``skipped``: its problems are replaced by one ``info`` row, and the exit code ignores
+    it; so does one that a format was sure of but found nothing in, without an error (a
+    script that prints an sntilestat header). A file named on its own keeps its error, with
+    the format it looks like when it is one that dptrace knows but does not read yet (mpiP,
+    nccl-tests, ...). Damaged files of a format that was sure of them, unreadable files and
+    parser crashes keep their status.
+    """
+
+    def __init__(self, problems: list[Problem], forced: registry.Parser | None) -> None:
+        self.all, self.forced = problems, forced
+        self.dropped: set[str] = set()
+        self.added: list[Problem] = []
+        self._by_source: dict[str, list[Problem]] | None = None
+
+    def problems(self) -> list[Problem]:
+        """Every problem, those of the settled sources replaced."""
+        kept = [p for p in self.all if p.source not in self.dropped] if self.dropped else self.all
+        return kept + self.added
+
+    def _of(self, name: str) -> list[Problem]:
+        if self._by_source is None:   # built once, when a source first needs it
+            self._by_source = {}
+            for p in self.all:
+                self._by_source.setdefault(p.source, []).append(p)
+        return self._by_source.get(name, [])
+
+    def __call__(self, o: _Outcome) -> _Outcome:
+        src = o.source
+        if o.rows or o.status == "ok":
+            return o
+        if o.format is None:    # nothing claimed it (unknown), or it was unreadable (failed)
+            return self._skip(o, o.message) if o.status == "unknown" and not src.explicit else o
+        mine = self._of(src.name)
+        errors = [p.message for p in mine if p.severity == "error"]
+        if any(_CRASH in e for e in errors):
+            return o
+        sure = _claimed(src, o)
+        if sure and errors:    # a damaged file of a format that knows it: keep its errors
+            return o
+        other = _looks_like(src) if self.forced is None else None
+        if src.explicit:
+            if other is None or sure:
+                return o
+            self.dropped.add(src.name)
+            self.added.append(Problem(src.name, f"skipped: {other}", severity="error"))
+            return _Outcome(src, None, None, "unknown", 0, other)
+        return self._skip(o, other or (errors[0] if errors else o.message if sure else
+                                       "not recognised by any format (no records found)"))
+
+    def _skip(self, o: _Outcome, why: str) -> _Outcome:
+        self.dropped.add(o.source.name)
+        self.added.append(Problem(o.source.name, f"skipped: {why}", severity="info"))
+        return _Outcome(o.source, None, None, "skipped", 0, why)
+
+
+def _head(src: Source) -> bytes:
+    try:
+        return src.head()
+    except OSError:
+        return b""
+
+
+def _looks_like(src: Source) -> str | None:
+    """"looks like an mpiP report, ..." for a file of a format dptrace does not read yet."""
+    return registry.not_read_yet(_head(src))
+
+
+def _claimed(src: Source, o: _Outcome) -> bool:
+    """True when a format that gave ``o`` was sure of ``src`` (its sniff score): then the
+    file is that format's, even if nothing could be read from it."""
+    head = _head(src)
+    known = registry.parsers()
+    names = (o.format or "").split("+")
+    return any(n in known and known[n].sniff(src, head) >= registry.SURE for n in names)
+
+
+def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """The parts' rows in order. Parts with all-null columns are kept as they are; the
+    schema sets each column's dtype afterwards, so pandas 2's FutureWarning about how such
+    columns will count towards the result's dtype does not apply."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return pd.concat(parts, ignore_index=True)
+
+
+def _sources_frame(outcomes: list[_Outcome]) -> pd.DataFrame:
+    data = {
+        "source": [o.source.name for o in outcomes],
+        "format": [o.format for o in outcomes],
+        "variant": [o.variant for o in outcomes],
+        "status": [o.status for o in outcomes],
+        "rows": [o.rows for o in outcomes],
+        "size_bytes": [_size(o.source) for o in outcomes],
+        # text that names a file can hold its name's undecodable bytes: never in Arrow
+        "message": [display_name(o.message) for o in outcomes],
+    }
+    return schema.conform(data, schema.SOURCES)
+
+
+def _size(src: Source) -> int | None:
+    if src.unreadable is not None:
+        return None
+    try:
+        return src.size()
+    except OSError:
+        return None
+
+
+def _problems_frame(problems: list[Problem]) -> pd.DataFrame:
+    data = {
+        "source": [display_name(p.source) for p in problems],
+        "line": [p.line for p in problems],
+        "severity": [p.severity for p in problems],
+        "message": [display_name(p.message) for p in problems],
+    }
+    return schema.conform(data, schema.PROBLEMS)
+
+
