@@ -128,7 +128,7 @@ def test_building_a_report_and_its_json_load_neither_rich_nor_plotly():
         ds = dptrace.load({str(EXAMPLES)!r})
         mark("load")
         report = dptrace.report(ds)
-        assert [s.name for s in report.sections][:2] == ["inputs", "throughput"]
+        assert [s.name for s in report.sections][:3] == ["findings", "inputs", "throughput"]
         assert report.tables and isinstance(report, dptrace.Report)
         mark("build")
         from dptrace.reports import registry

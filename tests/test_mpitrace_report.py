@@ -7,6 +7,7 @@ from rich.console import Console
 
 import dptrace
 from dptrace.cli import main
+from dptrace.findings import build as findings_build
 from dptrace.reports import model, terminal
 from dptrace.reports.fmt import bin_label, human_bytes, human_rate
 
@@ -37,8 +38,11 @@ def test_terminal_communication_and_sizes_for_theta_job():
 
 def test_terminal_flags_files_of_different_runs():
     out = _render(FIX / "mlprof_polaris_run4")
-    assert "files disagree: 4 rank(s) (1, 2, 3, 7)" in out
     assert "(own file differs)" in out
+    # the check itself is a finding now (the Findings section, first in every face)
+    found = findings_build(dptrace.load(FIX / "mlprof_polaris_run4"))
+    said = found[found["kind"] == "files_disagree"]["message"].item()
+    assert "4 ranks (1, 2, 3, 7) have an own profile that differs" in said
     # ties at 0.00 s: the min/median/max ranks mpitrace itself named (rank 0, lines 30-32)
     assert "min 0.000 (rank 6), median 0.000 (rank 5), max 0.000 (rank 4)" in out
 
@@ -48,7 +52,7 @@ def test_cli_json_has_the_same_sections(tmp_path, capsys):
     assert code == 0
     doc = json.loads(capsys.readouterr().out)
     sec = doc["sections"]
-    assert list(sec) == ["inputs", "communication", "message_sizes"]
+    assert list(sec) == ["findings", "inputs", "communication", "message_sizes"]
     job = sec["communication"]["tables"]["jobs"][0]
     assert (job["job"], job["median_rank"], job["comm_max_s"]) == ("19013", 26, 278.406)
     bins = sec["message_sizes"]["tables"]["bins"]

@@ -36,8 +36,8 @@ def extra_sections(monkeypatch):
 
 def test_sections_in_report_order():
     assert [s.name for s in registry.sections()] == [
-        "inputs", "throughput", "communication", "message_sizes", "horovod", "tiles",
-        "problems"]
+        "findings", "inputs", "throughput", "communication", "message_sizes", "horovod",
+        "tiles", "problems"]
     orders = [s.order for s in registry.sections()]
     assert orders == sorted(orders) and len(set(orders)) == len(orders)
 

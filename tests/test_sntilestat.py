@@ -137,7 +137,8 @@ def test_instance_numbers_are_per_source_when_sources_share_pids(capsys):
                  str(FIX / "watch_sntilestat_sn30.typescript"), "--width", "130"])
     out = capsys.readouterr().out
     assert code == 0
-    multinode, watch = out.split("watch_sntilestat_sn30.typescript:")
+    # the tiles panel of each source starts with "<source>: N snapshot(s)"
+    multinode, watch = re.split(r"watch_sntilestat_sn30\.typescript: \d+ snapshot", out)
     # multinode: PID 2750338 owns RDU 0/1 tiles 0-3, instance #3 in its grid and its table
     assert "89.9 #3" in multinode
     assert re.search(r"#3\s+2750338\s", multinode)
