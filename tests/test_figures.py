@@ -8,9 +8,10 @@ import pytest
 import dptrace
 from dptrace.analysis import communication as comm
 from dptrace.analysis import throughput as thr
-from dptrace.reports.figures import esc, step_series, throughput_bars, throughput_figures
-from dptrace.reports.figures_mpi import message_size_histogram, rank_share
-from dptrace.reports.figures_tiles import tile_heatmap
+from dptrace.formats.mpitrace.figures import message_size_histogram, rank_share
+from dptrace.formats.sntilestat.figures import tile_heatmap
+from dptrace.formats.trainlog.figures import step_series, throughput_bars, throughput_figures
+from dptrace.reports.figures import esc
 
 FIX = Path(__file__).parent / "fixtures"
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -126,7 +127,7 @@ def test_tile_heatmap_per_snapshot_with_instance_labels():
 
 
 def test_long_capture_slider_is_sampled_evenly(monkeypatch):
-    from dptrace.reports import figures_tiles
+    from dptrace.formats.sntilestat import figures as figures_tiles
 
     assert figures_tiles.sample_snapshots(list(range(10)), 4) == [0, 3, 6, 9]
     assert figures_tiles.sample_snapshots(list(range(3)), 4) == [0, 1, 2]

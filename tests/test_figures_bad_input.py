@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 import dptrace
-from dptrace.reports import figures_horovod
+from dptrace.formats.horovod import figures as figures_horovod
 
 FIX = Path(__file__).parent / "fixtures"
 TILES = FIX / "sntilestat" / "aitbdocs_sambanova_Miscellaneous_from_docs.md"

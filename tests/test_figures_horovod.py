@@ -15,9 +15,9 @@ import pytest
 import dptrace
 from dptrace.analysis import tiles as tl
 from dptrace.analysis.tiles import instance_numbers
-from dptrace.reports import figures_horovod as fh
-from dptrace.reports.figures_tiles import exec_over_time
-from dptrace.reports.sections.horovod import build as horovod_section
+from dptrace.formats.horovod import figures as fh
+from dptrace.formats.horovod.sections import build as horovod_section
+from dptrace.formats.sntilestat.figures import exec_over_time
 
 FIX = Path(__file__).parent / "fixtures"
 RANK4 = FIX / "horovod" / "andrewor14_horovod_timeline_2019_4rank.json"

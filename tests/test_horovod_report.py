@@ -9,11 +9,11 @@ from pathlib import Path
 from rich.console import Console
 
 import dptrace
+from dptrace.formats.horovod.sections import build as horovod_section
+from dptrace.formats.horovod.terminal import draw_horovod, short_name
 from dptrace.reports import json_report
 from dptrace.reports.fmt import human_time
 from dptrace.reports.model import Report
-from dptrace.reports.sections.horovod import build as horovod_section
-from dptrace.reports.terminal.horovod import draw_horovod, short_name
 
 FIX = Path(__file__).parent / "fixtures" / "horovod"
 

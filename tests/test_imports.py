@@ -84,8 +84,10 @@ def _run(code: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
 def test_the_walk_sees_every_layer():
     names = modules()
     for expected in ("dptrace.cli", "dptrace.reports.model", "dptrace.reports.registry",
-                     "dptrace.reports.fmt", "dptrace.reports.sections.tiles",
-                     "dptrace.reports.terminal.tiles", "dptrace.analysis.tiles"):
+                     "dptrace.reports.fmt", "dptrace.reports.sections.inputs",
+                     "dptrace.reports.terminal.inputs", "dptrace.formats.sntilestat.sections",
+                     "dptrace.formats.sntilestat.terminal", "dptrace.formats.sntilestat.figures",
+                     "dptrace.analysis.tiles"):
         assert expected in names
     assert len(names) > 40
 

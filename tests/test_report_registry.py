@@ -42,17 +42,30 @@ def test_sections_in_report_order():
     assert orders == sorted(orders) and len(set(orders)) == len(orders)
 
 
+#: the format each built-in section belongs to (None: no format's, in dptrace/reports/)
+HOMES = {"findings": None, "inputs": None, "problems": None, "throughput": "trainlog",
+         "communication": "mpitrace", "message_sizes": "mpitrace", "horovod": "horovod",
+         "tiles": "sntilestat"}
+
+
 def test_every_reference_resolves_to_a_function():
+    assert {s.name for s in registry.sections()} == set(HOMES)
+    assert registry.UNAVAILABLE == {}
     for spec in registry.sections():
-        assert spec.build.__module__.startswith("dptrace.reports.sections."), spec.name
         assert spec.terminal is not None, spec.name   # every built-in section has a drawer
         for ref in (spec.terminal, spec.figures):
             if ref is not None:
                 assert callable(registry.resolve(ref)), (spec.name, ref)
-        if isinstance(spec.terminal, str):
-            assert spec.terminal.startswith("dptrace.reports.terminal."), spec.terminal
-        if isinstance(spec.figures, str):
-            assert spec.figures.startswith("dptrace.reports.figures"), spec.figures
+        # one home per format: a format's builder, drawer and figures sit in its package
+        fmt_ = HOMES[spec.name]
+        home = f"dptrace.formats.{fmt_}." if fmt_ else "dptrace.reports."
+        assert spec.build.__module__ == home + "sections" + ("" if fmt_ else f".{spec.name}")
+        assert isinstance(spec.terminal, str) and spec.terminal.startswith(
+            home + "terminal" + (":" if fmt_ else ".")), spec.terminal
+        if fmt_:
+            assert spec.figures == f"dptrace.formats.{fmt_}.figures:{spec.figures.split(':')[1]}"
+        else:
+            assert spec.figures is None, spec.name
 
 
 def test_a_bad_reference_says_what_it_wants():

@@ -18,9 +18,9 @@ from rich.console import Console
 import dptrace
 from dptrace.analysis import throughput as thr
 from dptrace.formats.trainlog import rules
+from dptrace.formats.trainlog import terminal as terminal_throughput
 from dptrace.reports import model, terminal
 from dptrace.reports.json_report import to_dict
-from dptrace.reports.terminal import throughput as terminal_throughput
 
 HERE = Path(__file__).parent
 REAL = HERE.parent.parent / "shared" / "realdata" / "trainlog"

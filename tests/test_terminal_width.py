@@ -19,12 +19,12 @@ import pytest
 from rich.console import Console
 
 import dptrace
+from dptrace.formats.horovod.terminal import MAX_ACTIVITIES
+from dptrace.formats.mpitrace.terminal import TOP_ROUTINES
 from dptrace.reports import fit, model, terminal
 from dptrace.reports.fit import common_dir
 from dptrace.reports.fmt import human_time
 from dptrace.reports.model import Report
-from dptrace.reports.terminal.communication import TOP_ROUTINES
-from dptrace.reports.terminal.horovod import MAX_ACTIVITIES
 
 HERE = Path(__file__).parent
 FIX = HERE / "fixtures"
@@ -268,9 +268,9 @@ def test_every_table_fits_without_cutting_its_keys(name, width, monkeypatch):
 
 
 def test_readme_gives_the_drop_orders_of_the_code():
-    from dptrace.reports.terminal.communication import ROUTINE_DROP
-    from dptrace.reports.terminal.horovod import ACTIVITY_DROP
-    from dptrace.reports.terminal.tiles import INSTANCE_DROP
+    from dptrace.formats.horovod.terminal import ACTIVITY_DROP
+    from dptrace.formats.mpitrace.terminal import ROUTINE_DROP
+    from dptrace.formats.sntilestat.terminal import INSTANCE_DROP
 
     readme = " ".join((HERE.parent / "README.md").read_text().split())
     for order in (ROUTINE_DROP, ACTIVITY_DROP, INSTANCE_DROP):

@@ -28,8 +28,8 @@ from dptrace.cli import main
 from dptrace.formats.sntilestat import read as sntilestat
 from dptrace.formats.trainlog import read as trainlog
 from dptrace.formats.trainlog import rules
+from dptrace.formats.trainlog.terminal import _bar_fraction, _instance_table
 from dptrace.reports.fmt import fmt, vs_median
-from dptrace.reports.terminal.throughput import _bar_fraction, _instance_table
 from dptrace.sources import expand
 
 HERE = Path(__file__).parent

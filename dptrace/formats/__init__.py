@@ -10,6 +10,12 @@ columnar, declining to the general route where the layout does not fit), chosen 
 ``engine="auto"|"fast"|"general"``. Horovod timelines have one route (blocks, record by
 record where a block does not decode) and no engine option.
 
+A format's part of the report lives in its package too: ``sections.py`` (its section specs
+and builders, found by :func:`dptrace.reports.registry.sections`; a format without one has
+no section), ``terminal.py`` (their rich drawers) and ``figures.py`` (their plotly figures).
+The spec, the tables and the parse routes never import these nor anything of
+:mod:`dptrace.reports`: parsing does not pay for the report.
+
 A package here whose name does not start with ``_`` is a format: :func:`names` finds it, so
 a new format is one new package. Modules starting with ``_`` are shared by formats:
 :mod:`._chrome` reads the Chrome trace-event container (Horovod timelines; PyTorch

@@ -1,8 +1,9 @@
 """The report model: the sections built from a Dataset, and the Report that holds them.
 
 Each section has a name, a title, a caption that says how to read it, and its data tables
-(analysis results). The sections are declared once, in :mod:`dptrace.reports.sections`, as
-:class:`~dptrace.reports.registry.SectionSpec` (builder, figure function, rich drawer);
+(analysis results). The sections are declared once, as :class:`~dptrace.reports.registry.
+SectionSpec` (builder, figure function, rich drawer): a format's in its package
+(``dptrace/formats/<format>/sections.py``), the others in :mod:`dptrace.reports.sections`;
 :func:`build` runs every registered builder and keeps the sections that have data. Every
 face (terminal, JSON, HTML, notebook) renders the same model.
 
@@ -10,8 +11,8 @@ This module imports neither rich nor plotly: building a report and writing its J
 neither. Figures are made lazily, once, when ``section.figures`` is first read (by the HTML
 writer or the notebook), by the figure function the section's spec names; the builder
 passes what the figures need besides the tables (raw rows the tables summarise, options)
-as ``figure_args``. Figure functions live in ``reports/figures*.py`` and never call
-``.show()``.
+as ``figure_args``. Figure functions live in each format's ``figures.py`` (shared helpers in
+:mod:`dptrace.reports.figures`) and never call ``.show()``.
 """
 
 from __future__ import annotations

@@ -16,10 +16,20 @@ its three parts:
 any callable that imports what it needs when called): the registry imports them only when a
 face asks (:func:`resolve`).
 
-Section modules live in :mod:`dptrace.reports.sections` and call :func:`register_section` at
-import; :func:`sections` imports every module of that package (once) before it answers, so
-a new section is one new file there and no shared list changes. Code outside the package
-(a plugin, a notebook) may register more sections the same way.
+Section modules call :func:`register_section` at import. :func:`sections` imports them all
+(once) before it answers (:func:`discover`):
+
+- the format-independent sections (inputs, findings, problems): every module of
+  :mod:`dptrace.reports.sections`;
+- each format's sections: ``dptrace.formats.<format>.sections`` for every format package
+  (:func:`dptrace.formats.names`) that has one, beside its drawers (``terminal.py``) and
+  figure functions (``figures.py``). A format without a ``sections`` module has no section.
+
+So a new format brings its sections in its own package, and no shared list changes. A
+format whose ``sections`` module fails to import (a bug, a missing dependency, a name
+another module took) costs only its own sections: it is skipped, the rest of the report is
+built, and the error is kept in :data:`UNAVAILABLE` (nothing is printed). Code outside
+the package (a plugin, a notebook) may register more sections the same way.
 """
 
 from __future__ import annotations
@@ -29,6 +39,8 @@ import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from .. import formats
 
 if TYPE_CHECKING:
     from ..dataset import Dataset
@@ -66,8 +78,13 @@ class SectionSpec:
 
 _SPECS: dict[str, SectionSpec] = {}
 _DISCOVERED = False
-#: the package whose every module is imported to find the built-in sections
+#: the package whose every module is imported to find the format-independent sections
 SECTIONS_PACKAGE = "dptrace.reports.sections"
+#: the module of a format package that declares its sections, if it has any
+FORMAT_SECTIONS = "sections"
+#: section modules of formats that failed to import, skipped by :func:`discover`: module
+#: name -> the error, in one line (``"dptrace.formats.x.sections": "ImportError: ..."``)
+UNAVAILABLE: dict[str, str] = {}
 
 
 def register_section(spec: SectionSpec) -> SectionSpec:
@@ -87,7 +104,12 @@ def _module(spec: SectionSpec) -> str:
 
 
 def discover() -> None:
-    """Import every module of :data:`SECTIONS_PACKAGE` (once): each registers its sections."""
+    """Import every section module (once): each registers its sections.
+
+    First every module of :data:`SECTIONS_PACKAGE` (an error there is raised: the report's
+    own sections are broken), then ``dptrace.formats.<format>.sections`` of each format
+    that has one (an error there skips that format's sections and is kept in
+    :data:`UNAVAILABLE`)."""
     global _DISCOVERED
     if _DISCOVERED:
         return
@@ -100,6 +122,23 @@ def discover() -> None:
     except BaseException:
         _DISCOVERED = False
         raise
+    for name in formats.names():
+        _import_format_sections(f"{formats.__name__}.{name}.{FORMAT_SECTIONS}")
+
+
+def _import_format_sections(module: str) -> None:
+    """Import one format's sections module; a format without one has no section, and one
+    that fails to import is skipped, its error kept in :data:`UNAVAILABLE`."""
+    try:
+        importlib.import_module(module)
+    except Exception as exc:  # any import-time failure: a bug, a name taken, a broken extension
+        if isinstance(exc, ModuleNotFoundError) and exc.name == module:
+            return   # no sections module: a format without a section
+        UNAVAILABLE[module] = f"{type(exc).__name__}: {exc}"
+        for name in [n for n, spec in _SPECS.items() if _module(spec) == module]:
+            del _SPECS[name]   # what it registered before it failed goes with it
+    else:
+        UNAVAILABLE.pop(module, None)
 
 
 def sections() -> list[SectionSpec]:

@@ -1,8 +1,12 @@
 """Terminal face of the report, drawn with rich.
 
 Each section is drawn by the drawer its spec names (:class:`~dptrace.reports.registry.
-SectionSpec` ``terminal``, one module of this package per subject); a section without one
-gets :func:`~dptrace.reports.terminal.generic.draw_generic`.
+SectionSpec` ``terminal``): a format's section by its package's ``terminal.py``
+(``dptrace/formats/<format>/terminal.py``), the format-independent ones by a module of this
+package per subject; a section without one gets
+:func:`~dptrace.reports.terminal.generic.draw_generic`. The shared pieces stay here and in
+:mod:`dptrace.reports`: :mod:`.generic`, :mod:`dptrace.reports.fit` (fitting tables to the
+width), :mod:`dptrace.reports.fmt` and :mod:`dptrace.reports.safe_text`.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ def render(report: Report, console: Console, *, show_all: bool = False) -> None:
 
     ``show_all``: every throughput series, setup bars (downloads, loading) included; by
     default the most important training and eval series
-    (:data:`~dptrace.reports.terminal.throughput.MAX_SERIES`), and one line that says what
+    (:data:`~dptrace.formats.trainlog.terminal.MAX_SERIES`), and one line that says what
     else there is.
     """
     opts: dict[str, Any] = {"show_all": show_all}

@@ -7,8 +7,8 @@ from typing import Any
 
 from ...analysis import throughput as thr
 from ...dataset import Dataset
-from ..model import Section
-from ..registry import SectionSpec, register_section
+from ...reports.model import Section
+from ...reports.registry import SectionSpec, register_section
 
 
 def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
@@ -38,5 +38,5 @@ def facts(section: Section) -> dict[str, str]:
 
 SPEC = register_section(SectionSpec(
     "throughput", "Throughput", order=20, build=build,
-    figures="dptrace.reports.figures:throughput_figures",
-    terminal="dptrace.reports.terminal.throughput:draw_throughput", facts=facts))
+    figures="dptrace.formats.trainlog.figures:throughput_figures",
+    terminal="dptrace.formats.trainlog.terminal:draw_throughput", facts=facts))

@@ -15,8 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis import throughput as thr
-from ..fmt import fmt, vs_median
-from ..model import Section
+from ...reports.fmt import fmt, vs_median
+from ...reports.model import Section
 
 #: series shown in full, most important first (never setup bars); the rest are counted in one
 #: line (``show_all`` shows them; all are in --json)

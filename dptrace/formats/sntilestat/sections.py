@@ -7,8 +7,8 @@ from typing import Any
 
 from ...analysis import tiles as tl
 from ...dataset import Dataset
-from ..model import Section
-from ..registry import SectionSpec, register_section
+from ...reports.model import Section
+from ...reports.registry import SectionSpec, register_section
 
 
 def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
@@ -39,5 +39,5 @@ def facts(section: Section) -> dict[str, str]:
 
 SPEC = register_section(SectionSpec(
     "tiles", "SambaNova tiles", order=60, build=build,
-    figures="dptrace.reports.figures_tiles:tiles_figures",
-    terminal="dptrace.reports.terminal.tiles:draw_tiles", facts=facts))
+    figures="dptrace.formats.sntilestat.figures:tiles_figures",
+    terminal="dptrace.formats.sntilestat.terminal:draw_tiles", facts=facts))

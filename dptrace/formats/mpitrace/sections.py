@@ -10,8 +10,8 @@ from typing import Any
 
 from ...analysis import communication as comm
 from ...dataset import Dataset
-from ..model import Section
-from ..registry import SectionSpec, register_section
+from ...reports.model import Section
+from ...reports.registry import SectionSpec, register_section
 
 
 def build_communication(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
@@ -48,9 +48,9 @@ def build_message_sizes(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
 
 COMMUNICATION = register_section(SectionSpec(
     "communication", "Communication (mpitrace)", order=30, build=build_communication,
-    figures="dptrace.reports.figures_mpi:communication_figures",
-    terminal="dptrace.reports.terminal.communication:draw_communication"))
+    figures="dptrace.formats.mpitrace.figures:communication_figures",
+    terminal="dptrace.formats.mpitrace.terminal:draw_communication"))
 MESSAGE_SIZES = register_section(SectionSpec(
     "message_sizes", "Message sizes per collective (mpitrace)", order=40,
-    build=build_message_sizes, figures="dptrace.reports.figures_mpi:message_size_figures",
-    terminal="dptrace.reports.terminal.communication:draw_message_sizes"))
+    build=build_message_sizes, figures="dptrace.formats.mpitrace.figures:message_size_figures",
+    terminal="dptrace.formats.mpitrace.terminal:draw_message_sizes"))

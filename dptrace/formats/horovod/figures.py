@@ -1,7 +1,8 @@
 """Plotly figures for Horovod timelines: activity breakdown, straggler ranks, fused-op sizes,
 throughput by op size and cycle times. One set of figures per timeline file.
 
-Tensor, op and activity names come from the input: they go through :func:`.figures.esc`.
+Tensor, op and activity names come from the input: they go through
+:func:`dptrace.reports.figures.esc`.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .figures import BAR, COLORS, MAX, MEDIAN, STRAGGLER, build_all, drawable, esc, layout
-from .fmt import bin_label, plot_num, span
+from ...reports.figures import BAR, COLORS, MAX, MEDIAN, STRAGGLER, build_all, drawable, esc, layout
+from ...reports.fmt import bin_label, plot_num, span
 
 #: timeline files drawn; the rest are in the tables and exports
 MAX_SOURCES = 16

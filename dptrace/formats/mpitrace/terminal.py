@@ -1,5 +1,5 @@
 """The rich drawers of the mpitrace sections: communication per job, message sizes per
-collective (the sections and their tables: :mod:`dptrace.reports.sections.communication`)."""
+collective (the sections and their tables: :mod:`.sections`)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis import communication as comm
-from ..fit import BAR, KEY, TEXT, BarCell, Col, FitTable
-from ..fmt import bin_label, count, human_bytes, human_rate, num, pct
-from ..model import Section
+from ...reports.fit import BAR, KEY, TEXT, BarCell, Col, FitTable
+from ...reports.fmt import bin_label, count, human_bytes, human_rate, num, pct
+from ...reports.model import Section
 
 #: ranks drawn per job before showing only the extremes
 MAX_RANKS = 16

@@ -1,5 +1,5 @@
 """The rich drawer of the Horovod timeline section: one panel per timeline file (the
-section and its tables: :mod:`dptrace.reports.sections.horovod`)."""
+section and its tables: :mod:`.sections`)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ..fit import BAR, KEY, SHORT, TEXT, BarCell, Col, FitTable, common_dir, shorten_left
-from ..fmt import bin_label, human_bytes, human_rate, human_time, missing, pct, span
-from ..model import Section
+from ...reports.fit import BAR, KEY, SHORT, TEXT, BarCell, Col, FitTable, common_dir, shorten_left
+from ...reports.fmt import bin_label, human_bytes, human_rate, human_time, missing, pct, span
+from ...reports.model import Section
 
 #: rows drawn per table in the terminal (all rows are in --json)
 MAX_ACTIVITIES = 14

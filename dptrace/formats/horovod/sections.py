@@ -1,7 +1,7 @@
 """The Horovod timeline section: where the time goes, straggler ranks, fusion, top tensors.
 
 :func:`build` makes the section's tables from the ``hvd_*`` tables (the JSON output is
-those tables); :mod:`dptrace.reports.terminal.horovod` draws them, one panel per file.
+those tables); :mod:`.terminal` draws them, one panel per file.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 from ...analysis import horovod as hv
 from ...dataset import Dataset
-from ..model import Section
-from ..registry import SectionSpec, register_section
+from ...reports.model import Section
+from ...reports.registry import SectionSpec, register_section
 
 #: idle gaps kept per timeline file (the longest)
 MAX_GAPS = 5
@@ -50,5 +50,5 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
 
 SPEC = register_section(SectionSpec(
     "horovod", "Horovod timeline", order=50, build=build,
-    figures="dptrace.reports.figures_horovod:horovod_figures",
-    terminal="dptrace.reports.terminal.horovod:draw_horovod"))
+    figures="dptrace.formats.horovod.figures:horovod_figures",
+    terminal="dptrace.formats.horovod.terminal:draw_horovod"))

@@ -1,5 +1,5 @@
 """The rich drawer of the SambaNova tiles section: per listing, the tile heatmap, the
-instances and the warnings (the section and its tables: :mod:`dptrace.reports.sections.tiles`)."""
+instances and the warnings (the section and its tables: :mod:`.sections`)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis import tiles as tl
-from ..fit import KEY, TEXT, Col, FitTable
-from ..fmt import percent, text
-from ..model import Section
+from ...reports.fit import KEY, TEXT, Col, FitTable
+from ...reports.fmt import percent, text
+from ...reports.model import Section
 
 #: the instances table, when it does not fit the terminal (see :mod:`dptrace.reports.fit`):
 #: the command wraps down to 16 columns, then these are hidden, first named first; the
