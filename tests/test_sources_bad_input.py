@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 import dptrace
-from dptrace import api
+from dptrace import loader
 from dptrace.cli import main
 from dptrace.errors import DptraceError
 from dptrace.sources import NO_LIMIT, Source, expand, parse_size
@@ -437,7 +437,7 @@ def test_utf8_bom_is_dropped_quietly(tmp_path):
 
 def test_slow_inputs_are_named(tmp_path, monkeypatch):
     (tmp_path / "good.log").write_bytes(SAMBA)
-    monkeypatch.setattr(api, "SLOW_INPUT_S", 0.0)
+    monkeypatch.setattr(loader, "SLOW_INPUT_S", 0.0)
     ds = dptrace.load(tmp_path / "good.log")
     assert _row(ds, tmp_path / "good.log")["status"] == "ok"
     info = _messages(ds, "info")

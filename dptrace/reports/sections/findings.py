@@ -18,8 +18,8 @@ CAPTION = (
     "What to look at first: every check dptrace makes (stragglers, small-message Allreduces, "
     "idle tiles, files that disagree, inputs cut short), most severe first. critical: a number "
     "in this report may be wrong; warning: worth a look before trusting or tuning; info: "
-    "context for reading the numbers. Evidence names the section table and rows behind each "
-    "finding.")
+    "context for reading the numbers. The evidence of each finding (the report table and rows "
+    "behind it) is in --json and the HTML.")
 
 
 def build(ds: Dataset, opts: Mapping[str, Any]) -> Section:
