@@ -22,10 +22,6 @@ def keys(df: pd.DataFrame | Sequence[Hashable], *cols: str) -> list[str]:
     return ([RUN] if RUN in names and RUN not in cols else []) + list(cols)
 
 
-def has_run(df: pd.DataFrame) -> bool:
-    return RUN in df.columns
-
-
 def run_first(out: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
     """``out`` with its ``run`` column first and of ``like``'s dtype (the categorical of the
     input, so the runs keep their order); ``out`` unchanged when either lacks ``run``."""
