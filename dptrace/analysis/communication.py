@@ -2,7 +2,8 @@
 
 Pure functions of the ``mpi_*`` tables (see :mod:`dptrace.schema`); each returns a new
 DataFrame and names its columns in its docstring. Jobs are never mixed: every result is
-per ``job``.
+per ``job``, and per ``run`` first when the tables have it (:mod:`.keys`; ``run`` is then the
+first column of each result), so two runs that share a job id stay apart.
 
 Reading the numbers:
 - mpitrace times are wall time inside MPI calls, waiting included. A rank that arrives
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+from .keys import RUN, keys, plain, run_first
 
 #: messages up to this size (bytes) count as small (Horovod negotiation is 8 bytes)
 SMALL_BYTES = 64
@@ -41,7 +44,6 @@ COLLECTIVES: dict[str, tuple[str, str]] = {
     "MPI_Bcast": ("1", "1"),
     "MPI_Reduce": ("1", "1"),
 }
-_KEY = ["job", "rank"]
 
 
 def _factor(formula: str, n: float) -> float:
@@ -53,19 +55,20 @@ def _factor(formula: str, n: float) -> float:
 def _totals(df: pd.DataFrame, keys: list[str], cols: list[str]) -> pd.DataFrame:
     """Sums of ``cols`` per ``keys`` (in order of first appearance), missing where any
     summed value is missing (one vectorised pass each; no per-group Python)."""
-    g = df.groupby(keys, sort=False)
+    g = df.groupby(keys, sort=False, observed=True)
     sums = g[cols].sum()
     gaps = df[cols].isna()
     if gaps.to_numpy().any():
-        any_gap = gaps.groupby([df[k] for k in keys], sort=False).any()
+        any_gap = gaps.groupby([df[k] for k in keys], sort=False, observed=True).any()
         sums = sums.mask(any_gap.reindex(sums.index).to_numpy(dtype=bool))
     return sums
 
 
 def _obj(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
-    """Copy with categorical key columns as plain objects (groupby/merge without surprises)."""
+    """Copy with categorical key columns (and ``run``) as plain objects (groupby/merge without
+    surprises); :func:`.keys.run_first` makes ``run`` categorical again on the way out."""
     out = df.copy()
-    for c in cols:
+    for c in [RUN, *cols]:
         if c in out and isinstance(out[c].dtype, pd.CategoricalDtype):
             out[c] = out[c].astype(object)
     return out
@@ -86,14 +89,15 @@ def rank_times(ranks: pd.DataFrame) -> pd.DataFrame:
     cols = ["nranks", "host", "cpu", "comm_time_s", "elapsed_s", "user_s", "system_s",
             "max_rss_mib", "switches", "comm_role"]
     df = _obj(ranks, ["job", "origin", "comm_role"])
-    own = df[df["origin"] == "own"].drop_duplicates(_KEY)
-    tab = df[df["origin"] == "rank0_table"].drop_duplicates(_KEY)
-    m = tab[_KEY + cols].merge(own[_KEY + cols], on=_KEY, how="outer", suffixes=("_t", "_o"))
+    key = keys(df, "job", "rank")
+    own = df[df["origin"] == "own"].drop_duplicates(key)
+    tab = df[df["origin"] == "rank0_table"].drop_duplicates(key)
+    m = tab[key + cols].merge(own[key + cols], on=key, how="outer", suffixes=("_t", "_o"))
     has_t, has_o = m["elapsed_s_t"].notna(), m["elapsed_s_o"].notna()
     diff = ((m["elapsed_s_t"] - m["elapsed_s_o"]).abs() > TABLE_TOLERANCE_S) | \
            ((m["comm_time_s_t"] - m["comm_time_s_o"]).abs() > TABLE_TOLERANCE_S)
     use_own = has_o & ~(has_t & diff)
-    out = pd.DataFrame({"job": m["job"], "rank": m["rank"]})
+    out = pd.DataFrame({c: m[c] for c in key})
     for c in cols:
         out[c] = m[f"{c}_o"].where(use_own & m[f"{c}_o"].notna(), m[f"{c}_t"])
     out["comm_share"] = out["comm_time_s"] / out["elapsed_s"]
@@ -101,10 +105,10 @@ def rank_times(ranks: pd.DataFrame) -> pd.DataFrame:
                                                                          "rank0_table"))
     out["mismatch"] = (has_t & has_o & diff).astype(bool)
     out["own_comm_time_s"], out["own_elapsed_s"] = m["comm_time_s_o"], m["elapsed_s_o"]
-    order = ["job", "rank", "nranks", "host", "cpu", "comm_time_s", "elapsed_s", "comm_share",
+    order = [*key, "nranks", "host", "cpu", "comm_time_s", "elapsed_s", "comm_share",
              "user_s", "system_s", "max_rss_mib", "switches", "comm_role", "origin",
              "mismatch", "own_comm_time_s", "own_elapsed_s"]
-    out = out[order].sort_values(["job", "rank"], kind="stable").reset_index(drop=True)
+    out = run_first(out[order], ranks).sort_values(key, kind="stable").reset_index(drop=True)
     for c in ("rank", "nranks", "cpu", "switches"):
         out[c] = out[c].astype("Int64")
     return out
@@ -123,16 +127,21 @@ def job_summary(rt: pd.DataFrame, jobs: pd.DataFrame | None = None) -> pd.DataFr
     comm/elapsed over ranks), comm_share_min, comm_share_max, mismatches.
     The median rank is mpitrace's: sorted by time, the ((n-1)//2)-th.
     """
-    rows = [_job_row(job, g) for job, g in rt.groupby("job", sort=False)]
-    out = pd.DataFrame(rows, columns=_JOB_COLS)
+    k = keys(rt, "job")
+    rows = [[*key[:-1], *_job_row(key[-1], g)]
+            for key, g in rt.groupby(k, sort=False, observed=True)]
+    out = run_first(pd.DataFrame(rows, columns=[*k[:-1], *_JOB_COLS]), rt)
     return out if jobs is None or jobs.empty else _stated_ranks(out, jobs)
 
 
 def _stated_ranks(out: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
-    stated = _obj(jobs, ["job"]).drop_duplicates("job").set_index("job")
+    k = [c for c in keys(out, "job") if c in jobs.columns]
+    stated = _obj(jobs, ["job"]).drop_duplicates(k).set_index(k)
+    at = pd.MultiIndex.from_arrays([plain(out[c]) for c in k]) if len(k) > 1 else \
+        pd.Index(plain(out["job"]))
     for key, rank_col in (("min", "min_rank"), ("median", "median_rank"), ("max", "max_rank")):
-        said = out["job"].map(stated[f"{key}_comm_rank"])
-        said_s = out["job"].map(stated[f"{key}_comm_s"])
+        said = stated[f"{key}_comm_rank"].reindex(at).set_axis(out.index)
+        said_s = stated[f"{key}_comm_s"].reindex(at).set_axis(out.index)
         agree = said.notna() & ((said_s - out[f"comm_{key}_s"]).abs() <= TABLE_TOLERANCE_S)
         out[rank_col] = out[rank_col].where(~agree, said)
     return out
@@ -168,18 +177,20 @@ def top_routines(routines: pd.DataFrame, by: str = "time_s", n: int | None = 10,
     (of the job's MPI time in these profiles), order (1 = top). ``n=None`` keeps all.
     """
     df = _obj(routines, ["job", "routine"])
-    keys = ["job", "routine"]
-    out = df.groupby(keys, sort=False).agg(ranks=("rank", "size")).join(
-        _totals(df, keys, ["calls", "bytes", "time_s"])).reset_index()
+    job = keys(df, "job")
+    key = [*job, "routine"]
+    out = df.groupby(key, sort=False).agg(ranks=("rank", "size")).join(
+        _totals(df, key, ["calls", "bytes", "time_s"])).reset_index()
     for c in ("calls", "bytes", "time_s"):
         out[f"{c}_per_rank"] = out[c] / out["ranks"]
     out["avg_bytes"] = out["bytes"] / out["calls"].where(out["calls"] > 0)
-    out["time_share"] = out["time_s"] / out.groupby("job")["time_s"].transform("sum")
-    out = out.sort_values(["job", by], ascending=[True, False], kind="stable")
-    out["order"] = out.groupby("job").cumcount() + 1
+    out["time_share"] = out["time_s"] / out.groupby(job)["time_s"].transform("sum")
+    out = run_first(out, routines)
+    out = out.sort_values([*job, by], ascending=[True] * len(job) + [False], kind="stable")
+    out["order"] = out.groupby(job, observed=True).cumcount() + 1
     if n is not None:
         out = out[out["order"] <= n]
-    cols = ["job", "routine", "ranks", "calls", "calls_per_rank", "bytes", "bytes_per_rank",
+    cols = [*job, "routine", "ranks", "calls", "calls_per_rank", "bytes", "bytes_per_rank",
             "avg_bytes", "time_s", "time_s_per_rank", "time_share", "order"]
     return out[cols].reset_index(drop=True)
 
@@ -201,22 +212,23 @@ def message_sizes(messages: pd.DataFrame) -> pd.DataFrame:
     ms) get no bandwidth.
     """
     df = _obj(messages, ["job", "routine"])
-    keys = ["job", "routine", "bin"]
-    g = df.groupby(keys, sort=False)   # rows without a bin (no size to bin) are left out
+    routine = keys(df, "job", "routine")
+    key = [*routine, "bin"]
+    g = df.groupby(key, sort=False)   # rows without a bin (no size to bin) are left out
     out = g.agg(nranks=("nranks", "max"), bin_lo_bytes=("bin_lo_bytes", "first"),
                 bin_hi_bytes=("bin_hi_bytes", "first")).join(
-        _totals(df.dropna(subset=["bin"]), keys, ["calls", "bytes", "time_s"])).reset_index()
-    profiles = df.groupby(["job", "routine"])["rank"].nunique(dropna=False).rename("ranks")
-    out = out.join(profiles, on=["job", "routine"])
-    out = out.sort_values(["job", "routine", "bin"], kind="stable").reset_index(drop=True)
+        _totals(df.dropna(subset=["bin"]), key, ["calls", "bytes", "time_s"])).reset_index()
+    profiles = df.groupby(routine)["rank"].nunique(dropna=False).rename("ranks")
+    out = run_first(out.join(profiles, on=routine), messages)
+    out = out.sort_values(key, kind="stable").reset_index(drop=True)
     out["calls_per_rank"] = out["calls"] / out["ranks"]
     out["time_s_per_rank"] = out["time_s"] / out["ranks"]
     out["avg_bytes"] = out["bytes"] / out["calls"].where(out["calls"] > 0)
-    per_routine = out.groupby(["job", "routine"])
+    per_routine = out.groupby(routine, observed=True)
     out["time_share"] = out["time_s"] / per_routine["time_s"].transform("sum").replace(0, np.nan)
     out["calls_share"] = out["calls"] / per_routine["calls"].transform("sum")
     _bandwidth(out)
-    cols = ["job", "routine", "nranks", "bin", "bin_lo_bytes", "bin_hi_bytes", "ranks", "calls",
+    cols = [*routine, "nranks", "bin", "bin_lo_bytes", "bin_hi_bytes", "ranks", "calls",
             "calls_per_rank", "bytes", "avg_bytes", "time_s", "time_s_per_rank", "time_share",
             "calls_share", "algbw_bytes_per_s", "busbw_bytes_per_s", "busbw_factor"]
     return out[cols]
@@ -247,15 +259,20 @@ def small_messages(messages: pd.DataFrame, routines: pd.DataFrame,
     r = _obj(routines, ["job", "routine"])
     m = _obj(messages, ["job", "routine"])
     small = m[(m["routine"] == "MPI_Allreduce") & (m["bin_hi_bytes"] <= limit_bytes)]
-    total = r.groupby("job").agg(ranks=("rank", "nunique"), mpi_time_s=("time_s", "sum"))
-    part = small.groupby("job").agg(small_time_s=("time_s", "sum"), small_calls=("calls", "sum"))
+    job = keys(r, "job")
+    total = r.groupby(job).agg(ranks=("rank", "nunique"), mpi_time_s=("time_s", "sum"))
+    part = small.groupby([c for c in job if c in small.columns]).agg(
+        small_time_s=("time_s", "sum"), small_calls=("calls", "sum"))
     out = total.join(part, how="left").reset_index()
     out["small_time_s"] = out["small_time_s"].fillna(0.0)
     out["small_calls"] = out["small_calls"].fillna(0).astype("Int64")
     out["small_share"] = out["small_time_s"] / out["mpi_time_s"].where(out["mpi_time_s"] > 0)
     out["dominated"] = (out["small_share"] > share).fillna(False).astype(bool)
-    return out[["job", "ranks", "mpi_time_s", "small_time_s", "small_calls", "small_share",
-                "dominated"]]
+    out = run_first(out[[*job, "ranks", "mpi_time_s", "small_time_s", "small_calls",
+                         "small_share", "dominated"]], routines)
+    if RUN in out.columns:   # runs in their order (the groupby sorted their names)
+        out = out.sort_values(RUN, kind="stable").reset_index(drop=True)
+    return out
 
 
 def checks(ranks: pd.DataFrame, rt: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -269,26 +286,33 @@ def checks(ranks: pd.DataFrame, rt: pd.DataFrame | None = None) -> pd.DataFrame:
     rt = rank_times(ranks) if rt is None else rt
     own = _obj(ranks, ["job", "comm_role"])
     own = own[own["origin"] == "own"]
-    rows: list[tuple[object, str, str]] = []
-    for job, g in rt.groupby("job", sort=False):
+    k = keys(rt, "job")
+    rows: list[tuple[object, ...]] = []
+    for key, g in rt.groupby(k, sort=False, observed=True):
+        *run, job = key
+        mine = own[own["job"] == job]
+        if run and RUN in mine.columns:
+            mine = mine[mine[RUN] == run[0]]
         bad = g[g["mismatch"]]
         if len(bad):
             ex = bad.iloc[0]
-            rows.append((job, "files disagree", f"{len(bad)} rank(s) ({_ranks(bad)}): own file "
-                         f"and rank 0's table differ, e.g. rank {ex['rank']} elapsed "
+            rows.append((*run, job, "files disagree",
+                         f"{len(bad)} rank(s) ({_ranks(bad)}): own file and rank 0's table "
+                         f"differ, e.g. rank {ex['rank']} elapsed "
                          f"{ex['own_elapsed_s']:.2f} s vs {ex['elapsed_s']:.2f} s: profiles "
                          "of different runs with the same job id?"))
-        own_roles = own.loc[own["job"] == job, "comm_role"].dropna().astype(str)
+        own_roles = mine["comm_role"].dropna().astype(str)
         for role in ("minimum", "median", "maximum"):
             n = int(own_roles.str.contains(role).sum())
             if n > 1:
-                rows.append((job, "role claimed twice", f"{n} rank files say they had the "
+                rows.append((*run, job, "role claimed twice", f"{n} rank files say they had the "
                              f"{role} communication time"))
         nr = g["nranks"].max()
         listed = int((g["origin"] != "own").sum())
         if listed and pd.notna(nr) and listed < nr:
-            rows.append((job, "ranks missing", f"rank 0's table lists {listed} of {nr} ranks"))
-    return pd.DataFrame(rows, columns=["job", "check", "detail"])
+            rows.append((*run, job, "ranks missing",
+                         f"rank 0's table lists {listed} of {nr} ranks"))
+    return run_first(pd.DataFrame(rows, columns=[*k, "check", "detail"]), rt)
 
 
 def _ranks(df: pd.DataFrame, limit: int = 8) -> str:

@@ -1,7 +1,9 @@
 """Horovod timeline analyses: where the time goes, who makes the others wait, how well it fuses.
 
 Inputs are the ``hvd_*`` tables (see :mod:`dptrace.formats.horovod.read`). Every function is
-pure (DataFrame in, DataFrame out) and works per ``source`` (one timeline file).
+pure (DataFrame in, DataFrame out) and works per ``source`` (one timeline file), and per
+``run`` first when the tables have it (:mod:`.keys`; ``run`` is then the first column of each
+result), so two runs never mix even when their files or tensors share a name.
 
 Wall time versus tensor time: each tensor of a fused op carries its own copy of the op's
 activities (the 20 tensors fused into one NCCL_ALLREDUCE each have a 5 ms NCCL_ALLREDUCE
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+from .keys import RUN, keys, run_first
 
 #: activities that are the collective itself (bytes move during them)
 COMM_PREFIXES = ("NCCL_", "MPI_", "GLOO_", "CCL_", "DDL_", "ADASUM_")
@@ -49,8 +53,40 @@ def union_segments(start: np.ndarray, end: np.ndarray) -> list[tuple[float, floa
     return list(zip(s[first].tolist(), reach[last].tolist(), strict=True))
 
 
-def _spans(runs: pd.DataFrame) -> pd.Series:
-    return runs.set_index(runs["source"].astype(str))["span_us"].astype(float)
+def _src(df: pd.DataFrame) -> list[str]:
+    """The keys of a timeline file: ``source``, with ``run`` first when ``df`` has it."""
+    return keys(df, "source")
+
+
+def _by(df: pd.DataFrame, k: list[str]) -> list[pd.Series]:
+    """Group keys of ``df``: ``source`` as text (as it always was), ``run`` kept categorical
+    (so a sorted groupby puts the runs in their order)."""
+    return [df[c] if c == RUN else df[c].astype(str) for c in k]
+
+
+def _key_of(row: pd.Series, k: list[str]) -> tuple[str, ...]:
+    return tuple(str(row[c]) for c in k)
+
+
+def _rows_of(df: pd.DataFrame, key: tuple[str, ...], k: list[str]) -> pd.Series:
+    """Boolean mask: the rows of ``df`` whose ``k`` columns (those ``df`` has) equal ``key``."""
+    mask = pd.Series(True, index=df.index)
+    for c, v in zip(k, key, strict=True):
+        if c in df.columns:
+            mask &= (df[c].astype(str) == v).to_numpy()
+    return mask
+
+
+def _at(df: pd.DataFrame, cols: list[str]) -> pd.Index:
+    """An index of ``df``'s ``cols`` as text (lookups in a table grouped by them)."""
+    if len(cols) == 1:
+        return pd.Index(df[cols[0]].astype(str))
+    return pd.MultiIndex.from_arrays([df[c].astype(str) if c in ("source", RUN) else df[c]
+                                      for c in cols])
+
+
+def _spans(runs: pd.DataFrame, k: list[str]) -> dict[tuple[str, ...], float]:
+    return {_key_of(r, k): float(r["span_us"]) for _, r in runs.iterrows()}
 
 
 def _end(df: pd.DataFrame) -> np.ndarray:
@@ -66,24 +102,27 @@ def activity_breakdown(acts: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     ``mean_us`` (tensor_us per closed interval with a duration: a closed interval whose
     times are unknown or go backwards has none). Sorted by source, level, wall_us desc.
     """
-    cols = ["source", "level", "op", "activity", "intervals", "open", "wall_us", "span_share",
+    k = _src(acts)
+    cols = [*k, "level", "op", "activity", "intervals", "open", "wall_us", "span_share",
             "tensor_us", "mean_us"]
     if acts.empty:
-        return pd.DataFrame(columns=cols)
-    spans, rows = _spans(runs), []
-    keys = [acts[c].astype(str) for c in ("source", "level", "op", "activity")]
-    for (src, level, op, act), g in acts.groupby(keys, sort=False):
+        return run_first(pd.DataFrame(columns=cols), acts)
+    rk = [c for c in k if c in runs.columns]
+    spans, rows = _spans(runs, rk), []
+    by = [acts[c].astype(str) for c in (*k, "level", "op", "activity")]
+    for key, g in acts.groupby(by, sort=False):
+        span = spans.get(tuple(key[k.index(c)] for c in rk))
         done = g[g["complete"]]
         wall = union_us(done["start_us"].to_numpy(float), _end(done))
         tensor = float(done["dur_us"].sum())
         timed = int(done["dur_us"].notna().sum())   # closed, with both times known
-        rows.append([src, level, op, act, len(g), len(g) - len(done), wall,
-                     wall / spans.get(src, np.nan) if spans.get(src) else np.nan, tensor,
+        rows.append([*key, len(g), len(g) - len(done), wall,
+                     wall / span if span else np.nan, tensor,
                      tensor / timed if timed else np.nan])
-    out = pd.DataFrame(rows, columns=cols)
+    out = run_first(pd.DataFrame(rows, columns=cols), acts)
     rank = out["level"].map({"negotiate": 0, "op": 1, "activity": 2})
-    return out.assign(_r=rank).sort_values(["source", "_r", "wall_us"],
-                                           ascending=[True, True, False],
+    return out.assign(_r=rank).sort_values([*k, "_r", "wall_us"],
+                                           ascending=[True] * len(k) + [True, False],
                                            kind="stable").drop(columns="_r").reset_index(
                                                drop=True)
 
@@ -95,21 +134,22 @@ def negotiation_share(acts: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     ``op_wall_us``, ``op_share``, ``negotiations``, ``negotiations_with_ticks``, ``open``
     (intervals still open at the end).
     """
-    rows = []
+    k, rows = _src(runs), []
     for _, r in runs.iterrows():
-        src = str(r["source"])
-        a = acts[acts["source"].astype(str) == src]
+        key = _key_of(r, k)
+        a = acts[_rows_of(acts, key, k).to_numpy()]
         neg, ops = a[(a["level"] == "negotiate") & a["complete"]], a[(a["level"] == "op") &
                                                                       a["complete"]]
         span = float(r["span_us"])
         nw = union_us(neg["start_us"].to_numpy(float), _end(neg))
         ow = union_us(ops["start_us"].to_numpy(float), _end(ops))
-        rows.append([src, span, nw, nw / span if span else np.nan, ow,
+        rows.append([*key, span, nw, nw / span if span else np.nan, ow,
                      ow / span if span else np.nan, int(r["negotiations"]),
                      int(r["negotiations_with_ticks"]), int(r["open_intervals"])])
-    return pd.DataFrame(rows, columns=["source", "span_us", "negotiate_wall_us",
-                                       "negotiate_share", "op_wall_us", "op_share",
-                                       "negotiations", "negotiations_with_ticks", "open"])
+    return run_first(pd.DataFrame(rows, columns=[*k, "span_us", "negotiate_wall_us",
+                                                 "negotiate_share", "op_wall_us", "op_share",
+                                                 "negotiations", "negotiations_with_ticks",
+                                                 "open"]), runs)
 
 
 def straggler_ranks(ready: pd.DataFrame) -> pd.DataFrame:
@@ -121,23 +161,26 @@ def straggler_ranks(ready: pd.DataFrame) -> pd.DataFrame:
     source), ``mean_lag_us``, ``p95_lag_us``, ``max_lag_us`` (behind the first rank ready).
     Sorted by source, then ``last`` descending.
     """
-    cols = ["source", "rank", "negotiations", "last", "last_share", "mean_lag_us",
+    k = _src(ready)
+    cols = [*k, "rank", "negotiations", "last", "last_share", "mean_lag_us",
             "p95_lag_us", "max_lag_us"]
     cmp = ready[ready["ranks_ready"] >= MIN_RANKS]
     if cmp.empty:
-        return pd.DataFrame(columns=cols)
-    src = cmp["source"].astype(str)
-    total = cmp[cmp["last_ready"]].groupby(src[cmp["last_ready"]]).size()
-    g = cmp.groupby([src, cmp["rank"]], sort=True)
+        return run_first(pd.DataFrame(columns=cols), ready)
+    by = [cmp[c].astype(str) for c in k]
+    last = cmp["last_ready"]
+    total = cmp[last].groupby([b[last] for b in by]).size()
+    g = cmp.groupby([*by, cmp["rank"]], sort=True)
     out = pd.DataFrame({
         "negotiations": g.size(), "last": g["last_ready"].sum(),
         "mean_lag_us": g["lag_us"].mean(), "p95_lag_us": g["lag_us"].quantile(0.95),
         "max_lag_us": g["lag_us"].max(),
     }).reset_index()
-    out.columns = ["source", "rank", *out.columns[2:]]
-    out["last_share"] = out["last"] / out["source"].map(total).astype(float)
-    out = out[cols].sort_values(["source", "last", "rank"], ascending=[True, False, True],
-                                kind="stable")
+    out.columns = [*k, "rank", *out.columns[len(k) + 1:]]
+    out["last_share"] = out["last"] / total.reindex(_at(out, k)).to_numpy(float)
+    out = run_first(out[cols], ready)
+    out = out.sort_values([*k, "last", "rank"], ascending=[True] * len(k) + [False, True],
+                          kind="stable")
     return out.reset_index(drop=True)
 
 
@@ -148,15 +191,16 @@ def fusion_groups(tensors: pd.DataFrame) -> pd.DataFrame:
     member's size is unknown), ``start_us``, ``dur_us`` (first start to last end),
     ``complete``.
     """
-    cols = ["source", "fusion_group", "op", "tensors", "bytes", "start_us", "dur_us",
+    k = _src(tensors)
+    cols = [*k, "fusion_group", "op", "tensors", "bytes", "start_us", "dur_us",
             "complete"]
     if tensors.empty:
-        return pd.DataFrame(columns=cols)
+        return run_first(pd.DataFrame(columns=cols), tensors)
     t = tensors.assign(_end=tensors["start_us"] + tensors["dur_us"],
                        _src=tensors["source"].astype(str), _op=tensors["op"].astype(str),
                        _nobytes=tensors["bytes"].isna(),
                        _bytes=tensors["bytes"].astype("float64"))
-    g = t.groupby(["_src", "fusion_group"], sort=True)
+    g = t.groupby([*k[:-1], "_src", "fusion_group"], sort=True, observed=True)
     out = pd.DataFrame({
         "op": g["_op"].first(), "tensors": g.size(), "bytes": g["_bytes"].sum(),
         "_unknown": g["_nobytes"].any(), "start_us": g["start_us"].min(),
@@ -166,7 +210,7 @@ def fusion_groups(tensors: pd.DataFrame) -> pd.DataFrame:
     unknown = out["_unknown"] | ~(out["bytes"] < 2.0 ** 63)
     out["bytes"] = out["bytes"].where(~unknown, 0).astype("int64").astype("Int64").mask(unknown)
     out["dur_us"] = out["_end"].where(out["complete"]) - out["start_us"]
-    return out[cols]
+    return run_first(out[cols], tensors)
 
 
 def fusion_summary(groups: pd.DataFrame, acts: pd.DataFrame) -> pd.DataFrame:
@@ -177,23 +221,23 @@ def fusion_summary(groups: pd.DataFrame, acts: pd.DataFrame) -> pd.DataFrame:
     ``max_bytes`` (per op), ``op_wall_us``, ``copy_wall_us`` (MEMCPY_IN/OUT_FUSION_BUFFER,
     union), ``copy_share`` (copy_wall_us / op_wall_us).
     """
-    cols = ["source", "op", "ops", "tensors", "fused_ops", "tensors_per_op", "max_tensors",
+    k = [*_src(groups), "op"]
+    cols = [*k, "ops", "tensors", "fused_ops", "tensors_per_op", "max_tensors",
             "mean_bytes", "median_bytes", "max_bytes", "op_wall_us", "copy_wall_us",
             "copy_share"]
     rows = []
-    for (src, op), g in groups.groupby(["source", "op"], sort=True):
-        a = acts[(acts["source"].astype(str) == src) & (acts["op"].astype(str) == op) &
-                 acts["complete"]]
+    for key, g in groups.groupby(k, sort=True, observed=True):
+        a = acts[_rows_of(acts, tuple(str(v) for v in key), k).to_numpy() & acts["complete"]]
         opw = a[a["level"] == "op"]
         cp = a[a["activity"].astype(str).isin(FUSION_COPIES)]
         ow = union_us(opw["start_us"].to_numpy(float), _end(opw))
         cw = union_us(cp["start_us"].to_numpy(float), _end(cp))
         b = g["bytes"].dropna().astype(float)
-        rows.append([src, op, len(g), int(g["tensors"].sum()), int((g["tensors"] > 1).sum()),
+        rows.append([*key, len(g), int(g["tensors"].sum()), int((g["tensors"] > 1).sum()),
                      float(g["tensors"].mean()), int(g["tensors"].max()),
                      b.mean() if len(b) else np.nan, b.median() if len(b) else np.nan,
                      b.max() if len(b) else np.nan, ow, cw, cw / ow if ow else np.nan])
-    return pd.DataFrame(rows, columns=cols)
+    return run_first(pd.DataFrame(rows, columns=cols), groups)
 
 
 def fusion_sizes(groups: pd.DataFrame) -> pd.DataFrame:
@@ -202,17 +246,18 @@ def fusion_sizes(groups: pd.DataFrame) -> pd.DataFrame:
     Columns: ``source``, ``op``, ``min_tensors``, ``max_tensors`` (the bin's bounds),
     ``ops``, ``share`` (of the source's and op's fused ops).
     """
-    cols = ["source", "op", "min_tensors", "max_tensors", "ops", "share"]
+    k = [*_src(groups), "op"]
+    cols = [*k, "min_tensors", "max_tensors", "ops", "share"]
     if groups.empty:
-        return pd.DataFrame(columns=cols)
-    k = np.ceil(np.log2(groups["tensors"].to_numpy(float))).astype(int)
-    g = groups.assign(_k=k).groupby(["source", "op", "_k"], sort=True).size()
+        return run_first(pd.DataFrame(columns=cols), groups)
+    n = np.ceil(np.log2(groups["tensors"].to_numpy(float))).astype(int)
+    g = groups.assign(_k=n).groupby([*k, "_k"], sort=True, observed=True).size()
     out = g.rename("ops").reset_index()
-    k = out["_k"].to_numpy(float)
-    out["max_tensors"] = (2.0 ** k).astype(int)
-    out["min_tensors"] = np.where(k == 0, 1, 2.0 ** (k - 1) + 1).astype(int)
-    out["share"] = out["ops"] / out.groupby(["source", "op"])["ops"].transform("sum")
-    return out[cols]
+    kf = out["_k"].to_numpy(float)
+    out["max_tensors"] = (2.0 ** kf).astype(int)
+    out["min_tensors"] = np.where(kf == 0, 1, 2.0 ** (kf - 1) + 1).astype(int)
+    out["share"] = out["ops"] / out.groupby(k, observed=True)["ops"].transform("sum")
+    return run_first(out[cols], groups)
 
 
 def size_bin(nbytes: pd.Series) -> pd.Series:
@@ -243,15 +288,17 @@ def op_throughput(groups: pd.DataFrame, tensors: pd.DataFrame,
     time. Columns: ``source``, ``op``, ``bin``, ``lo_bytes``, ``hi_bytes``,
     ``ops``, ``bytes``, ``op_us``, ``op_bytes_per_s``, ``comm_us``, ``comm_bytes_per_s``.
     """
-    cols = ["source", "op", "bin", "lo_bytes", "hi_bytes", "ops", "bytes", "op_us",
+    k = _src(groups)
+    cols = [*k, "op", "bin", "lo_bytes", "hi_bytes", "ops", "bytes", "op_us",
             "op_bytes_per_s", "comm_us", "comm_bytes_per_s"]
     g = groups[groups["complete"] & groups["bytes"].notna()]
     if g.empty:
-        return pd.DataFrame(columns=cols)
-    g = g.assign(comm_us=_comm_us(tensors, acts).reindex(
-        pd.MultiIndex.from_arrays([g["source"], g["fusion_group"]])).to_numpy(),
+        return run_first(pd.DataFrame(columns=cols), groups)
+    k = [c for c in k if c in tensors.columns and c in acts.columns]
+    g = g.assign(comm_us=_comm_us(tensors, acts, k).reindex(
+        _at(g, [*k, "fusion_group"])).to_numpy(),
         bin=size_bin(g["bytes"]), bytes=g["bytes"].astype(float))
-    out = g.groupby(["source", "op", "bin"], sort=True).agg(
+    out = g.groupby([*_src(groups), "op", "bin"], sort=True, observed=True).agg(
         ops=("bytes", "size"), bytes=("bytes", "sum"), op_us=("dur_us", "sum"),
         comm_us=("comm_us", "sum")).reset_index()
     out["lo_bytes"], out["hi_bytes"] = bin_bounds(out["bin"])
@@ -259,18 +306,19 @@ def op_throughput(groups: pd.DataFrame, tensors: pd.DataFrame,
         out["op_us"] >= MIN_RATE_US)
     out["comm_bytes_per_s"] = (out["bytes"] / (out["comm_us"] / 1e6)).where(
         out["comm_us"] >= MIN_RATE_US)
-    return out[cols]
+    return run_first(out[cols], groups)
 
 
-def _comm_us(tensors: pd.DataFrame, acts: pd.DataFrame) -> pd.Series:
-    """Per (source, fusion_group): the longest collective activity among its tensors."""
+def _comm_us(tensors: pd.DataFrame, acts: pd.DataFrame, k: list[str]) -> pd.Series:
+    """Per (``k``: run and source, fusion_group): the longest collective activity among its
+    tensors."""
     comm = acts[(acts["level"] == "activity") & acts["complete"] &
                 acts["activity"].astype(str).str.startswith(COMM_PREFIXES)]
-    keys = ["source", "pid", "op_index"]
-    m = comm[keys + ["dur_us"]].assign(source=comm["source"].astype(str)).merge(
-        tensors[keys + ["fusion_group"]].assign(source=tensors["source"].astype(str)),
-        on=keys, how="inner")
-    return m.groupby(["source", "fusion_group"])["dur_us"].max()
+    on = [*k, "pid", "op_index"]
+    text = {c: (lambda df, c=c: df[c].astype(str)) for c in k}
+    m = comm[on + ["dur_us"]].assign(**text).merge(
+        tensors[on + ["fusion_group"]].assign(**text), on=on, how="inner")
+    return m.groupby([*k, "fusion_group"])["dur_us"].max()
 
 
 def cycle_stats(cycles: pd.DataFrame) -> pd.DataFrame:
@@ -278,13 +326,14 @@ def cycle_stats(cycles: pd.DataFrame) -> pd.DataFrame:
 
     Columns: ``source``, ``cycles``, ``mean_us``, ``p50_us``, ``p95_us``, ``max_us``.
     """
-    cols = ["source", "cycles", "mean_us", "p50_us", "p95_us", "max_us"]
+    k = _src(cycles)
+    cols = [*k, "cycles", "mean_us", "p50_us", "p95_us", "max_us"]
     if cycles.empty:
-        return pd.DataFrame(columns=cols)
-    g = cycles.groupby(cycles["source"].astype(str), sort=True)["dur_us"]
+        return run_first(pd.DataFrame(columns=cols), cycles)
+    g = cycles.groupby(_by(cycles, k), sort=True, observed=True)["dur_us"]
     out = pd.DataFrame({"cycles": g.size(), "mean_us": g.mean(), "p50_us": g.median(),
                         "p95_us": g.quantile(0.95), "max_us": g.max()})
-    return out.rename_axis("source").reset_index()[cols]
+    return run_first(out.rename_axis(k).reset_index()[cols], cycles)
 
 
 def idle_gaps(acts: pd.DataFrame) -> pd.DataFrame:
@@ -292,27 +341,41 @@ def idle_gaps(acts: pd.DataFrame) -> pd.DataFrame:
 
     Columns: ``source``, ``start_us``, ``dur_us``; longest first within each source.
     """
-    rows = []
+    k, rows = _src(acts), []
     ops = acts[(acts["level"] == "op") & acts["complete"]]
-    for src, g in ops.groupby(ops["source"].astype(str), sort=True):
+    for key, g in ops.groupby(_by(ops, k), sort=True, observed=True):
         segs = union_segments(g["start_us"].to_numpy(float), _end(g))
-        rows += [(src, e0, s1 - e0) for (_, e0), (s1, _) in zip(segs, segs[1:], strict=False)]
-    out = pd.DataFrame(rows, columns=["source", "start_us", "dur_us"])
-    return out.sort_values(["source", "dur_us"], ascending=[True, False],
+        rows += [(*key, e0, s1 - e0) for (_, e0), (s1, _) in zip(segs, segs[1:], strict=False)]
+    out = run_first(pd.DataFrame(rows, columns=[*k, "start_us", "dur_us"]), acts)
+    return out.sort_values([*k, "dur_us"], ascending=[True] * len(k) + [False],
                            kind="stable").reset_index(drop=True)
+
+
+def longest_gaps(gaps: pd.DataFrame, n: int) -> pd.DataFrame:
+    """The ``n`` longest of :func:`idle_gaps` per source (and run)."""
+    return gaps.groupby(_src(gaps), sort=False, observed=True).head(n).reset_index(drop=True)
 
 
 def idle_summary(gaps: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """Per source: ``gaps``, ``idle_us`` (total), ``idle_share`` (of the span),
     ``longest_us``."""
-    rows = []
+    k, rows = _src(runs), []
     for _, r in runs.iterrows():
-        src, span = str(r["source"]), float(r["span_us"])
-        d = gaps.loc[gaps["source"] == src, "dur_us"]
+        key, span = _key_of(r, k), float(r["span_us"])
+        d = gaps.loc[_rows_of(gaps, key, k).to_numpy(), "dur_us"]
         total = float(d.sum())
-        rows.append([src, len(d), total, total / span if span else np.nan,
+        rows.append([*key, len(d), total, total / span if span else np.nan,
                      float(d.max()) if len(d) else np.nan])
-    return pd.DataFrame(rows, columns=["source", "gaps", "idle_us", "idle_share", "longest_us"])
+    return run_first(pd.DataFrame(rows, columns=[*k, "gaps", "idle_us", "idle_share",
+                                                 "longest_us"]), runs)
+
+
+def time_summary(acts: pd.DataFrame, runs: pd.DataFrame,
+                 gaps: pd.DataFrame | None = None) -> pd.DataFrame:
+    """:func:`negotiation_share` and :func:`idle_summary` side by side, one row per source
+    (joined on run and source)."""
+    gaps = idle_gaps(acts) if gaps is None else gaps
+    return negotiation_share(acts, runs).merge(idle_summary(gaps, runs), on=_src(runs))
 
 
 def top_tensors(tensors: pd.DataFrame, n: int | None = 10) -> pd.DataFrame:
@@ -322,22 +385,24 @@ def top_tensors(tensors: pd.DataFrame, n: int | None = 10) -> pd.DataFrame:
     ``mean_us``, ``share`` (of the source's summed op time), ``negotiate_us`` (summed),
     ``bytes`` (per op), ``dtype``, ``shape``. ``n`` rows per source (all when None).
     """
-    cols = ["source", "tensor", "op", "ops", "total_us", "mean_us", "share", "negotiate_us",
+    k = _src(tensors)
+    cols = [*k, "tensor", "op", "ops", "total_us", "mean_us", "share", "negotiate_us",
             "bytes", "dtype", "shape"]
     if tensors.empty:
-        return pd.DataFrame(columns=cols)
+        return run_first(pd.DataFrame(columns=cols), tensors)
     t = tensors.assign(source=tensors["source"].astype(str), tensor=tensors["tensor"].astype(str),
                        op=tensors["op"].astype(str))
-    g = t.groupby(["source", "tensor", "op"], sort=False)
+    g = t.groupby([*k, "tensor", "op"], sort=False, observed=True)
     out = pd.DataFrame({
         "ops": g.size(), "total_us": g["dur_us"].sum(), "mean_us": g["dur_us"].mean(),
         "negotiate_us": g["negotiate_us"].sum(), "bytes": g["bytes"].first(),
         "dtype": g["dtype"].first().astype(object), "shape": g["shape"].first(),
     }).reset_index()
-    out["share"] = out["total_us"] / out.groupby("source")["total_us"].transform("sum")
-    out = out.sort_values(["source", "total_us"], ascending=[True, False], kind="stable")
+    out["share"] = out["total_us"] / out.groupby(k, observed=True)["total_us"].transform("sum")
+    out = run_first(out, tensors)
+    out = out.sort_values([*k, "total_us"], ascending=[True] * len(k) + [False], kind="stable")
     if n is not None:
-        out = out.groupby("source", sort=False).head(n)
+        out = out.groupby(k, sort=False, observed=True).head(n)
     return out[cols].reset_index(drop=True)
 
 
@@ -347,21 +412,21 @@ def timeline_warnings(runs: pd.DataFrame) -> pd.DataFrame:
     Columns: ``source``, ``kind`` (truncated, open_intervals, unmatched_ends, no_ticks,
     cached), ``detail``.
     """
-    rows = []
+    k, rows = _src(runs), []
     for _, r in runs.iterrows():
-        src = str(r["source"])
+        src = _key_of(r, k)
         if r["truncated"]:
-            rows.append((src, "truncated", "the file ends inside a record: the job was "
+            rows.append((*src, "truncated", "the file ends inside a record: the job was "
                          "probably killed while writing; events up to the cut are used"))
         if r["open_intervals"]:
-            rows.append((src, "open_intervals", f"{int(r['open_intervals'])} interval(s) never "
-                         "closed (B without E): counted as open, no duration"))
+            rows.append((*src, "open_intervals", f"{int(r['open_intervals'])} interval(s) "
+                         "never closed (B without E): counted as open, no duration"))
         if r["unmatched_ends"]:
-            rows.append((src, "unmatched_ends", f"{int(r['unmatched_ends'])} E record(s) closed "
-                         "nothing (file rewritten or cut at its start): ignored"))
+            rows.append((*src, "unmatched_ends", f"{int(r['unmatched_ends'])} E record(s) "
+                         "closed nothing (file rewritten or cut at its start): ignored"))
         n, ticked = int(r["negotiations"]), int(r["negotiations_with_ticks"])
         if n and ticked < n:
-            rows.append((src, "cached", f"only {ticked:,} of {n:,} negotiations have rank-ready "
-                         "ticks (Horovod's response cache skips them): straggler figures "
-                         "cover those only"))
-    return pd.DataFrame(rows, columns=["source", "kind", "detail"])
+            rows.append((*src, "cached", f"only {ticked:,} of {n:,} negotiations have "
+                         "rank-ready ticks (Horovod's response cache skips them): straggler "
+                         "figures cover those only"))
+    return run_first(pd.DataFrame(rows, columns=[*k, "kind", "detail"]), runs)

@@ -23,6 +23,10 @@ before eval before setup (downloads, loading); job-level figures of known traine
 other named lines before tqdm bars; the best figure of each log before a second figure of
 the same log; then the larger job first (more instances, then more rows). Instances come
 in rank order (:func:`rank_keys`: 0, 1, 2, ..., 10, not 0, 1, 10, 2).
+
+When the table has ``run`` (every table :func:`dptrace.load` returns does), a series is also
+per run: ``run`` is the first key and the first column of every result, and the runs come
+one after the other, in their order (:mod:`.keys`).
 """
 
 from __future__ import annotations
@@ -32,8 +36,11 @@ import pandas as pd
 from pandas.core.groupby import DataFrameGroupBy
 
 from ..schema import PHASES
+from .keys import RUN, keys, run_first
 
 SERIES = ["source", "pattern", "name", "label", "metric", "scope", "phase"]
+#: :data:`SERIES` with ``run`` first: what names a series in a table that has ``run``
+RUN_SERIES = [RUN, *SERIES]
 #: patterns whose lines are job-level figures of a known trainer (HF Trainer, the SambaNova
 #: transformers hook, DeepSpeed, Megatron, SambaFlow, Horovod/tf_cnn benchmarks)
 TRAINER_PATTERNS = ("hf_trainer", "hf_metrics_table", "transformers_hook", "deepspeed",
@@ -59,7 +66,7 @@ def mark_warmup(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION) -> pd.Serie
     tp = _phased(tp)
     stepped = tp[tp["step"].notna()]
     ordered = stepped.assign(_s=stepped["step"].astype("float64")).sort_values("_s", kind="stable")
-    groups = _group(ordered, SERIES + ["instance"])
+    groups = _group(ordered, keys(ordered, *SERIES, "instance"))
     pos = groups.cumcount()
     size = groups["_s"].transform("size")
     cut = np.maximum(1, np.floor(size * fraction))
@@ -78,13 +85,13 @@ def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
     :func:`series_order`; the instances of a series in rank order (:func:`rank_keys`).
     """
     if tp.empty:
-        return pd.DataFrame(columns=SERIES + ["instance", "rows", "warmup_rows", "first_step",
-                                              "last_step", "value_all", "value",
-                                              "below_median_pct", "straggler", "first_lineno"])
+        return run_first(pd.DataFrame(columns=keys(
+            tp, *SERIES, "instance", "rows", "warmup_rows", "first_step", "last_step",
+            "value_all", "value", "below_median_pct", "straggler", "first_lineno")), tp)
     tp = _phased(tp)
     df = tp.assign(_warm=mark_warmup(tp, fraction))
     df = df.assign(_steady=df["value"].where(~df["_warm"]))
-    g = _group(df, SERIES + ["instance"])
+    g = _group(df, keys(df, *SERIES, "instance"))
     out = pd.DataFrame({
         "rows": g.size(),
         "warmup_rows": g["_warm"].sum(),
@@ -94,22 +101,22 @@ def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
         "value": g["_steady"].mean(),
         "first_lineno": g["lineno"].min(),
     }).reset_index()
-    median = _group(out, SERIES)["value"].transform("median")
+    median = _group(out, keys(out, *SERIES))["value"].transform("median")
     out["below_median_pct"] = (median - out["value"]) / median * 100.0
     out["straggler"] = out["below_median_pct"] > straggler * 100.0
-    return _in_order(out)
+    return _in_order(run_first(out, tp))
 
 
 def _in_order(inst: pd.DataFrame) -> pd.DataFrame:
     """Rows of :func:`per_instance`: series in :func:`series_order`, instances by rank."""
-    groups = _group(inst, SERIES)
+    groups = _group(inst, keys(inst, *SERIES))
     series = groups.agg(instances=("instance", "size"), rows=("rows", "sum"),
                         first_lineno=("first_lineno", "min")).reset_index()
     rank = np.empty(len(series), dtype=np.int64)  # series (numbered as they appear) -> place
     rank[_order(series)] = np.arange(len(series))
-    keys = rank_keys(inst["instance"]).assign(_series=rank[groups.ngroup().to_numpy()],
-                                              _line=inst["first_lineno"])
-    order = keys.sort_values(["_series", "text", "number", "rest", "_line"], kind="stable")
+    by = rank_keys(inst["instance"]).assign(_series=rank[groups.ngroup().to_numpy()],
+                                            _line=inst["first_lineno"])
+    order = by.sort_values(["_series", "text", "number", "rest", "_line"], kind="stable")
     return inst.loc[order.index].reset_index(drop=True)
 
 
@@ -141,10 +148,12 @@ def throughput_summary(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
     ``job_value_all_steps`` (the same rule over all steps, warm-up included); ``warmup_rows``.
     """
     inst = per_instance(tp, fraction, straggler)
+    k = keys(inst, *SERIES)
     if inst.empty:
-        return pd.DataFrame(columns=SERIES + _SUMMARY_COLS)
-    rows = [_summarise(key, grp) for key, grp in _group(inst, SERIES)]
-    return series_order(pd.DataFrame(rows, columns=SERIES + _SUMMARY_COLS))
+        return run_first(pd.DataFrame(columns=k + _SUMMARY_COLS), tp)
+    scope = k.index("scope")
+    rows = [_summarise(key, grp, key[scope]) for key, grp in _group(inst, k)]
+    return series_order(run_first(pd.DataFrame(rows, columns=k + _SUMMARY_COLS), inst))
 
 
 def series_order(summary: pd.DataFrame) -> pd.DataFrame:
@@ -152,6 +161,8 @@ def series_order(summary: pd.DataFrame) -> pd.DataFrame:
 
     The keys, in turn:
 
+    0. ``run``, when the frame has it: the runs in their order (a categorical's, else as
+       they first appear), each run's series together.
     1. ``phase``: train, then eval, then setup (downloads, loading, preprocessing bars);
        a missing phase counts as train.
     2. the kind of line: job-level figures of known trainers (:data:`TRAINER_PATTERNS`),
@@ -167,7 +178,8 @@ def series_order(summary: pd.DataFrame) -> pd.DataFrame:
        ``first_lineno`` when the frame has it), then the order given.
 
     Pure: returns a new frame with a fresh index; the rows themselves are unchanged. Also
-    accepts any frame with the :data:`SERIES` columns and ``instances`` and ``rows``.
+    accepts any frame with the :data:`SERIES` columns and ``instances`` and ``rows``
+    (and ``run`` or not).
     """
     if summary.empty:
         return summary.reset_index(drop=True)
@@ -185,7 +197,14 @@ def _order(summary: pd.DataFrame) -> np.ndarray:
         (pattern == "horovod_benchmark") & ~name.str.lower().str.startswith("total"))
     headline = np.where(metric.isin(_HEADLINE_METRICS), 0,
                         np.where(metric == "tokens_per_s", 1, 2)) * 2 + secondary.to_numpy()
-    keys = pd.DataFrame({
+    if RUN not in summary:
+        run = np.zeros(len(summary), dtype=np.int64)
+    elif isinstance(summary[RUN].dtype, pd.CategoricalDtype):
+        run = summary[RUN].cat.codes.to_numpy()
+    else:
+        run = pd.factorize(summary[RUN].astype(object), use_na_sentinel=False)[0]
+    order_keys = pd.DataFrame({
+        "run": run,
         "source": summary["source"].astype("object").fillna("").to_numpy(),
         "phase": 0 if phase is None else phase.map(rank).fillna(0).to_numpy(),
         "kind": np.where(pattern.isin(TRAINER_PATTERNS), 0,
@@ -197,10 +216,11 @@ def _order(summary: pd.DataFrame) -> np.ndarray:
                  if "first_lineno" in summary else 0),
         "pos": np.arange(len(summary)),
     })
-    best = keys.sort_values(["headline", "instances", "rows", "line", "pos"], kind="stable")
-    keys["lead"] = best.groupby(["source", "phase", "kind"], sort=False).cumcount()
-    order = keys.sort_values(["phase", "kind", "lead", "instances", "rows", "headline", "source",
-                              "line", "pos"], kind="stable")
+    best = order_keys.sort_values(["headline", "instances", "rows", "line", "pos"],
+                                  kind="stable")
+    order_keys["lead"] = best.groupby(["run", "source", "phase", "kind"], sort=False).cumcount()
+    order = order_keys.sort_values(["run", "phase", "kind", "lead", "instances", "rows",
+                                    "headline", "source", "line", "pos"], kind="stable")
     return order["pos"].to_numpy()
 
 
@@ -209,13 +229,12 @@ _SUMMARY_COLS = ["instances", "rows", "sum", "mean", "hmean", "median", "min", "
                  "job_value", "job_rule", "job_value_all_steps", "warmup_rows"]
 
 
-def _summarise(key: tuple, grp: pd.DataFrame) -> list:
+def _summarise(key: tuple, grp: pd.DataFrame, scope: object) -> list:
     v = grp["value"].astype("float64")
     n = len(grp)
     slow = grp.loc[v.idxmin()] if v.notna().any() else None
     mean = v.mean()
     hmean = n / (1.0 / v).sum() if (v > 0).all() else np.nan
-    scope = key[SERIES.index("scope")]
     if scope == "global":
         job, job_all = mean, grp["value_all"].mean()
         rule = ("global figure; " + (f"mean of {n} copies, not summed" if n > 1 else "as printed"))

@@ -2,11 +2,16 @@
 
 All functions take the ``tiles`` table. A data-parallel SambaFlow job runs one process per
 instance; each instance owns the tiles that sntilestat lists with its PID.
+
+Every result is per ``source`` (one listing), and per ``run`` first when the table has it
+(:mod:`.keys`): ``run`` is then the first column of each result.
 """
 
 from __future__ import annotations
 
 import pandas as pd
+
+from .keys import keys, run_first
 
 #: a tile at or above this %idle, with no PID, counts as idle
 IDLE_PCT = 99.9
@@ -23,12 +28,12 @@ def instances(tiles: pd.DataFrame) -> pd.DataFrame:
     """
     busy = tiles[tiles["pid"].notna()]
     if busy.empty:
-        return pd.DataFrame(columns=["source", "pid", "user", "command", "tiles", "rdus",
-                                     "rdu_list", "snapshots", "exec_mean_pct", "exec_min_pct",
-                                     "pload_mean_pct", "aload_mean_pct", "chkpt_mean_pct",
-                                     "lowest"])
+        return run_first(pd.DataFrame(columns=keys(
+            tiles, "source", "pid", "user", "command", "tiles", "rdus", "rdu_list", "snapshots",
+            "exec_mean_pct", "exec_min_pct", "pload_mean_pct", "aload_mean_pct", "chkpt_mean_pct",
+            "lowest")), tiles)
     busy = busy.assign(_tile=_tile_key(busy), _rdu=_num(busy["xrdu"]) + "/" + _num(busy["rdu"]))
-    g = busy.groupby(["source", "pid"], sort=False)
+    g = busy.groupby(keys(busy, "source", "pid"), sort=False, observed=True)
     out = pd.DataFrame({
         "user": g["user"].first(),
         "command": g["command"].first(),
@@ -42,9 +47,9 @@ def instances(tiles: pd.DataFrame) -> pd.DataFrame:
         "aload_mean_pct": g["aload_pct"].mean(),
         "chkpt_mean_pct": g["chkpt_pct"].mean(),
     }).reset_index()
-    low = out.groupby("source")["exec_mean_pct"].transform("min")
+    low = out.groupby(keys(out, "source"), observed=True)["exec_mean_pct"].transform("min")
     out["lowest"] = out["exec_mean_pct"] == low
-    return out
+    return run_first(out, tiles)
 
 
 def idle_tiles(tiles: pd.DataFrame) -> pd.DataFrame:
@@ -54,12 +59,14 @@ def idle_tiles(tiles: pd.DataFrame) -> pd.DataFrame:
     (in the source), ``always_idle`` (idle in every snapshot).
     """
     idle = tiles["pid"].isna() & (tiles["idle_pct"] >= IDLE_PCT)
-    per_source = tiles.groupby("source")["snapshot"].nunique()
-    g = tiles[idle].groupby(["source", "xrdu", "rdu", "tile"], sort=False)
+    k = keys(tiles, "source")
+    per_source = tiles.groupby(k, observed=True)["snapshot"].nunique().rename("snapshots")
+    g = tiles[idle].groupby(keys(tiles, "source", "xrdu", "rdu", "tile"), sort=False,
+                            observed=True)
     out = g["snapshot"].nunique().rename("idle_snapshots").reset_index()
-    out["snapshots"] = out["source"].map(per_source).astype("int64")
+    out["snapshots"] = out.join(per_source, on=k)["snapshots"].astype("int64")
     out["always_idle"] = out["idle_snapshots"] == out["snapshots"]
-    return out
+    return run_first(out, tiles)
 
 
 def overview(tiles: pd.DataFrame) -> pd.DataFrame:
@@ -72,20 +79,25 @@ def overview(tiles: pd.DataFrame) -> pd.DataFrame:
     """
     rows = []
     idle = idle_tiles(tiles)
-    for source, t in tiles.groupby("source", sort=False):
+    k = keys(tiles, "source")
+    for key, t in tiles.groupby(k, sort=False, observed=True):
+        named = dict(zip(k, key, strict=True))
+        mine = idle
+        for c, v in named.items():
+            mine = mine[mine[c] == v]
         last = t[t["snapshot"] == t["snapshot"].max()]
         busy = t[t["pid"].notna()]
         shares = {c: busy[c].mean() if len(busy) else float("nan") for c in
                   ("exec_pct", "pload_pct", "aload_pct", "chkpt_pct")}
         rows.append({
-            "source": source, "snapshots": t["snapshot"].nunique(),
+            **named, "snapshots": t["snapshot"].nunique(),
             "tiles": _tile_key(t).nunique(), "instances": busy["pid"].nunique(),
             "busy_tiles": int(last["pid"].notna().sum()),
-            "idle_tiles": int(idle.loc[idle["source"] == source, "always_idle"].sum()),
+            "idle_tiles": int(mine["always_idle"].sum()),
             **{c.replace("_pct", "_mean_pct"): v for c, v in shares.items()},
             "load_overhead_pct": shares["pload_pct"] + shares["aload_pct"] + shares["chkpt_pct"],
         })
-    return pd.DataFrame(rows)
+    return run_first(pd.DataFrame(rows), tiles)
 
 
 def exec_series(tiles: pd.DataFrame) -> pd.DataFrame:
@@ -94,11 +106,11 @@ def exec_series(tiles: pd.DataFrame) -> pd.DataFrame:
     Columns: ``source``, ``snapshot``, ``time``, ``pid``, ``exec_mean_pct``, ``tiles``.
     """
     busy = tiles[tiles["pid"].notna()]
-    g = busy.groupby(["source", "snapshot", "pid"], sort=True)
-    return pd.DataFrame({
+    g = busy.groupby(keys(busy, "source", "snapshot", "pid"), sort=True, observed=True)
+    return run_first(pd.DataFrame({
         "time": g["time"].first(), "exec_mean_pct": g["exec_pct"].mean(),
         "tiles": g["tile"].size(),
-    }).reset_index()
+    }).reset_index(), tiles)
 
 
 def _tile_key(t: pd.DataFrame) -> pd.Series:
@@ -129,19 +141,20 @@ def grid(tiles: pd.DataFrame) -> pd.DataFrame:
     ``pid`` (the PID of the last snapshot that had one), ``instance`` (1, 2, ... numbering
     the PIDs of the source in order of first appearance; null for idle tiles).
     """
-    keys = ["source", "xrdu", "rdu", "tile"]
-    g = tiles.groupby(keys, sort=False)
+    k = keys(tiles, "source")
+    g = tiles.groupby([*k, "xrdu", "rdu", "tile"], sort=False, observed=True)
     out = pd.DataFrame({
         "exec_mean_pct": g["exec_pct"].mean(),
         "idle_mean_pct": g["idle_pct"].mean(),
         "pid": g["pid"].last(),
     }).reset_index()
+    busy = tiles[tiles["pid"].notna()]
     numbers = {
-        (src, pid): n
-        for src, t in tiles[tiles["pid"].notna()].groupby("source", sort=False)
+        (*key, pid): n
+        for key, t in busy.groupby(k, sort=False, observed=True)
         for pid, n in instance_numbers(t).items()
     }
-    out["instance"] = pd.array([numbers.get((s, p)) for s, p in zip(out["source"], out["pid"],
-                                                                      strict=True)],
+    cols = [out[c].astype(object) for c in k] + [out["pid"]]
+    out["instance"] = pd.array([numbers.get(key) for key in zip(*cols, strict=True)],
                                dtype="Int64")
-    return out
+    return run_first(out, tiles)
