@@ -36,14 +36,14 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
     gaps = hv.idle_gaps(acts)
     return Section(SPEC.name, SPEC.title, CAPTION, {
         "runs": runs,
-        "time": hv.negotiation_share(acts, runs).merge(hv.idle_summary(gaps, runs), on="source"),
+        "time": hv.time_summary(acts, runs, gaps),
         "activities": hv.activity_breakdown(acts, runs),
         "stragglers": hv.straggler_ranks(ds["hvd_ready"]),
         "fusion": hv.fusion_summary(groups, acts),
         "fusion_sizes": hv.fusion_sizes(groups),
         "throughput": hv.op_throughput(groups, tensors, acts),
         "cycles": hv.cycle_stats(ds["hvd_cycles"]),
-        "idle_gaps": gaps.groupby("source", sort=False).head(MAX_GAPS).reset_index(drop=True),
+        "idle_gaps": hv.longest_gaps(gaps, MAX_GAPS),
         "top_tensors": hv.top_tensors(tensors, 10),
     }, figure_args={"cycles": ds["hvd_cycles"]})
 
