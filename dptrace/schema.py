@@ -256,6 +256,8 @@ FINDINGS = register_table(Table(
         _c("run", "category", "the run the finding is about (each run is judged on its own rows)"),
         _c("severity", "category", "critical (a number in the report may be wrong), warning "
            "(worth a look before trusting or tuning) or info (context for reading the numbers)"),
+        _c("message", "string", "one plain sentence with the numbers and their units"),
+        _c("hint", "string", "what to try or check next; empty when there is nothing to add"),
         _c("kind", "category", "stable identifier of the rule that fired: throughput_straggler, "
            "small_message_allreduce, files_disagree, role_claimed_twice, ranks_missing, "
            "truncated_input, open_intervals, unmatched_ends, cached_negotiations, "
@@ -269,10 +271,8 @@ FINDINGS = register_table(Table(
            "states (%, a count, ...); null when the rule is a yes/no"),
         _c("threshold", "float64", "the limit the value crossed, in the same unit; null when "
            "there is none"),
-        _c("message", "string", "one plain sentence with the numbers and their units"),
         _c("evidence", "string", "the report table and rows behind it: "
            "'<section>.<table> key=value ...'"),
-        _c("hint", "string", "what to try or check next; empty when there is nothing to add"),
     ),
     key=("run", "kind", "evidence"),
 ))
