@@ -208,11 +208,20 @@ def runs_table(run_of: Mapping[str, str], labels: Mapping[str, str],
         launchers = sorted({la for _, la in found if la})
         if len(launchers) == 1:
             rows[run]["launcher"] = launchers[0]
-    _from_mpitrace(rows, tables.get("mpi_jobs"), tables.get("mpi_ranks"))
+    _from_mpitrace(rows, tables.get("mpi_jobs"), _cols(tables.get("mpi_ranks"), "host"))
     _from_horovod(rows, tables.get("hvd_runs"))
-    _from_trainlog(rows, tables.get("train_metrics"), tables.get("throughput"))
+    _from_trainlog(rows, _cols(tables.get("train_metrics"), "name", "pattern", "value"),
+                   _cols(tables.get("throughput"), "rank", "instance", "pattern"))
     return schema.conform(pd.DataFrame(list(rows.values()),
                                        columns=[c.name for c in RUNS.columns]), RUNS)
+
+
+def _cols(df: pd.DataFrame | None, *cols: str) -> pd.DataFrame | None:
+    """Only the columns a step reads (grouping a table of millions of rows by run copies
+    whatever it holds)."""
+    if df is None:
+        return None
+    return df[[c for c in ("run", *cols) if c in df.columns]]
 
 
 def _per_run(df: pd.DataFrame | None) -> list[tuple[str, pd.DataFrame]]:
