@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import warnings
 from collections.abc import Iterable, Iterator, Mapping
 
 import pandas as pd
@@ -156,9 +155,7 @@ def _cat(frames: list[pd.DataFrame], order: list[str]) -> pd.DataFrame:
     frames = [f for f in frames if f is not None]
     if not frames:
         return pd.DataFrame()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)   # all-null columns of empty parts
-        out = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].copy()
+    out = schema.concat(frames) if len(frames) > 1 else frames[0].copy()
     if "run" in out.columns:
         out["run"] = pd.Categorical(out["run"].astype("object"), categories=order)
     for col in out.columns:   # concatenated categoricals whose categories differ

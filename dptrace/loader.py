@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -93,8 +92,9 @@ def load_sources(sources: list[Source], problems: list[Problem],
             src.forget()
     tables = {
         # one part (a batch's table): conform gives a fresh frame and index without a concat
-        name: schema.conform(parts[0] if len(parts) == 1 else _concat(parts), schema.TABLES[name])
-        if name in schema.TABLES else _concat(parts)
+        name: schema.conform(parts[0] if len(parts) == 1 else schema.concat(parts),
+                             schema.TABLES[name])
+        if name in schema.TABLES else schema.concat(parts)
         for name, parts in frames.items()
     }
     settle = _Settle(problems, forced)
@@ -226,8 +226,6 @@ def _choose(src: Source, forced: registry.Parser | None, outcomes: dict[int, _Ou
     return []
 
 
-#: what a parser's crash report says (registry.Parser.parse_group); never a skipped file
-_CRASH = registry.CRASH
 
 
 class _Settle:
@@ -269,7 +267,7 @@ class _Settle:
             return self._skip(o, o.message) if o.status == "unknown" and not src.explicit else o
         mine = self._of(src.name)
         errors = [p.message for p in mine if p.severity == "error"]
-        if any(_CRASH in e for e in errors):
+        if any(registry.CRASH in e for e in errors):  # a reader crashed: never skipped
             return o
         sure = _claimed(src, o)
         if sure and errors:    # a damaged file of a format that knows it: keep its errors
@@ -309,15 +307,6 @@ def _claimed(src: Source, o: _Outcome) -> bool:
     known = registry.parsers()
     names = (o.format or "").split("+")
     return any(n in known and known[n].sniff(src, head) >= registry.SURE for n in names)
-
-
-def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    """The parts' rows in order. Parts with all-null columns are kept as they are; the
-    schema sets each column's dtype afterwards, so pandas 2's FutureWarning about how such
-    columns will count towards the result's dtype does not apply."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        return pd.concat(parts, ignore_index=True)
 
 
 def _sources_frame(outcomes: list[_Outcome]) -> pd.DataFrame:

@@ -197,7 +197,7 @@ class Parser:
             for name, df in result.tables.items():
                 parts.setdefault(name, []).append(df)
             outcomes.append(Outcome(src, result.variant, result.rows, list(result.problems)))
-        return {k: v[0] if len(v) == 1 else _concat(v) for k, v in parts.items()}, outcomes
+        return {k: v[0] if len(v) == 1 else _schema().concat(v) for k, v in parts.items()}, outcomes
 
     @property
     def parse_many(self) -> ParseManyFn | None:
@@ -236,14 +236,9 @@ def _crash_problem(name: str, src: Source, exc: Exception) -> Problem:
                    severity="error")
 
 
-def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    import warnings
-
-    import pandas as pd
-
-    with warnings.catch_warnings():   # all-null columns: the schema sets dtypes afterwards
-        warnings.simplefilter("ignore", FutureWarning)
-        return pd.concat(parts, ignore_index=True)
+def _schema() -> ModuleType:
+    """:mod:`dptrace.schema`, imported when a reader first needs it (it imports pandas)."""
+    return importlib.import_module("dptrace.schema")
 
 
 def parsers() -> dict[str, Parser]:

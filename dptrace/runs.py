@@ -117,12 +117,13 @@ def assign(names: Sequence[str], origins: Sequence[int], args: Sequence[Argument
     keys: list[tuple[str, ...]] = []
     labels: dict[tuple[str, ...], str] = {}
     loose: list[int] = []          # sources of unlabelled file/glob arguments
+    is_dir = [a.label is None and a.is_dir for a in args]   # one stat per argument
     for i, arg in enumerate(origins):
         a = args[arg] if arg < len(args) else Argument(names[i])
         if a.label is not None:
             key: tuple[str, ...] = ("label", a.label)
             labels[key] = a.label
-        elif a.is_dir:
+        elif arg < len(args) and is_dir[arg]:
             key = ("dir", os.path.abspath(a.path))
             labels[key] = os.path.basename(os.path.normpath(a.path)) or a.path
         else:

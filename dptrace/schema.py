@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -198,6 +199,16 @@ def conform(data: pd.DataFrame | Mapping[str, Any], table: Table) -> pd.DataFram
     extra = {k: df[k] for k in df.columns if k not in out}
     frame = pd.DataFrame({**out, **extra})
     return frame.reset_index(drop=True)
+
+
+def concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """The parts' rows in order. Parts with all-null columns are kept as they are; the
+    schema sets each column's dtype afterwards (:func:`conform`), so pandas 2's
+    FutureWarning about how such columns will count towards the result's dtype does not
+    apply."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return pd.concat(parts, ignore_index=True)
 
 
 #: the one text dtype: Arrow-backed on every pandas (pandas 2 would keep whichever storage a
