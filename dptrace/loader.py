@@ -168,9 +168,10 @@ def _with_runs(tables: dict[str, pd.DataFrame], sources_df: pd.DataFrame,
     run_of = dict(zip(names, run_ids, strict=True))
     order = list(labels)
     tables = {k: runs.add_run(v, run_of, order) for k, v in tables.items()}
+    tables, order, labels, parents = runs.split_parts(tables, order, labels)
     sources_df = runs.add_run(sources_df, run_of, order)
     problems_df = runs.add_run(problems_df, run_of, order)
-    table = runs.runs_table(run_of, labels, tables, sources_df)
+    table = runs.runs_table(run_of, labels, tables, sources_df, parents)
     return Dataset(tables, sources_df, problems_df, table)
 
 

@@ -110,6 +110,41 @@ def job_id(name: str) -> tuple[str | None, str | None]:
     return None, None
 
 
+#: per-rank file layouts: torchrun ``--log-dir`` (``<dir>/attempt_0/3/stdout.log``), mpirun
+#: ``--output-filename`` (``<dir>/1/rank.3/stdout``), and names such as ``rank3.log``,
+#: ``log_rank_3.txt`` (``<dir>/rank3.log``): the rank, and the directory of the job's files
+_TORCHRUN_DIR = re.compile(r"(?:^|/)attempt_\d+/(\d{1,6})/(?:stdout|stderr)\.log$")
+_MPIRUN_DIR = re.compile(r"(?:^|/)\d+/rank\.(\d{1,6})/(?:stdout|stderr)$")
+_RANK_NAME = re.compile(r"(?:^|[_.-])rank[_.-]?(\d{1,6})(?=[_.-]|$)", re.IGNORECASE)
+
+
+def rank_of_path(path: str) -> tuple[int, str] | None:
+    """(rank, the directory holding all ranks' files) of a per-rank log file's path, else
+    None: ``run/attempt_0/3/stdout.log`` -> (3, "run"); ``out/1/rank.03/stdout`` -> (3,
+    "out"); ``logs/log_rank_3.txt`` -> (3, "logs")."""
+    p = path.split("::")[-1].replace("\\", "/")
+    for suffix in _COMPRESSED:
+        if p.endswith(suffix):
+            p = p[: -len(suffix)]
+    for rx in (_TORCHRUN_DIR, _MPIRUN_DIR):
+        m = rx.search(p)
+        if m:
+            root = p[: m.start()] if m.start() > 0 or p.startswith("/") else ""
+            return int(m.group(1)), root.rstrip("/") or "."
+    base = p.rsplit("/", 1)[-1]
+    stem = base.rsplit(".", 1)[0] if "." in base else base
+    m = _RANK_NAME.search(stem)
+    if m:
+        return int(m.group(1)), (p.rsplit("/", 1)[0] if "/" in p else ".")
+    return None
+
+
+def per_rank_root(path: str) -> str | None:
+    """The absolute directory that holds a per-rank layout's files (see :func:`rank_of_path`)."""
+    found = rank_of_path(path.split("::")[0])
+    return os.path.abspath(found[1]) if found else None
+
+
 def assign(names: Sequence[str], origins: Sequence[int], args: Sequence[Argument],
            ) -> tuple[list[str], dict[str, str]]:
     """The run of each source (``names[i]`` found by argument ``origins[i]``), and each
@@ -143,9 +178,13 @@ def assign(names: Sequence[str], origins: Sequence[int], args: Sequence[Argument
         if jid is None:
             near = by_dir.get(os.path.dirname(os.path.abspath(names[i])), set())
             jid = next(iter(near)) if len(near) == 1 else None
+        root = per_rank_root(names[i]) if jid is None else None
         if jid is not None:
             keys[i] = ("job", jid)
             labels[keys[i]] = f"job {jid}"
+        elif root is not None:  # per-rank files of one job: one run
+            keys[i] = ("ranks", root)
+            labels[keys[i]] = os.path.basename(root) or root
         else:
             keys[i] = ("file", os.path.abspath(names[i]))
             labels[keys[i]] = os.path.basename(names[i]) or names[i]
@@ -181,6 +220,50 @@ def add_run(df: pd.DataFrame, run_of: Mapping[str, str], order: Sequence[str]) -
     return out
 
 
+def split_parts(tables: dict[str, pd.DataFrame], order: list[str], labels: dict[str, str],
+                ) -> tuple[dict[str, pd.DataFrame], list[str], dict[str, str], dict[str, str]]:
+    """Runs inside one file: rows of a table's ``part`` k > 0 (a training log whose run
+    headers repeat after training figures, see the trainlog format) move to run
+    ``<run>/<k+1>``, placed right after their run. Returns the tables, the run order, the
+    labels and, for each new run, the run it was split from."""
+    found: dict[str, set[int]] = {}
+    for df in tables.values():
+        if "part" not in df.columns or "run" not in df.columns or not len(df):
+            continue
+        part = df["part"].fillna(0).to_numpy(dtype="int64")
+        if not (part > 0).any():
+            continue
+        sub = pd.DataFrame({"run": df["run"].astype("object").to_numpy()[part > 0],
+                            "part": part[part > 0]}).drop_duplicates()
+        for run, k in zip(sub["run"], sub["part"], strict=True):
+            if isinstance(run, str):
+                found.setdefault(run, set()).add(int(k))
+    if not found:
+        return tables, order, labels, {}
+    parent: dict[str, str] = {}
+    new_order: list[str] = []
+    new_labels = dict(labels)
+    for run in order:
+        new_order.append(run)
+        for k in sorted(found.get(run, ())):
+            rid = f"{run}/{k + 1}"
+            new_order.append(rid)
+            new_labels[rid] = f"{labels.get(run, run)}/{k + 1}"
+            parent[rid] = run
+    out = {}
+    for name, df in tables.items():
+        if "part" in df.columns and "run" in df.columns and len(df):
+            part = df["part"].fillna(0).to_numpy(dtype="int64")
+            base = df["run"].astype("object").to_numpy()
+            ids = np.where(part > 0, [f"{r}/{k + 1}" for r, k in zip(base, part, strict=True)],
+                           base) if (part > 0).any() else base
+            df = df.assign(run=pd.Categorical(ids, categories=new_order))
+        elif "run" in df.columns:
+            df = df.assign(run=pd.Categorical(df["run"].astype("object"), categories=new_order))
+        out[name] = df
+    return out, new_order, {r: new_labels[r] for r in new_order}, parent
+
+
 # ---- what is known of each run ----------------------------------------------------------
 
 def _unique(values: pd.Series) -> list:
@@ -188,9 +271,11 @@ def _unique(values: pd.Series) -> list:
 
 
 def runs_table(run_of: Mapping[str, str], labels: Mapping[str, str],
-               tables: Mapping[str, pd.DataFrame], sources: pd.DataFrame) -> pd.DataFrame:
+               tables: Mapping[str, pd.DataFrame], sources: pd.DataFrame,
+               parents: Mapping[str, str] | None = None) -> pd.DataFrame:
     """One row per run: label, job id, world size and where it came from, nodes, launcher,
-    number of inputs."""
+    number of inputs. ``parents``: runs split from another (:func:`split_parts`): they
+    count the inputs their rows came from and inherit the job id and launcher."""
     order = list(labels)
     rows: dict[str, dict[str, object]] = {
         r: {"run": r, "label": labels[r], "job_id": None, "world_size": None, "nodes": None,
@@ -209,9 +294,18 @@ def runs_table(run_of: Mapping[str, str], labels: Mapping[str, str],
         launchers = sorted({la for _, la in found if la})
         if len(launchers) == 1:
             rows[run]["launcher"] = launchers[0]
+    for child, parent in (parents or {}).items():
+        srcs: set[str] = set()
+        for df in tables.values():
+            if "source" in df.columns and "run" in df.columns and len(df):
+                srcs.update(df.loc[df["run"] == child, "source"].astype(str).unique().tolist())
+        rows[child]["sources"] = len(srcs)
+        for key in ("job_id", "launcher"):
+            rows[child][key] = rows[parent][key]
     _from_mpitrace(rows, tables.get("mpi_jobs"), _cols(tables.get("mpi_ranks"), "host"))
     _from_horovod(rows, tables.get("hvd_runs"))
-    _from_trainlog(rows, _cols(tables.get("train_metrics"), "name", "pattern", "value"),
+    _from_trainlog(rows, _cols(tables.get("train_metrics"), "name", "pattern", "value",
+                               "source", "lineno", "rank"),
                    _cols(tables.get("throughput"), "rank", "instance", "pattern"))
     return schema.conform(pd.DataFrame(list(rows.values()),
                                        columns=[c.name for c in RUNS.columns]), RUNS)
@@ -264,9 +358,34 @@ def _from_horovod(rows: dict[str, dict[str, object]], runs: pd.DataFrame | None)
                                             + ", ".join(map(str, sizes)) + " ranks)")
 
 
+#: what a training log's ``world_size`` row (train_metrics, by pattern) read
+WORLD_SIZE_FROM = {
+    "horovod_benchmark": "Horovod benchmark: Number of GPUs / Total img/sec on N GPU(s)",
+    "hf_trainer": "HF Trainer: Num processes / total train batch size",
+    "deepspeed": "DeepSpeed: world_size",
+    "env": "WORLD_SIZE / SLURM_NTASKS / world_size",
+    "launcher": "launcher: Running on N tasks",
+    "megatron": "Megatron: world size",
+}
+
+
 def _from_trainlog(rows: dict[str, dict[str, object]], metrics: pd.DataFrame | None,
                    throughput: pd.DataFrame | None) -> None:
     for run, g in _per_run(metrics):
+        said = g[g["name"] == "world_size"]
+        if "rank" in said:  # statements repeated by every rank: one is enough
+            said = said.sort_values("lineno", kind="stable")
+        sizes = sorted({int(v) for v in said["value"].dropna() if float(v).is_integer()
+                        and v > 0})
+        if len(sizes) == 1:
+            first = said[said["value"] == sizes[0]].iloc[0]
+            what = WORLD_SIZE_FROM.get(str(first["pattern"]), str(first["pattern"]))
+            where = (f"{os.path.basename(str(first['source']))} line {int(first['lineno'])}"
+                     if "source" in first and pd.notna(first.get("lineno")) else "training log")
+            _set_world(rows[run], sizes[0], f"{what} ({where})")
+        elif sizes and rows[run]["world_size"] is None:
+            rows[run]["world_size_from"] = ("training logs disagree ("
+                                            + ", ".join(map(str, sizes)) + " ranks)")
         dev = g[(g["name"] == "devices") & (g["pattern"] == "horovod_benchmark")]
         sizes = sorted({int(v) for v in dev["value"].dropna() if float(v).is_integer()})
         if len(sizes) == 1:
@@ -276,14 +395,11 @@ def _from_trainlog(rows: dict[str, dict[str, object]], metrics: pd.DataFrame | N
         if "rank" in g and rows[run]["world_size"] is None:
             ranks = set(g["rank"].dropna().astype(int).tolist())
             if len(ranks) > 1 and ranks == set(range(len(ranks))):
-                _set_world(rows[run], len(ranks),
-                           f"launcher prefixes: ranks 0-{len(ranks) - 1} printed")
+                _set_world(rows[run], len(ranks), f"ranks 0-{len(ranks) - 1} printed")
         if rows[run]["launcher"] is None:
             inst = g["instance"].dropna().astype(str)
             if inst.str.fullmatch(r"default\d+").any():
                 rows[run]["launcher"] = "torchrun"
-            elif (g["pattern"].astype(str) == "sambaflow").any():
-                rows[run]["launcher"] = "sambaflow"
 
 
 RUNS = schema.RUNS

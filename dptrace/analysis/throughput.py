@@ -252,7 +252,10 @@ def _summarise(key: tuple, grp: pd.DataFrame, scope: object) -> list:
 
 
 def _phased(tp: pd.DataFrame) -> pd.DataFrame:
-    """``tp`` with a phase on every row: rows built without one (by hand) are training."""
+    """``tp`` without its repeats (``repeat``: tqdm's closing redraw, a line printed twice)
+    and with a phase on every row: rows built without one (by hand) are training."""
+    if "repeat" in tp and tp["repeat"].any():
+        tp = tp[~tp["repeat"].fillna(False).astype(bool)]
     if "phase" in tp and tp["phase"].notna().all():
         return tp
     phase = tp["phase"].astype("object") if "phase" in tp else pd.Series(None, index=tp.index,

@@ -15,7 +15,13 @@ ranks_missing                warning   rank 0's table lists fewer ranks than the
 small_message_allreduce      warning   Allreduces of <= 64 B hold more than 50% of a job's MPI
                                        time (``communication.small_messages.dominated``)
 throughput_straggler         warning   a series has instances more than 5% below its median
-                                       (``throughput_summary``'s ``stragglers``)
+                                       (``throughput_summary``'s ``stragglers``; not for
+                                       global figures, whose copies are checked below)
+job_copies_disagree          warning   copies of a figure printed for the whole job differ by
+                                       more than 5% within one run (``throughput.job``)
+job_check_failed             warning   the job figure and another printed figure of the job (or
+                                       the ranks' estimate) differ by more than the printed +-
+                                       range, else 5% (``throughput.job``)
 negotiation_straggler        warning   a rank was last ready in >= 50% of the compared Horovod
                                        negotiations, 2+ ranks compared (the Horovod drawer's red)
 truncated_input              warning   a timeline ends inside a record (``timeline_warnings``)
@@ -43,6 +49,7 @@ import pandas as pd
 
 from ..analysis import communication as comm
 from ..analysis import horovod as hv
+from ..analysis import job as jobfig
 from ..analysis import throughput as thr
 from ..analysis import tiles as tl
 from . import Finding
@@ -207,6 +214,7 @@ def throughput_stragglers(instances: pd.DataFrame,
     if instances.empty:
         return []
     out = []
+    instances = instances[instances["scope"].astype("object") != "global"]
     groups = instances.groupby(thr.SERIES, sort=False, dropna=False, observed=True)
     for key, g in groups:
         v = g["value"].astype("float64")
@@ -229,6 +237,43 @@ def throughput_stragglers(instances: pd.DataFrame,
             "The job waits for its slowest instance at every synchronisation: compare that "
             "instance's node, data shard and input pipeline with the others.",
             value=float(slow["below_median_pct"]), threshold=100.0 * straggler))
+    return out
+
+
+def job_copies_disagree(job: pd.DataFrame) -> list[Finding]:
+    """Runs whose job figure was printed more than once with values more than 5% apart."""
+    out = []
+    for _, r in job[job["copies_agree"].astype("object") == False].iterrows():  # noqa: E712
+        unit = _unit(r["metric"])
+        out.append(Finding(
+            "warning", "job_copies_disagree", "job", f"run {r['run']}",
+            f"Run {r['run']}: the figure printed for the whole job, '{r['name']}', comes in "
+            f"copies that disagree ({r['rule'].split('; ')[-1]}); {_num(r['value'])} {unit} "
+            "is shown. Copies of one job figure should be equal: these are different runs in "
+            "one file, or a problem.",
+            f"throughput.job run={r['run']} metric={r['metric']} copies_agree=False",
+            "Split the file per run (or label each run's inputs: dptrace LABEL=PATH), or find "
+            "which copy belongs to the run you mean; the per-series table lists every copy.",
+            value=float(r["value"])))
+    return out
+
+
+def job_check_failed(job: pd.DataFrame) -> list[Finding]:
+    """Runs whose job figure disagrees with the other evidence it was checked against."""
+    out = []
+    for _, r in job[job["check_agrees"].astype("object") == False].iterrows():  # noqa: E712
+        unit = _unit(r["metric"])
+        rng = r["check_range"]
+        tol = f"the printed +-{_num(rng)}" if not _na(rng) else "5%"
+        out.append(Finding(
+            "warning", "job_check_failed", "job", f"run {r['run']}",
+            f"Run {r['run']}: the job figure {_num(r['value'])} {unit} ({r['name']}) and "
+            f"{r['check_name']} = {_num(r['check_value'])} {unit} differ by more than {tol}.",
+            f"throughput.job run={r['run']} metric={r['metric']} check_agrees=False",
+            "A per-device rate times the world size should match the printed total: a gap "
+            "means the ranks did not all run at rank 0's rate (stragglers), or the world size "
+            "or the figures belong to different runs.",
+            value=float(r["check_value"]), threshold=float(r["value"])))
     return out
 
 
@@ -376,6 +421,8 @@ RULES: tuple[Rule, ...] = (
     Rule(("small_message_allreduce",), ("communication.small_messages",),
          small_message_allreduce),
     Rule(("throughput_straggler",), ("throughput.instances",), throughput_stragglers),
+    Rule(("job_copies_disagree",), ("throughput.job",), job_copies_disagree),
+    Rule(("job_check_failed",), ("throughput.job",), job_check_failed),
     Rule(("truncated_input",), ("horovod.runs",), truncated_input),
     Rule(("open_intervals",), ("horovod.runs",), open_intervals),
     Rule(("unmatched_ends",), ("horovod.runs",), unmatched_ends),
@@ -405,6 +452,10 @@ def tables(ds: Dataset, names: set[str], **opts: Any) -> dict[str, pd.DataFrame]
     if "throughput.instances" in names and not tp.empty:
         fraction = float(opts.get("warmup", th.WARMUP_FRACTION))
         out["throughput.instances"] = thr.per_instance(tp, fraction)
+    if "throughput.job" in names and not tp.empty:
+        fraction = float(opts.get("warmup", th.WARMUP_FRACTION))
+        out["throughput.job"] = jobfig.job_figures(
+            tp, ds.runs, fraction, jobfig.printed_ranges(ds["train_metrics"]))
     if "horovod.runs" in names and not ds["hvd_runs"].empty:
         out["horovod.runs"] = ds["hvd_runs"]
     if "horovod.stragglers" in names and not ds["hvd_runs"].empty:

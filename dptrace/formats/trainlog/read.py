@@ -30,7 +30,7 @@ from ...errors import Problem
 from ...executor import Executor, resolve
 from ...registry import ParseResult
 from ...sources import Source
-from . import fast, general, rules
+from . import fast, general, instances, rules
 from .general import _NO_NEWLINE, WINDOW, _Scanner
 from .tables import THROUGHPUT, TRAIN_METRICS
 
@@ -61,16 +61,17 @@ def parse(source: Source, *, engine: str = "auto", executor: Executor | None = N
             parts = _scan_parallel(buf, source.name, use_c, executor)
         else:
             parts = [_scan_range(buf, source.name, 0, n, last=True, use_c=use_c)]
-        tp, tm = _merge(parts, problems)
+        tp, tm, headers = _merge(parts, problems)
         _flag_cut_number(buf, source.name, problems)
-    tables = {
-        "throughput": _finish(tp, source.name, THROUGHPUT, problems),
-        "train_metrics": _finish(tm, source.name, TRAIN_METRICS, problems),
-    }
+    tables = {"throughput": _finish(tp, source.name, THROUGHPUT, problems),
+              "train_metrics": _finish(tm, source.name, TRAIN_METRICS, problems)}
+    _split_parts(tables, headers)
     return ParseResult(tables, problems, _variant(tp, tm))
 
 
-_Part = tuple[pd.DataFrame, pd.DataFrame, list[Problem], int]
+#: a scanned range: its two frames, problems, newlines and run headers (prefix, line, kind)
+_Header = tuple[str | None, int, str]
+_Part = tuple[pd.DataFrame, pd.DataFrame, list[Problem], int, list[_Header]]
 
 
 def _cr_line(use_c: bool) -> general.CrLine | None:
@@ -98,8 +99,7 @@ def _scan_range(buf: Any, name: str, start: int, end: int, last: bool,
         newlines = _scan_around_holes(buf, name, rows, problems, start, end, last, use_c)
     tp = pd.DataFrame.from_records(rows.tp, columns=rules.TP_COLS)
     tm = pd.DataFrame.from_records(rows.tm, columns=rules.TM_COLS)
-    tp, tm = _collapse_tqdm_repeats(tp, tm)  # in the worker; _merge checks the boundaries
-    return tp, tm, problems, newlines
+    return tp, tm, problems, newlines, list(getattr(rows, "headers", ()))
 
 
 #: what a number cut by the end of the data may be: digits, a point, an exponent, a sign,
@@ -283,105 +283,57 @@ def _scan_parallel(buf: Any, name: str, use_c: bool, executor: Executor) -> list
         _FORKED = None
 
 
-def _merge(parts: list[_Part], problems: list[Problem]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Concatenate the ranges' frames, shifting line numbers by the lines before each range.
-
-    Each range's tqdm repeats are already dropped; a bar's first update in a range is also
-    dropped when it repeats the bar's last update in the ranges before.
-    """
+def _merge(parts: list[_Part], problems: list[Problem],
+           ) -> tuple[pd.DataFrame, pd.DataFrame, list[_Header]]:
+    """Concatenate the ranges' frames and run headers, shifting line numbers by the lines
+    before each range."""
     offset, tps, tms = 0, [], []
-    for tp, tm, probs, newlines in parts:
+    headers: list[_Header] = []
+    for tp, tm, probs, newlines, heads in parts:
         tp["lineno"] += offset
         tm["lineno"] += offset
         problems.extend(Problem(p.source, p.message, None if p.line is None else p.line + offset,
                                 p.severity) for p in probs)
+        headers.extend((pre, line + offset, kind) for pre, line, kind in heads)
         tps.append(tp)
         tms.append(tm)
         offset += newlines
     if len(parts) == 1:
-        return tps[0], tms[0]
-    drop = _boundary_repeats(tps)
-    tp, tm = pd.concat(tps, ignore_index=True), pd.concat(tms, ignore_index=True)
-    if drop:
-        tp, tm = tp[~tp["seg"].isin(drop)], tm[~tm["seg"].isin(drop)]
-    return tp, tm
-
-
-_BAR = ["prefix", "label"]
-
-
-def _boundary_repeats(tps: list[pd.DataFrame]) -> set[int]:
-    """Segments whose tqdm update repeats (same count and rate) the last update of its bar
-    in an earlier range: the rest of :func:`_collapse_tqdm_repeats` across range cuts."""
-    drop: set[int] = set()
-    last: pd.DataFrame | None = None
-    for tp in tps:
-        bar = tp[tp["pattern"] == "tqdm"]
-        if bar.empty:
-            continue
-        groups = bar.groupby(_BAR, sort=False, dropna=False)
-        if last is not None:
-            first = groups.head(1).merge(last, on=_BAR, suffixes=("", "_before"))
-            same = (first["step"] == first["step_before"]) & \
-                (first["value"] == first["value_before"])
-            drop.update(first.loc[same, "seg"].tolist())
-            ends = groups.tail(1)[[*_BAR, "step", "value"]]
-            last = pd.concat([last, ends]).drop_duplicates(_BAR, keep="last")
-        else:
-            last = groups.tail(1)[[*_BAR, "step", "value"]]
-    return drop
-
-
-def _collapse_tqdm_repeats(tp: pd.DataFrame, tm: pd.DataFrame,
-                           ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Drop a tqdm update identical (count and rate) to the previous one of the same bar.
-
-    tqdm's close() redraws the last update. A redraw with a different rate is kept: without
-    a launcher prefix it cannot be told from another rank's bar on the same line.
-    """
-    if tp.empty:
-        return tp, tm
-    bar = tp[tp["pattern"] == "tqdm"]
-    if bar.empty:
-        return tp, tm
-    groups = bar.groupby(["prefix", "label"], sort=False, dropna=False)
-    same = (bar["step"] == groups["step"].shift()) & (bar["value"] == groups["value"].shift())
-    drop_segs = set(bar.loc[same, "seg"])
-    if not drop_segs:
-        return tp, tm
-    return tp[~tp["seg"].isin(drop_segs)], tm[~tm["seg"].isin(drop_segs)]
-
-
-_KEY = ("pattern", "name", "label", "metric", "step", "epoch")
+        return tps[0], tms[0], headers
+    return pd.concat(tps, ignore_index=True), pd.concat(tms, ignore_index=True), headers
 
 
 def _finish(df: pd.DataFrame, source: str, table: schema.Table, problems: list[Problem],
             ) -> pd.DataFrame:
-    """Resolve instances, add the source, and conform to the schema."""
+    """Resolve printers, repeats and global steps (:mod:`.instances`), add the source and the
+    phase, and conform to the schema."""
     if df.empty:
         return table.empty()
     df = df.reset_index(drop=True)
     _fit_numbers(df, source, problems)
-    key = [c for c in _KEY if c in df]
-    order = df.groupby(key, sort=False, dropna=False).cumcount().astype(str)
-    df["instance"] = df["prefix"].where(df["prefix"].notna(), order)
-    df["rank"] = _prefix_rank(df["prefix"])
-    df["source"] = source
+    df["instance"], df["rank"] = instances.printers(df, source)
     if "label" in df:  # throughput: from the bar label and name, after the rows (C path too)
         df["phase"] = rules.phases(df["name"], df["label"])
-    out = schema.conform(df.drop(columns=["prefix", "seg"]), table)
-    return out
+    df["step"], df["repeat"] = instances.steps_and_repeats(df, df["instance"])
+    df["source"] = source
+    return schema.conform(df.drop(columns=["prefix", "seg"]), table)
 
 
-def _prefix_rank(prefix: pd.Series) -> pd.Series:
-    """The rank a launcher prefix gives: srun's ``3``, mpirun's ``[1,3]`` -> ``3``, a bare
-    ``[3]``; a torchrun role (``default3``: the local rank) and no prefix give null. Each
-    distinct prefix is looked at once."""
-    codes, uniques = pd.factorize(prefix, use_na_sentinel=True)
-    ranks = [int(u) if isinstance(u, str) and u.isdigit() and len(u) <= 9 else None
-             for u in uniques]
-    lookup = pd.array([*ranks, None], dtype="Int64")
-    return pd.Series(lookup[codes], index=prefix.index)
+def _split_parts(tables: dict[str, pd.DataFrame], headers: list[_Header]) -> None:
+    """The ``part`` column of both tables: runs inside one file (:func:`.instances.part_starts`),
+    0 everywhere unless run headers split the file."""
+    tp = tables["throughput"]
+    starts: list[int] = []
+    if len(tp) and headers:
+        training = ((tp["phase"] == "train") & ~tp["repeat"]).to_numpy(dtype=bool)
+        starts = instances.part_starts(
+            headers, tp["lineno"].to_numpy(dtype="int64", na_value=0),
+            tp["instance"].astype("object").to_numpy(), training)
+    for df in tables.values():
+        if len(df):
+            lines = df["lineno"].to_numpy(dtype="int64", na_value=0)
+            part = np.searchsorted(np.asarray(starts, dtype="int64"), lines, side="right")
+            df["part"] = pd.array(part, dtype="Int64")
 
 
 #: a step at or beyond this does not fit Int64 (as a float: 2**63 - 1 rounds up to it)

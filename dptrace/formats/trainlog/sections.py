@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...analysis import job
 from ...analysis import throughput as thr
 from ...dataset import Dataset
 from ...reports.model import Section
@@ -16,14 +17,21 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
     if tp.empty:
         return None
     fraction = opts.get("warmup", thr.WARMUP_FRACTION)
+    metrics = ds["train_metrics"]
+    summary = job.series_figures(thr.throughput_summary(tp, fraction), tp, ds.runs, fraction)
     return Section(
         SPEC.name, SPEC.title,
-        "Per series (one kind of throughput line in one log): the value per instance after "
-        f"warm-up (first {fraction:.0%} of each instance's steps dropped), and the job figure. "
-        "Per-instance and per-device rates are summed; lines that already cover the whole job "
-        "(scope global) are never summed again. 'mean' is the SambaNova convention.",
+        "The job figure first: per run and metric, the job's training throughput and the rule "
+        "that made it (a figure printed for the whole job before a sum over ranks; "
+        "iterations per second are a rank's rate, as ranks step together; one rank's "
+        "per-device rate times the world size is an estimate). Then per series (one kind of "
+        f"throughput line in one log): the value per instance after warm-up (first "
+        f"{fraction:.0%} of each instance's steps dropped). Repeated lines (a progress bar's "
+        "closing redraw, a line printed twice) are not counted; bars of evaluation, loading "
+        "and downloads are never the job figure.",
         {
-            "summary": thr.throughput_summary(tp, fraction),
+            "job": job.job_figures(tp, ds.runs, fraction, job.printed_ranges(metrics)),
+            "summary": summary,
             "instances": thr.per_instance(tp, fraction),
         },
         figure_args={"tp": tp, "fraction": fraction},

@@ -8,14 +8,28 @@ _c = Column
 
 _INSTANCE = _c(
     "instance", "string",
-    "who printed the line: the launcher prefix's rank (srun --label, mpirun --tag-output, "
-    "torchrun [default7]:), else numbered 0, 1, ... in order of appearance",
+    "who printed the line: the launcher prefix (srun --label 3: -> '3', mpirun --tag-output, "
+    "[rank3]:, torchrun [default7]: -> 'default7'), else the rank a per-rank file's path "
+    "gives (attempt_0/3/stdout.log, 1/rank.3/stdout, rank3.log); null when unknown. "
+    "SambaFlow's e2e lines (one per SambaNova instance) are numbered '0', '1', ...",
 )
 _RANK = _c("rank", "Int64", "the process's rank in the job's world, where the launcher prefix "
-           "says it: srun --label (3: ), mpirun --tag-output ([1,3]<stdout>:) and a bare [3] "
-           "tag; null otherwise (torchrun's [default3]: is a local rank)")
+           "or the file's path says it: srun --label (3: ), mpirun --tag-output "
+           "([1,3]<stdout>:), [rank3]:, a bare [3] tag, a per-rank file; null otherwise "
+           "(torchrun's [default3]: is a local rank)")
+_REPEAT = _c("repeat", "bool",
+             "the row repeats an earlier one of the same kind from the same printer at the same "
+             "step (tqdm's closing redraw, Lightning's double write, a rank's line printed by "
+             "several ranks without a prefix; a global figure without a step: a copy with the "
+             "same value). Kept for the record; analyses skip it")
+_PART = _c("part", "Int64",
+           "run within the file: 0, then 1, 2, ... after each run header that follows training "
+           "figures (a new '***** Running training *****', 'Number of GPUs', ...); the loader "
+           "makes each part after the first a run of its own")
 _PATTERN = _c("pattern", "category", "recogniser that matched (sambaflow, hf_trainer, tqdm, ...)")
-_STEP = _c("step", "Int64", "step or iteration number printed on the line, if any")
+_STEP = _c("step", "Int64", "step or iteration number printed on the line, if any; for a "
+           "progress bar (and a series with epochs) whose count restarts every epoch, the "
+           "global step: the earlier epochs' steps added")
 _EPOCH = _c("epoch", "float64", "epoch printed on the line, if any")
 
 THROUGHPUT = Table(
@@ -34,10 +48,11 @@ THROUGHPUT = Table(
         _STEP, _EPOCH, LINENO,
         _c("phase", "category",
            "what the figure measures: train (training steps), eval (a bar labelled as "
-           "evaluation, validation or testing, or an eval_/test_ figure) or setup (a bar of "
-           "work around training, told by its description: Downloading, Fetching # files, "
-           "Loading checkpoint shards, Map, Tokenizing, Generating train split, ...). Only train "
-           "is training throughput; reports show it first and setup last"),
+           "evaluation, validation or testing, or an eval_/test_ figure), load (loading, "
+           "tokenizing, preprocessing, compiling: Loading checkpoint shards, Map, Tokenizing, "
+           "Generating train split, ...) or download (Downloading, Fetching # files). Only "
+           "train is training throughput; reports show it first"),
+        _REPEAT, _PART,
     ),
     key=("source", "lineno", "name", "metric"),
 )
@@ -50,7 +65,7 @@ TRAIN_METRICS = Table(
         _c("name", "string", "snake_case metric name with its unit: loss, lm_loss, "
            "learning_rate, grad_norm, iteration_time_s, ..."),
         _c("value", "float64", "the value, in the unit named by name"),
-        _STEP, _EPOCH, LINENO,
+        _STEP, _EPOCH, LINENO, _REPEAT, _PART,
     ),
     key=("source", "lineno", "name"),
 )

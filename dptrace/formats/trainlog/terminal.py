@@ -34,15 +34,57 @@ def draw_throughput(section: Section, opts: Mapping[str, Any] | None = None) -> 
     order = thr.series_order(summary)
     shown = order
     if not show_all:
-        shown = order[_phase(order) != "setup"].head(MAX_SERIES)
+        shown = order[_phase(order).isin(("train", "eval"))].head(MAX_SERIES)
     parts: list[RenderableType] = [Text(section.title, style="bold"), Text(section.caption,
                                                                           style="dim")]
+    jobs = section.tables.get("job")
+    if jobs is not None and len(jobs):
+        parts.append(_job_table(jobs))
     for _, row in shown.iterrows():
         parts.append(_series_panel(row, _instances_of(inst, row)))
     hidden = order.drop(shown.index)
     if len(hidden):
         parts.append(Text(_hidden_line(hidden), style="dim"))
     return Group(*parts)
+
+
+#: what ``how`` means, in a few words
+_HOW = {"printed_global": "printed for the job", "steady_global": "job figure per step",
+        "sum_of_ranks": "sum over ranks", "mean_of_ranks": "a rank's rate",
+        "sum_of_instances": "sum over instances", "rank0_times_world": "estimated",
+        "one_printer": "one process"}
+
+
+def _job_table(jobs: pd.DataFrame) -> Table:
+    """The job figure per run and metric: the number, how it was made, its check."""
+    several = jobs["run"].nunique() > 1 if "run" in jobs else False
+    t = Table(title="Job throughput", title_justify="left", title_style="bold", box=None,
+              pad_edge=False)
+    if several:
+        t.add_column("run", overflow="fold")
+    for col, just in (("metric", "left"), ("job", "right"), ("how", "left"),
+                      ("ranks", "left"), ("rule / check", "left")):
+        t.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
+    for _, r in jobs.iterrows():
+        note = str(r["rule"])
+        style = ""
+        if isinstance(r.get("check_value"), (int, float)) and pd.notna(r.get("check_value")):
+            agrees = r.get("check_agrees")
+            rng = r.get("check_range")
+            pm = f" +-{fmt(rng)}" if isinstance(rng, (int, float)) and pd.notna(rng) else ""
+            note += (f"; checked against {r['check_name']}: {fmt(r['check_value'])}{pm}, "
+                     + ("agrees" if agrees else "DOES NOT AGREE"))
+            if agrees is False:
+                style = "yellow"
+        if r.get("copies_agree") is False:
+            style = "yellow"
+        cells = [fmt(r["value"]), _HOW.get(str(r["how"]), str(r["how"])), str(r["ranks"]),
+                 note]
+        row = [str(r["metric"]), *cells]
+        if several:
+            row = [str(r["run"]), *row]
+        t.add_row(*row, style=style)
+    return t
 
 
 def _phase(summary: pd.DataFrame) -> pd.Series:

@@ -1,0 +1,394 @@
+"""The job figure: for every run and metric, the job's training throughput and how it was made.
+
+This is the number a user reads first, so the rule is explicit and each row says which one
+gave it (``how``, ``rule``), which ranks it covers and what printed figure it was checked
+against. Per run and metric, among the training series (``phase == "train"``, repeats
+skipped), the figure comes from the first kind the run has:
+
+1. ``printed_global``: an end-of-run figure printed for the whole job (HF Trainer's
+   ``train_samples_per_second``, a Horovod benchmark's ``Total img/sec on N GPU(s)``, the
+   transformers hook's ``training_sequences_per_second``). Copies printed by several ranks
+   are one figure: the first printed, when all agree within :data:`AGREE`; copies that
+   disagree are different runs or a problem, never averaged: the first printed is shown,
+   ``copies_agree`` is False and a finding says so.
+2. ``steady_global``: per-step figures that cover the job (Megatron's ``samples per
+   second`` or global batch / iteration time, DeepSpeed's ``CurrSamplesPerSec``, the flops
+   profiler's ``samples/second``): the mean over steps after warm-up.
+3. Per-rank or per-device figures: ``sum_of_ranks`` for samples, images and tokens;
+   ``mean_of_ranks`` for iterations and steps per second (ranks of a synchronous
+   data-parallel job step together: the job's rate is a rank's rate);
+   ``mean_of_instances`` for SambaFlow's one line per instance (SambaNova's docs average
+   them: each line counts the samples of the whole job); ``rank0_times_world`` when
+   fewer ranks printed than the world has (typically rank 0 alone): the mean printed rate
+   times the world size, an estimate.
+4. ``one_printer``: a per-process figure whose printer's rank and job's world are unknown.
+
+Where the run also prints a global figure of the same metric that was not chosen, the job
+figure is checked against it (``check_*``): they agree when within the printed +- range
+(Horovod prints one), else within :data:`AGREE`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import partial
+
+import numpy as np
+import pandas as pd
+
+from . import throughput as thr
+from .keys import RUN
+
+#: copies of a global figure (and a figure and its check) agree within this fraction
+AGREE = 0.05
+#: rates of steps: ranks step together, so the job's rate is one rank's rate
+SYNCHRONOUS_METRICS = frozenset({"iterations_per_s", "steps_per_s", "batches_per_s"})
+#: patterns whose instances are documented units that add up (SambaNova instances)
+INSTANCE_PATTERNS = frozenset({"sambaflow"})
+#: per-step global series, best first (Megatron's own iteration timing over DeepSpeed's
+#: timer, which leaves out the data loader; the flops profiler's one-off figure last)
+_STEPPED_GLOBAL = {"megatron": 0, "horovod_benchmark": 1, "deepspeed": 2, "deepspeed_flops": 3}
+#: global figures without a step that are not end-of-run summaries: the flops profiler
+#: prints its figure for the one step it profiled
+_STEPPED_GLOBAL_ONLY = frozenset({"deepspeed_flops"})
+
+COLUMNS = ["run", "metric", "value", "how", "rule", "ranks", "printers", "world_size",
+           "source", "pattern", "name", "label", "scope", "rows", "value_all_steps",
+           "copies_agree", "check_name", "check_value", "check_range", "check_agrees",
+           "first_lineno"]
+
+
+def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
+                fraction: float = thr.WARMUP_FRACTION,
+                check_ranges: Mapping[tuple[str, str], float] | None = None) -> pd.DataFrame:
+    """One row per run and metric: the job figure (see the module's docstring).
+
+    ``tp``: the ``throughput`` table (``run`` optional); ``runs``: the ``runs`` table, for
+    the world sizes; ``check_ranges``: +- ranges printed beside global figures, by (run,
+    series name) (:func:`printed_ranges`). Rows come per run in run order, the run's
+    headline metric first (samples, sequences, images, then tokens, then steps)."""
+    train = _training(tp)
+    if train.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    if RUN not in train:
+        train = train.assign(**{RUN: "run"})
+    inst = thr.per_instance(train, fraction)
+    summary = thr.throughput_summary(train, fraction)
+    world = _world_sizes(runs)
+    ranges = dict(check_ranges or {})
+    out = []
+    summary = summary.assign(_pos=np.arange(len(summary)))
+    for (run, metric), cands in summary.groupby([RUN, "metric"], sort=False, observed=True):
+        ranked = sorted(((_priority(r, inst), int(r["_pos"]), r) for _, r in cands.iterrows()),
+                        key=lambda t: (t[0], t[1]))
+        w = world.get(str(run))
+        best = ranked[0][2]
+        row = _figure(best, _instances(inst, best), partial(_rows, train, best), w, str(metric))
+        if row["copies_agree"] is False:  # the copy another printed figure confirms
+            _confirmed_copy(row, [r for p, _, r in ranked[1:] if p[0] == 0], inst, train, w,
+                            str(metric))
+        if row["how"] == "printed_global":  # checked against another printed figure of the
+            # job, else against the ranks' figures (per-device x world size)
+            later = [r for p, _, r in ranked[1:] if p[0] == 0] + \
+                [r for p, _, r in ranked[1:] if p[0] >= 2]
+            if later:
+                chk = later[0]
+                other = _figure(chk, _instances(inst, chk), partial(_rows, train, chk), w,
+                                str(metric))
+                rng = ranges.get((str(run), str(best["name"])))
+                row.update(check_name=f"{_series_name(chk)} ({other['how']})",
+                           check_value=other["value"], check_range=rng,
+                           check_agrees=_agrees(other["value"], row["value"], rng))
+        row.pop("_copies", None)
+        out.append({RUN: run, "metric": metric, **row})
+    df = pd.DataFrame(out, columns=COLUMNS)
+    df["_head"] = df["metric"].map(_headline)
+    df = df.sort_values([RUN, "_head"], kind="stable").drop(columns="_head")
+    return df.reset_index(drop=True)
+
+
+def _training(tp: pd.DataFrame) -> pd.DataFrame:
+    if tp.empty:
+        return tp
+    keep = pd.Series(True, index=tp.index)
+    if "phase" in tp:
+        keep &= tp["phase"].astype("object").fillna("train") == "train"
+    if "repeat" in tp:
+        keep &= ~tp["repeat"].fillna(False).astype(bool)
+    return tp[keep]
+
+
+def _headline(metric: object) -> int:
+    m = str(metric)
+    if m in ("samples_per_s", "sequences_per_s", "images_per_s"):
+        return 0
+    return 1 if m == "tokens_per_s" else 2
+
+
+def _world_sizes(runs: pd.DataFrame | None) -> dict[str, int]:
+    if runs is None or runs.empty or "world_size" not in runs:
+        return {}
+    return {str(r): int(w) for r, w in zip(runs["run"], runs["world_size"], strict=True)
+            if pd.notna(w) and int(w) > 0}
+
+
+_SERIES_KEYS = [RUN, *thr.SERIES]
+
+
+def _match(df: pd.DataFrame, row: pd.Series) -> pd.Series:
+    keep = pd.Series(True, index=df.index)
+    for k in _SERIES_KEYS:
+        if k not in df:
+            continue
+        v = row[k]
+        col = df[k].astype("object")
+        keep &= col.isna() if v is None or (isinstance(v, float) and np.isnan(v)) else col == v
+    return keep
+
+
+def _instances(inst: pd.DataFrame, row: pd.Series) -> pd.DataFrame:
+    return inst[_match(inst, row)]
+
+
+def _rows(train: pd.DataFrame, row: pd.Series) -> pd.DataFrame:
+    return train[_match(train, row)]
+
+
+def _stepped(inst: pd.DataFrame) -> bool:
+    return bool(inst["first_step"].notna().any())
+
+
+def _priority(row: pd.Series, inst: pd.DataFrame) -> tuple[int, int]:
+    mine = _instances(inst, row)
+    if row["scope"] == "global":
+        if not _stepped(mine) and str(row["pattern"]) not in _STEPPED_GLOBAL_ONLY:
+            return (0, 0)
+        return (1, _STEPPED_GLOBAL.get(str(row["pattern"]), 9)
+                + (5 if str(row["name"]).startswith("RunningAvg") else 0))
+    known = mine["instance"].notna().any()
+    return (2, 0) if known else (3, 0)
+
+
+def _series_name(row: pd.Series) -> str:
+    label = row["label"]
+    name = str(row["name"])
+    if isinstance(label, str) and label:
+        return f"{name} [{label}]"
+    return name
+
+
+def _global_value(inst: pd.DataFrame, rows_of: Callable[[], pd.DataFrame],
+                  copies: list[float] | None = None) -> tuple[float, bool, str]:
+    """(value, copies agree, what) of a global series: the first printed copy (the first
+    rank's steady mean for per-step series)."""
+    if not _stepped(inst):
+        values = rows_of().sort_values("lineno", kind="stable")["value"].astype("float64").dropna()
+    else:
+        values = inst["value"].astype("float64").dropna()
+    if values.empty:
+        return float("nan"), True, "no value"
+    if copies is not None:
+        copies.extend(float(v) for v in values)
+    first = float(values.iloc[0])
+    lo, hi = float(values.min()), float(values.max())
+    agree = hi <= 0 or (hi - lo) <= AGREE * hi
+    n = len(values)
+    if n == 1:
+        return first, True, ""
+    if agree:
+        return first, True, f"{n} copies agree within {_pct((hi - lo) / hi if hi else 0)}"
+    return first, False, f"{n} copies disagree ({_num(lo)} to {_num(hi)}): the first is shown"
+
+
+def _figure(row: pd.Series, inst: pd.DataFrame, rows_of: Callable[[], pd.DataFrame],
+            world: int | None,
+            metric: str) -> dict[str, object]:
+    name = _series_name(row)
+    stepped = _stepped(inst)
+    warm = f"mean over steps after warm-up of {name}" if stepped else name
+    known = inst[inst["instance"].notna()]
+    ranks = _rank_list(known["instance"])
+    out: dict[str, object] = {
+        "source": row["source"], "pattern": row["pattern"], "name": row["name"],
+        "label": row["label"], "scope": row["scope"], "rows": int(row["rows"]),
+        "printers": int(len(inst)), "world_size": world, "copies_agree": True,
+        "check_name": None, "check_value": None, "check_range": None, "check_agrees": None,
+        "first_lineno": int(inst["first_lineno"].min()) if len(inst) else None,
+    }
+    values = inst["value"].astype("float64")
+    alls = inst["value_all"].astype("float64")
+    if row["scope"] == "global":
+        found: list[float] = []
+        value, agree, copies = _global_value(inst, rows_of, found)
+        out["_copies"] = found
+        how = "steady_global" if stepped else "printed_global"
+        rule = (f"{warm} (a figure for the whole job)" if stepped
+                else f"{name}, printed for the whole job")
+        if copies:
+            rule += f"; {copies}"
+        out.update(value=value, value_all_steps=float(alls.iloc[0]) if len(alls) else value,
+                   how=how, rule=rule, copies_agree=agree,
+                   ranks=f"all {world}" if world else "all")
+        return out
+    n = len(inst)
+    if metric in SYNCHRONOUS_METRICS:
+        value, vall = float(values.mean()), float(alls.mean())
+        if n > 1:
+            how, rule = "mean_of_ranks", (f"{warm}: mean of {n} printers' rates (ranks of a "
+                                          "data-parallel job step together)")
+        else:
+            who = f"rank {ranks}" if ranks else "one printer"
+            how, rule = "one_printer", (f"{warm}: {who}'s rate (ranks of a data-parallel job "
+                                        "step together: the job's rate)")
+        out.update(value=value, value_all_steps=vall, how=how, rule=rule,
+                   ranks=ranks or "?")
+        return out
+    if str(row["pattern"]) in INSTANCE_PATTERNS:
+        # SambaNova's docs: "The throughput is calculated by averaging the e2e
+        # samples_per_sec over the different instances" (each counts the job's samples)
+        out.update(value=float(values.mean()), value_all_steps=float(alls.mean()),
+                   how="mean_of_instances",
+                   rule=f"mean over {n} SambaNova instances of {name}, as SambaNova's docs "
+                        f"compute it (their sum: {_num(float(values.sum()))})",
+                   ranks=f"{n} instances")
+        return out
+    unit = "device" if row["scope"] == "device" else "process"
+    if world and n < world:
+        who = (f"rank {ranks}" if len(known) == n and n == 1 else
+               f"ranks {ranks}" if len(known) == n else "one printer (rank not printed)"
+               if n == 1 else f"{n} printers")
+        mean, mean_all = float(values.mean()), float(alls.mean())
+        out.update(value=mean * world, value_all_steps=mean_all * world,
+                   how="rank0_times_world",
+                   rule=f"estimated from {who}: {_num(mean)} per {unit} x world size {world} "
+                        f"({warm})",
+                   ranks=f"{ranks or '?'} of {world}")
+        return out
+    if n > 1:
+        out.update(value=float(values.sum()), value_all_steps=float(alls.sum()),
+                   how="sum_of_ranks", rule=f"sum over {n} printers of {warm}",
+                   ranks=ranks or "?")
+        return out
+    if len(known):
+        out.update(value=float(values.sum()), value_all_steps=float(alls.sum()),
+                   how="one_printer", ranks=ranks,
+                   rule=f"{warm} of rank {ranks}" + ("" if world else "; world size unknown"))
+        return out
+    out.update(value=float(values.sum()), value_all_steps=float(alls.sum()), how="one_printer",
+               rule=f"{warm}: one {unit}'s rate; its rank and the world size are unknown",
+               ranks="?")
+    return out
+
+
+def _confirmed_copy(row: dict[str, object], printed: list[pd.Series], inst: pd.DataFrame,
+                    train: pd.DataFrame, world: int | None, metric: str) -> None:
+    """Copies of a printed job figure disagree (two printers, e.g. HF Trainer's dict printed
+    by rank 0 and by another node's local rank 0, whose runtime leaves out the checkpoint
+    save): show the copy that another printed figure of the same metric (rank 0's
+    ``***** train metrics *****`` table) confirms, when exactly one does."""
+    if not printed:
+        return
+    other = _figure(printed[0], _instances(inst, printed[0]), partial(_rows, train, printed[0]),
+                    world, metric)
+    target = other["value"]
+    if not isinstance(target, float) or not np.isfinite(target):
+        return
+    mine = row.get("_copies")
+    if not isinstance(mine, list):
+        return
+    close = [v for v in mine if _agrees(v, target, None)]
+    if len(set(close)) == 1:
+        row["value"] = close[0]
+        row["rule"] = str(row["rule"]).replace(
+            "the first is shown", f"the one {_series_name(printed[0])} confirms is shown")
+
+
+def _agrees(value: object, check: object, rng: float | None) -> bool | None:
+    try:
+        v, c = float(value), float(check)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    if not (np.isfinite(v) and np.isfinite(c)):
+        return None
+    tol = max(rng or 0.0, AGREE * abs(c))
+    return bool(abs(v - c) <= tol)
+
+
+def _rank_list(instances: pd.Series) -> str:
+    """'0-3,8' for ranks 0, 1, 2, 3 and 8; other labels joined with commas."""
+    labels = [str(x) for x in instances.tolist()]
+    if not labels:
+        return ""
+    if all(x.isdigit() for x in labels):
+        nums = sorted({int(x) for x in labels})
+        parts, start, prev = [], nums[0], nums[0]
+        for x in nums[1:] + [None]:
+            if x is not None and x == prev + 1:
+                prev = x
+                continue
+            parts.append(f"{start}" if start == prev else f"{start}-{prev}")
+            if x is not None:
+                start = prev = x
+        return ",".join(parts)
+    if len(labels) > 6:
+        return ",".join(labels[:3]) + f",... ({len(labels)})"
+    return ",".join(labels)
+
+
+def _num(x: float) -> str:
+    return f"{x:,.4g}" if abs(x) < 1000 else f"{x:,.0f}"
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.1f}%"
+
+
+def printed_ranges(metrics: pd.DataFrame) -> dict[tuple[str, str], float]:
+    """+- ranges printed beside global figures (Horovod benchmark ``Total img/sec on 4
+    GPU(s): 291.1 +-5.2``: a ``train_metrics`` row ``total_img_sec_ci``), by (run, name)."""
+    if metrics is None or metrics.empty or "name" not in metrics:
+        return {}
+    rows = metrics[metrics["name"] == "total_img_sec_ci"]
+    out: dict[tuple[str, str], float] = {}
+    for run, value in zip(rows[RUN] if RUN in rows else ["run"] * len(rows), rows["value"],
+                          strict=True):
+        if pd.notna(value):
+            out.setdefault((str(run), "Total img/sec"), float(value))
+    return out
+
+
+def series_figures(summary: pd.DataFrame, tp: pd.DataFrame, runs: pd.DataFrame | None = None,
+                   fraction: float = thr.WARMUP_FRACTION) -> pd.DataFrame:
+    """``summary`` (:func:`.throughput.throughput_summary`) with each series' ``job_value``,
+    ``job_value_all_steps`` and ``job_rule`` made by this module's rules (a global series'
+    first copy, never a mean of disagreeing copies; iterations per second a mean over
+    ranks, not a sum; a per-device series of rank 0 times the world size) and ``job_how``."""
+    if summary.empty:
+        return summary.assign(job_how=pd.Series(dtype="object"))
+    work = _phased_rows(tp)
+    if RUN not in work:
+        work = work.assign(**{RUN: "run"})
+        summary = summary.assign(**{RUN: "run"})
+        added = True
+    else:
+        added = False
+    inst = thr.per_instance(work, fraction)
+    world = _world_sizes(runs)
+    values, alls, rules, hows = [], [], [], []
+    for _, row in summary.iterrows():
+        fig = _figure(row, _instances(inst, row), partial(_rows, work, row),
+                      world.get(str(row[RUN])), str(row["metric"]))
+        fig.pop("_copies", None)
+        values.append(fig["value"])
+        alls.append(fig["value_all_steps"])
+        rules.append(fig["rule"])
+        hows.append(fig["how"])
+    out = summary.assign(job_value=values, job_value_all_steps=alls, job_rule=rules,
+                         job_how=hows)
+    return out.drop(columns=[RUN]) if added else out
+
+
+def _phased_rows(tp: pd.DataFrame) -> pd.DataFrame:
+    if "repeat" in tp and tp["repeat"].any():
+        return tp[~tp["repeat"].fillna(False).astype(bool)]
+    return tp
