@@ -175,7 +175,7 @@ def test_launcher_prefixes_of_every_rank_give_the_world_size(tmp_path):
     log.write_text("".join(f"{r}: e2e samples_per_sec: {100 + r}.5\n" for r in range(4)))
     run = dptrace.load(log).runs.iloc[0]
     assert run["world_size"] == 4
-    assert run["world_size_from"] == "launcher prefixes: ranks 0-3 printed"
+    assert run["world_size_from"] == "ranks 0-3 printed"
 
 
 def test_job_ids_from_file_names():

@@ -70,8 +70,9 @@ def test_tqdm_question_mark_rate_and_repeats(tmp_path):
     text = ("  0%|          | 0/2 [00:00<?, ?it/s]\r 50%|#####     | 1/2 [00:01<00:01,  1.00it/s]"
             "\r100%|##########| 2/2 [00:02<00:00,  1.00it/s]\r100%|##########| 2/2 [00:02<00:00,  1.00it/s]\n")
     tp = parse(tmp_path, text)["throughput"]
-    # '?it/s' has no rate; tqdm's close() redraw of 2/2 is collapsed
-    assert list(tp["step"]) == [1, 2]
+    # '?it/s' has no rate; tqdm's close() redraw of 2/2 is kept, flagged as a repeat
+    assert list(tp["step"]) == [1, 2, 2]
+    assert list(tp["repeat"]) == [False, False, True]
 
 
 def test_tqdm_custom_unit_scale_and_postfix(tmp_path):
@@ -108,11 +109,14 @@ def test_hf_dicts_quoted_numbers_and_scope(tmp_path):
 
 def test_hf_dict_printed_by_every_rank_is_not_summed(tmp_path):
     line = "{'train_runtime': 836.4, 'train_samples_per_second': 1.196, 'epoch': 1.0}\n"
-    tp = parse(tmp_path, line * 4)["throughput"]
+    ds = parse(tmp_path, line * 4)
+    tp = ds["throughput"]
+    assert tp["repeat"].tolist() == [False, True, True, True]  # copies of one figure
     s = dptrace.throughput_summary(tp)
-    assert s["instances"].item() == 4
     assert s["job_value"].item() == pytest.approx(1.196)
-    assert "not summed" in s["job_rule"].item()
+    from dptrace.analysis import job
+    j = job.job_figures(tp, ds.runs)
+    assert j["value"].item() == pytest.approx(1.196) and j["how"].item() == "printed_global"
 
 
 def test_deepspeed_timer_old_and_new(tmp_path):
@@ -222,7 +226,7 @@ def test_parallel_scan_matches_single_process(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("workers", [2, 3, 5])
-def test_close_redraw_across_a_range_cut_is_dropped_once(tmp_path, monkeypatch, workers):
+def test_close_redraw_across_a_range_cut_is_flagged_once(tmp_path, monkeypatch, workers):
     from pandas.testing import assert_frame_equal
 
     from dptrace.formats.trainlog import read as trainlog
@@ -238,7 +242,9 @@ def test_close_redraw_across_a_range_cut_is_dropped_once(tmp_path, monkeypatch, 
     p = tmp_path / "slurm-7.out"
     p.write_text("".join(lines))
     single = dptrace.read_trainlog(p)
-    assert len(single["throughput"]) == 400 and len(single["train_metrics"]) == 400
+    assert len(single["throughput"]) == 800 and len(single["train_metrics"]) == 800
+    assert (~single["throughput"]["repeat"]).sum() == 400
+    assert (~single["train_metrics"]["repeat"]).sum() == 400
     monkeypatch.setattr(trainlog, "PARALLEL_BYTES", 1)
     parallel = dptrace.read_trainlog(p, executor=workers)
     for table in ("throughput", "train_metrics"):

@@ -16,9 +16,10 @@ key is reduced to integer codes first (:func:`_codes`).
   a step repeats an earlier copy with the same value (each rank printing HF's
   ``train_samples_per_second``). Repeats stay in the table, flagged; analyses skip them.
 - **Passes and steps**: a printer's series whose step goes down has restarted (a progress
-  bar per epoch); for progress bars and series with epochs, ``step`` becomes the global
-  step (the steps of the earlier passes added), so that a per-step chart and the warm-up
-  follow the whole run, not each epoch's first steps.
+  bar per epoch, or, without a launcher prefix, another rank's bar); where the rows give
+  their epoch (``Epoch 3`` in a bar's label), ``step`` becomes the global step (the steps
+  of the earlier epochs added), so that a per-step chart and the warm-up follow the whole
+  run, not each epoch's first steps. A restart without an epoch keeps its printed steps.
 - **Parts** (``part``): runs inside one file. A run header (``***** Running training
   *****``, a Horovod benchmark's ``Number of GPUs``, ...) starts a new part when training
   figures of its printer (any printer, when it has none) came since the previous part
@@ -34,8 +35,6 @@ import pandas as pd
 
 from ...runs import rank_of_path
 
-#: patterns whose step counts a progress bar's position (restarts every epoch)
-BAR_PATTERNS = frozenset({"tqdm", "rich_bar"})
 #: patterns whose repeated lines are distinct instances by documentation
 INSTANCE_PATTERNS = frozenset({"sambaflow"})
 
@@ -120,9 +119,9 @@ def steps_and_repeats(df: pd.DataFrame, instance: pd.Series) -> tuple[pd.Series,
         rep = np.zeros(len(st), dtype=bool)
         rep[order] = dup
         repeat[idx] = rep
-        # global steps: the earlier passes' last steps added (bars and series with epochs)
-        bar_like = (df["pattern"].isin(BAR_PATTERNS).to_numpy()[idx][order]
-                    | ~np.isnan(ep))
+        # global steps: the earlier passes' last steps added, where the rows say which
+        # epoch they are in (a count restarting without an epoch may be another rank's bar)
+        bar_like = ~np.isnan(ep)
         if (passes > 0).any() and bar_like.any():
             pass_max = pd.Series(sp).groupby([st, passes]).max()
             offsets = pass_max.groupby(level=0).cumsum() - pass_max   # steps before the pass
