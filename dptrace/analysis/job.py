@@ -60,16 +60,21 @@ COLUMNS = ["run", "metric", "value", "how", "rule", "ranks", "printers", "world_
 
 def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
                 fraction: float = thr.WARMUP_FRACTION,
-                check_ranges: Mapping[tuple[str, str], float] | None = None) -> pd.DataFrame:
+                check_ranges: Mapping[tuple[str, str], float] | None = None,
+                metrics: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per run and metric: the job figure (see the module's docstring).
 
     ``tp``: the ``throughput`` table (``run`` optional); ``runs``: the ``runs`` table, for
     the world sizes; ``check_ranges``: +- ranges printed beside global figures, by (run,
-    series name) (:func:`printed_ranges`). Rows come per run in run order, the run's
-    headline metric first (samples, sequences, images, then tokens, then steps)."""
+    series name) (:func:`printed_ranges`); ``metrics``: the ``train_metrics`` table, for a
+    ``step_time_s`` row per run that prints step times (Megatron's iteration time, nanoGPT's
+    ``time 35.2ms``, ``dt=``): the mean over the steps after warm-up. Rows come per run in
+    run order, the run's headline metric first (samples, sequences, images, then tokens,
+    then steps, then the step time)."""
     train = _training(tp)
+    steps = _step_times(metrics, fraction)
     if train.empty:
-        return pd.DataFrame(columns=COLUMNS)
+        return _with_steps(pd.DataFrame(columns=COLUMNS), steps)
     if RUN not in train:
         train = train.assign(**{RUN: "run"})
     inst = thr.per_instance(train, fraction)
@@ -101,10 +106,60 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
                            check_agrees=_agrees(other["value"], row["value"], rng))
         row.pop("_copies", None)
         out.append({RUN: run, "metric": metric, **row})
-    df = pd.DataFrame(out, columns=COLUMNS)
-    df["_head"] = df["metric"].map(_headline)
-    df = df.sort_values([RUN, "_head"], kind="stable").drop(columns="_head")
-    return df.reset_index(drop=True)
+    return _with_steps(pd.DataFrame(out, columns=COLUMNS), steps)
+
+
+def _with_steps(df: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+    if len(steps):
+        df = pd.concat([df, steps[COLUMNS]], ignore_index=True) if len(df) else steps[COLUMNS]
+    if df.empty:
+        return df.reset_index(drop=True)
+    df = df.assign(_head=df["metric"].map(_headline))
+    if isinstance(df[RUN].dtype, pd.CategoricalDtype):
+        order = df[RUN].cat.codes
+    else:
+        order = pd.Series(pd.factorize(df[RUN].astype("object"))[0], index=df.index)
+    df = df.assign(_run=order).sort_values(["_run", "_head"], kind="stable")
+    return df.drop(columns=["_head", "_run"]).reset_index(drop=True)
+
+
+def _step_times(metrics: pd.DataFrame | None, fraction: float) -> pd.DataFrame:
+    """Per run, the mean step time after warm-up (``step_time_s`` rows of ``train_metrics``;
+    ranks step together: the mean over printers)."""
+    if metrics is None or metrics.empty or "name" not in metrics:
+        return pd.DataFrame(columns=COLUMNS)
+    st = metrics[metrics["name"] == "step_time_s"]
+    if "repeat" in st:
+        st = st[~st["repeat"].fillna(False).astype(bool)]
+    if st.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    if RUN not in st:
+        st = st.assign(**{RUN: "run"})
+    frame = st.assign(metric="step_time_s", scope="instance", phase="train", label=None)
+    inst = thr.per_instance(frame, fraction)
+    out = []
+    done: set[str] = set()
+    for (run, source, pattern), g in inst.groupby([RUN, "source", "pattern"], sort=False,
+                                                  observed=True):
+        v = g["value"].astype("float64")
+        if str(run) in done or not v.notna().any():
+            continue  # one step time per run: the first series that prints one
+        done.add(str(run))
+        n = len(g)
+        ranks = _rank_list(g.loc[g["instance"].notna(), "instance"])
+        out.append({
+            RUN: run, "metric": "step_time_s", "value": float(v.mean()),
+            "how": "steady_step_time", "ranks": ranks or "?", "printers": n,
+            "world_size": None, "source": source, "pattern": pattern, "name": "step_time_s",
+            "label": None, "scope": "instance", "rows": int(g["rows"].sum()),
+            "value_all_steps": float(g["value_all"].astype("float64").mean()),
+            "copies_agree": True, "check_name": None, "check_value": None,
+            "check_range": None, "check_agrees": None,
+            "first_lineno": int(g["first_lineno"].min()),
+            "rule": f"mean step time over the steps after warm-up ({pattern} lines)"
+                    + (f", mean of {n} printers" if n > 1 else ""),
+        })
+    return pd.DataFrame(out, columns=COLUMNS)
 
 
 def _training(tp: pd.DataFrame) -> pd.DataFrame:
@@ -122,6 +177,8 @@ def _headline(metric: object) -> int:
     m = str(metric)
     if m in ("samples_per_s", "sequences_per_s", "images_per_s"):
         return 0
+    if m == "step_time_s":
+        return 3
     return 1 if m == "tokens_per_s" else 2
 
 

@@ -114,10 +114,8 @@ def steps_and_repeats(df: pd.DataFrame, instance: pd.Series) -> tuple[pd.Series,
         passes = csum - csum[start_of_stream]
         # repeats: same stream, pass, step and epoch as an earlier row
         ep = epoch[idx][order]
-        key = pd.DataFrame({"s": st, "p": passes, "v": sp, "e": ep})
-        dup = key.duplicated().to_numpy()
         rep = np.zeros(len(st), dtype=bool)
-        rep[order] = dup
+        rep[order] = _duplicated(st, passes, sp, ep)
         repeat[idx] = rep
         # global steps: the earlier passes' last steps added, where the rows say which
         # epoch they are in (a count restarting without an epoch may be another rank's bar)
@@ -136,12 +134,31 @@ def steps_and_repeats(df: pd.DataFrame, instance: pd.Series) -> tuple[pd.Series,
         glob = (~stepped & (df["scope"] == "global").to_numpy() & ~documented)
         if glob.any():
             gi = np.flatnonzero(glob)
-            key = pd.DataFrame({"s": stream[gi], "e": epoch[gi],
-                                "v": df["value"].to_numpy(dtype="float64",
-                                                          na_value=np.nan)[gi]})
-            repeat[gi] = key.duplicated().to_numpy()
+            value = df["value"].to_numpy(dtype="float64", na_value=np.nan)[gi]
+            repeat[gi] = _duplicated(stream[gi], np.zeros(len(gi), np.int64), value,
+                                     epoch[gi])
     repeat[documented] = False
     return new_step, repeat
+
+
+def _duplicated(stream: np.ndarray, passes: np.ndarray, step: np.ndarray,
+                epoch: np.ndarray) -> np.ndarray:
+    """True where (stream, pass, step, epoch) equals that of an earlier row (NaN equal to
+    NaN): one lexsort, then neighbours compared."""
+    n = len(stream)
+    if n < 2:
+        return np.zeros(n, dtype=bool)
+    ep = np.where(np.isnan(epoch), -np.inf, epoch)  # NaN equal to NaN
+    sp = np.where(np.isnan(step), -np.inf, step)
+    order = np.lexsort((np.arange(n), ep, sp, passes, stream))
+    same = np.ones(n, dtype=bool)
+    same[0] = False
+    for col in (stream, passes, sp, ep):
+        c = col[order]
+        same[1:] &= c[1:] == c[:-1]
+    out = np.zeros(n, dtype=bool)
+    out[order] = same
+    return out
 
 
 def part_starts(headers: Sequence[tuple[str | None, int, str]], lineno: np.ndarray,

@@ -63,7 +63,8 @@ def parse(source: Source, *, engine: str = "auto", executor: Executor | None = N
             parts = [_scan_range(buf, source.name, 0, n, last=True, use_c=use_c)]
         tp, tm, headers = _merge(parts, problems)
         _flag_cut_number(buf, source.name, problems)
-    tables = {"throughput": _finish(tp, source.name, THROUGHPUT, problems),
+        context = _bars_after_setup_lines(buf, tp)
+    tables = {"throughput": _finish(tp, source.name, THROUGHPUT, problems, context),
               "train_metrics": _finish(tm, source.name, TRAIN_METRICS, problems)}
     _split_parts(tables, headers)
     return ParseResult(tables, problems, _variant(tp, tm))
@@ -304,9 +305,10 @@ def _merge(parts: list[_Part], problems: list[Problem],
 
 
 def _finish(df: pd.DataFrame, source: str, table: schema.Table, problems: list[Problem],
-            ) -> pd.DataFrame:
+            context: dict[int, str] | None = None) -> pd.DataFrame:
     """Resolve printers, repeats and global steps (:mod:`.instances`), add the source and the
-    phase, and conform to the schema."""
+    phase, and conform to the schema. ``context``: the phase of bars without a description,
+    by line, from the line before them (:func:`_bars_after_setup_lines`)."""
     if df.empty:
         return table.empty()
     df = df.reset_index(drop=True)
@@ -314,21 +316,73 @@ def _finish(df: pd.DataFrame, source: str, table: schema.Table, problems: list[P
     df["instance"], df["rank"] = instances.printers(df, source)
     if "label" in df:  # throughput: from the bar label and name, after the rows (C path too)
         df["phase"] = rules.phases(df["name"], df["label"])
+        if context:
+            hit = df["lineno"].isin(list(context)) & df["label"].isna()
+            if hit.any():
+                df["phase"] = df["phase"].astype("object")
+                df.loc[hit, "phase"] = df.loc[hit, "lineno"].map(context)
+                df["phase"] = pd.Categorical(df["phase"], categories=rules.PHASES)
     df["step"], df["repeat"] = instances.steps_and_repeats(df, df["instance"])
     df["source"] = source
     return schema.conform(df.drop(columns=["prefix", "seg"]), table)
 
 
+#: train_metrics that state the job's shape, printed before training starts
+_SHAPE_METRICS = ("world_size", "devices")
+
+
+#: what the line before a bar without a description says it is: the datasets library's
+#: 'Found cached dataset parquet (...)' / 'Loading cached processed dataset' before the bar of
+#: its splits, 'Downloading ...' / 'Generating train split' lines
+_SETUP_BEFORE = re.compile(
+    rb"(?P<load>Found cached dataset|Loading cached|Loading (?:checkpoint|dataset|model)"
+    rb"|Generating \w+ split|[Tt]okeniz|Preprocess)|(?P<download>Downloading|Fetching \d+ files)")
+#: bars without a description looked at per file (each costs a look at one line)
+_MAX_CONTEXT_LINES = 10_000
+
+
+def _bars_after_setup_lines(buf: Any, tp: pd.DataFrame) -> dict[int, str]:
+    """The phase (load, download) of tqdm bars without a description whose previous line
+    says what they do (the datasets library prints 'Found cached dataset parquet (...)' and
+    then a bar of its splits, '2/2 [00:00<00:00, 354.85it/s]', with no description), by line
+    number. Bars of training printed without a description (HF Trainer's) follow other lines."""
+    if tp.empty or "label" not in tp:
+        return {}
+    bare = tp[(tp["pattern"] == "tqdm") & tp["label"].isna()]
+    if bare.empty:
+        return {}
+    first = bare.drop_duplicates("lineno").head(_MAX_CONTEXT_LINES)
+    out: dict[int, str] = {}
+    lo_phase = {"load", "download"} & set(rules.PHASES)
+    for lineno, seg in zip(first["lineno"].tolist(), first["seg"].tolist(), strict=True):
+        start = buf.rfind(b"\n", 0, int(seg)) + 1
+        if start <= 0:
+            continue
+        prev = buf.rfind(b"\n", max(0, start - 1 - WINDOW), start - 1) + 1
+        m = _SETUP_BEFORE.search(buf[prev:start - 1])
+        if m and m.lastgroup in lo_phase:
+            out[int(lineno)] = str(m.lastgroup)
+    return out
+
+
 def _split_parts(tables: dict[str, pd.DataFrame], headers: list[_Header]) -> None:
     """The ``part`` column of both tables: runs inside one file (:func:`.instances.part_starts`),
     0 everywhere unless run headers split the file."""
-    tp = tables["throughput"]
+    tp, tm = tables["throughput"], tables["train_metrics"]
     starts: list[int] = []
-    if len(tp) and headers:
-        training = ((tp["phase"] == "train") & ~tp["repeat"]).to_numpy(dtype=bool)
-        starts = instances.part_starts(
-            headers, tp["lineno"].to_numpy(dtype="int64", na_value=0),
-            tp["instance"].astype("object").to_numpy(), training)
+    if headers and (len(tp) or len(tm)):
+        # what a run prints while it trains: throughput of the train phase, and metrics
+        # (loss, step time) but not the statements of the job's shape (world size)
+        lines, printers, training = [], [], []
+        for df, keep in ((tp, (tp["phase"] == "train") if len(tp) else None),
+                         (tm, ~tm["name"].isin(_SHAPE_METRICS) if len(tm) else None)):
+            if keep is None:
+                continue
+            lines.append(df["lineno"].to_numpy(dtype="int64", na_value=0))
+            printers.append(df["instance"].astype("object").to_numpy())
+            training.append((keep & ~df["repeat"]).to_numpy(dtype=bool))
+        starts = instances.part_starts(headers, np.concatenate(lines),
+                                       np.concatenate(printers), np.concatenate(training))
     for df in tables.values():
         if len(df):
             lines = df["lineno"].to_numpy(dtype="int64", na_value=0)

@@ -30,7 +30,8 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
         "closing redraw, a line printed twice) are not counted; bars of evaluation, loading "
         "and downloads are never the job figure.",
         {
-            "job": job.job_figures(tp, ds.runs, fraction, job.printed_ranges(metrics)),
+            "job": job.job_figures(tp, ds.runs, fraction, job.printed_ranges(metrics),
+                                   metrics),
             "summary": summary,
             "instances": thr.per_instance(tp, fraction),
         },
