@@ -603,8 +603,9 @@ read_line(Line *L, Py_ssize_t n)
  * read_line() finds no Unicode number (it declines the others, so only 0-9 are digits):
  *
  *   _PREFIX = ^\s*(?:(?P<srun>\d{1,6}): |\[(?P<job>\d+),(?P<rank>\d+)\]<std(?:out|err|diag)>:
+ *                   |\[rank(?P<grank>\d+)\](?::|\s)
  *                   |\[(?P<role>[A-Za-z_]+\d+)\]:|\[(?P<bare>\d{1,6})\]\s)
- *   label = srun or rank or role or bare
+ *   label = srun or rank or grank or role or bare
  *
  * Without backtracking: \s* is followed by a digit or '[' (not spaces): maximal. srun: a
  * shorter \d{1,6} leaves a digit before ': ', so the run of digits must be 1-6 long. After
@@ -654,9 +655,13 @@ split_prefix(PyObject *text, const Text *t, Py_ssize_t n)
             return PyUnicode_Substring(text, a, b); /* bare */
         Py_RETURN_NONE;
     }
-    for (b = i; b < n && IS_WORD(CH(t, b)); b++) /* role */
+    for (b = i; b < n && IS_WORD(CH(t, b)); b++) /* grank, role */
         ;
     d = digits(t, b, n);
+    if (b - i == 4 && CH(t, i) == 'r' && CH(t, i + 1) == 'a' && CH(t, i + 2) == 'n' &&
+        CH(t, i + 3) == 'k' && d > b && d + 1 < n && CH(t, d) == ']' &&
+        (CH(t, d + 1) == ':' || Py_UNICODE_ISSPACE(CH(t, d + 1))))
+        return PyUnicode_Substring(text, b, d); /* [rank3]: [rank3] -> "3" */
     if (b > i && d > b && d + 1 < n && CH(t, d) == ']' && CH(t, d + 1) == ':')
         return PyUnicode_Substring(text, a, d);
     Py_RETURN_NONE;

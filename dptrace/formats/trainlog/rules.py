@@ -49,6 +49,27 @@ def _int(x: float) -> int | float:
     return int(x) if math.isfinite(x) else x
 
 
+#: launcher prefixes: ``srun --label`` (``3: ``), ``mpirun --tag-output`` (``[1,3]<stdout>:``),
+#: PyTorch's ``[rank3]:`` (torchtitan; also ``[rank3] ``: a global rank, like srun's), torchrun
+#: ``--tee`` (``[default3]:``: a local rank, kept as the role) and a bare ``[3] `` rank tag
+PREFIX = re.compile(
+    r"^\s*(?:(?P<srun>\d{1,6}): "
+    r"|\[(?P<job>\d+),(?P<rank>\d+)\]<std(?:out|err|diag)>:"
+    r"|\[rank(?P<grank>\d+)\](?::|\s)"
+    r"|\[(?P<role>[A-Za-z_]+\d+)\]:"
+    r"|\[(?P<bare>\d{1,6})\]\s)"
+)
+
+
+def split_prefix(text: str) -> tuple[str | None, str]:
+    """(launcher instance, rest of the text) of a text that may start with a launcher prefix."""
+    m = PREFIX.match(text)
+    if not m:
+        return None, text
+    label = m["srun"] or m["rank"] or m["grank"] or m["role"] or m["bare"]
+    return label, text[m.end():]
+
+
 TP_COLS = ("prefix", "lineno", "seg", "pattern", "name", "metric", "value", "scope", "step",
            "epoch", "label")
 TM_COLS = ("prefix", "lineno", "seg", "pattern", "name", "value", "step", "epoch")
