@@ -84,6 +84,15 @@ class Rows:
     #: where the current segment is: (launcher instance, lineno, segment number); set by the
     #: scanner before the recognisers run
     seg: tuple[str | None, int, int] = (None, 0, 0)
+    #: run headers, one per header line: (launcher instance, lineno, kind); see :data:`HEADERS`
+    headers: list[tuple[str | None, int, str]] = field(default_factory=list)
+    #: per printer (launcher instance): the figures of an HF Trainer '***** Running training
+    #: *****' block seen so far (its batch sizes are printed on separate lines)
+    hf_block: dict[str | None, dict[str, float]] = field(default_factory=dict)
+
+    def header(self, kind: str) -> None:
+        """Record a line that starts a run (``kind``: a key of :data:`HEADERS`)."""
+        self.headers.append((self.seg[0], self.seg[1], kind))
 
     def rate(self, pattern: str, name: str, metric: str, value: float, scope: str,
              step: int | float | None = None, epoch: float | None = None,
@@ -240,27 +249,26 @@ _MEG_FIELD = re.compile(r"([A-Za-z][A-Za-z0-9 ._()/-]{0,60}?)\s*:\s*(" + NUM + r
 
 
 def megatron(text: str, rows: Rows) -> bool:
+    """An iteration record. ``elapsed time per iteration`` is a step time (train_metrics
+    ``step_time_s``), not a throughput; the job's ``samples_per_s`` is the printed ``samples
+    per second`` (Megatron-DeepSpeed), else ``global batch size`` / step time."""
     m = _MEG_ITER.search(text)
     if not m or "per iteration" not in text:
         return False
     step = int(m.group(1))
     fields = {" ".join(k.split()): _F(v) for k, v in _MEG_FIELD.findall(text[m.end():])}
     seconds = _iteration_seconds(fields)
-    if seconds:
-        rows.rate("megatron", "elapsed time per iteration", "iterations_per_s", 1.0 / seconds,
-                  "global", step)
-        gbs = fields.get("global batch size")
-        if gbs:
-            rows.rate("megatron", "elapsed time per iteration", "samples_per_s", gbs / seconds,
-                      "global", step)
     if "samples per second" in fields:
         rows.rate("megatron", "samples per second", "samples_per_s",
                   fields["samples per second"], "global", step)
+    elif seconds and (gbs := fields.get("global batch size")):
+        rows.rate("megatron", "elapsed time per iteration", "samples_per_s", gbs / seconds,
+                  "global", step)
     for key, value in fields.items():
         if not key.startswith("elapsed time per iteration") and key != "samples per second":
             rows.metric("megatron", _meg_name(key), value, step)
     if seconds:
-        rows.metric("megatron", "iteration_time_s", seconds, step)
+        rows.metric("megatron", "step_time_s", seconds, step)
     return True
 
 
@@ -273,6 +281,36 @@ def _iteration_seconds(fields: dict[str, float]) -> float | None:
 def _meg_name(key: str) -> str:
     name = _snake(key.replace("number of ", ""))
     return {"tflops": "tflops_per_gpu"}.get(name, name)
+
+
+# --- nanoGPT and modded-nanogpt: step times ------------------------------------------------
+
+#: nanoGPT train.py: ``iter 10: loss 3.2000, time 35.20ms, mfu 1.20%``
+_NANOGPT = re.compile(r"\biter (\d+): loss (" + NUM + r"), time (" + NUM + r")ms, mfu (" + NUM
+                      + r")%")
+#: modded-nanogpt: ``step:100/1750 train_time:12345ms step_avg:123.45ms`` (training) and
+#: ``step:1845/1845 val_loss:3.2772 train_time:114005ms step_avg:61.79ms`` (validation)
+_MODDED = re.compile(r"\bstep:(\d+)/\d+ (?:val_loss:(" + NUM + r") )?train_time:(" + NUM +
+                     r")ms step_avg:(" + NUM + r")ms")
+
+
+def nanogpt(text: str, rows: Rows) -> bool:
+    if m := _NANOGPT.search(text):
+        step = int(m.group(1))
+        rows.metric("nanogpt", "loss", _F(m.group(2)), step)
+        rows.metric("nanogpt", "step_time_s", _F(m.group(3)) / 1000.0, step)
+        rows.metric("nanogpt", "mfu_pct", _F(m.group(4)), step)
+        return True
+    if m := _MODDED.search(text):
+        step = int(m.group(1))
+        if m.group(2) is not None:  # a validation line: its times repeat the step's
+            rows.metric("modded_nanogpt", "val_loss", _F(m.group(2)), step)
+            return True
+        # step_avg = train_time / step: the mean step time so far (the only one printed)
+        rows.metric("modded_nanogpt", "step_time_s", _F(m.group(4)) / 1000.0, step)
+        rows.metric("modded_nanogpt", "train_time_s", _F(m.group(3)) / 1000.0, step)
+        return True
+    return False
 
 
 # --- Horovod / tf_cnn_benchmarks synthetic benchmarks -----------------------------------------
@@ -298,6 +336,7 @@ def horovod_benchmark(text: str, rows: Rows) -> bool:
     elif m := _HVD_TOTAL.search(text):
         rows.rate("horovod_benchmark", "Total img/sec", "images_per_s", _F(m.group(3)), "global")
         rows.metric("horovod_benchmark", "devices", _F(m.group(1)))
+        rows.metric("horovod_benchmark", "world_size", _F(m.group(1)))
     elif m := _TFCNN_STEP.search(text):
         rows.rate("horovod_benchmark", "images/sec", "images_per_s", _F(m.group(2)), "device",
                   int(m.group(1)))
@@ -306,6 +345,93 @@ def horovod_benchmark(text: str, rows: Rows) -> bool:
                   "global")
     else:
         return False
+    return True
+
+
+# --- run headers and world size statements -------------------------------------------------
+
+#: kinds of :meth:`Rows.header`: lines that start a run (one record per header line: when
+#: 16 ranks each print one, that is 16 records; read.py decides what is a new run)
+HEADERS: dict[str, str] = {
+    "hf_trainer": "'***** Running training *****' (HF Trainer; DeepSpeed-Chat prints it too)",
+    "horovod_benchmark": "the 'Number of GPUs: N' (or CPUs) line of the Horovod synthetic "
+                         "benchmark's 'Model: / Batch size: / Number of GPUs:' block",
+    "benchmark": "'Running benchmark...' (Horovod and Bagua synthetic benchmarks: the timed "
+                 "part starts; after the block above in Horovod's)",
+    "megatron": "'using world size: N, ...' (Megatron-LM / Megatron-DeepSpeed argument "
+                "checks, rank 0, first line of a run)",
+}
+#: pattern of a ``world_size`` train_metrics row -> what the log said
+WORLD_SIZE_FROM: dict[str, str] = {
+    "horovod_benchmark": "Horovod benchmark: 'Number of GPUs: N' / 'Number of CPUs: N' or "
+                         "'Total img/sec on N GPU(s)'",
+    "launcher": "launcher: 'Running on N tasks'",
+    "env": "environment or arguments: WORLD_SIZE=N, OMPI_COMM_WORLD_SIZE=N, SLURM_NTASKS=N, "
+           "SLURM_NPROCS=N, world_size=N, 'world size: N' (Megatron's 'using world size: N')",
+    "hf_trainer": "HF: 'Num processes = N' (accelerate), or the Trainer's 'Total train batch "
+                  "size (w. parallel, distributed & accumulation)' / ('Instantaneous batch size "
+                  "per device' x 'Gradient Accumulation steps')",
+    "deepspeed": "DeepSpeed: the launcher's 'dist_world_size=N', 'Discovered MPI settings of "
+                 "... world_size=N'",
+}
+
+_HF_RUN = re.compile(r"\*{3,}\s*Running training\s*\*{3,}")
+_BENCH_RUN = re.compile(r"(?:^|\s)Running benchmark\.\.\.\s*$")
+_HVD_DEVICES = re.compile(r"(?:^|\s)Number of (GPU|CPU)s:\s*(\d+)\s*$")
+_MEG_WORLD = re.compile(r"\busing world size:\s*(\d+)")
+_TASKS = re.compile(r"\bRunning on (\d+) tasks?\b")
+#: DeepSpeed's launcher (launch.py) and its MPI discovery (comm.py); not its config print
+#: 'world_size ....... N', which is the data-parallel size (1 in a 64-rank 3D-parallel job)
+_DS_WORLD = re.compile(r"\bdist_world_size=(\d+)|Discovered MPI settings of .*?\bworld_size=(\d+)")
+#: not LOCAL_WORLD_SIZE, dist_world_size, args.world_size (the lookbehind)
+_ENV_WORLD = re.compile(r"(?<![\w.])(?:(?:OMPI_COMM_)?WORLD_SIZE|world_size|SLURM_NTASKS"
+                        r"|SLURM_NPROCS)=(\d+)\b")
+_WORDS_WORLD = re.compile(r"(?<![\w.])(?<!local )world size\s*[:=]\s*(\d+)\b", re.IGNORECASE)
+_NUM_PROCS = re.compile(r"\bNum processes\s*[:=]\s*(\d+)\b")
+#: the HF Trainer's '***** Running training *****' block, one figure a line
+_HF_BATCH = re.compile(r"\b(Instantaneous batch size per device|Total train batch size|Gradient "
+                       r"Accumulation steps)\b[^=]{0,60}=\s*(\d[\d,]*)\s*$")
+_HF_KEYS = {"Instantaneous batch size per device": "device", "Total train batch size": "total",
+            "Gradient Accumulation steps": "accumulation"}
+
+
+def run_facts(text: str, rows: Rows) -> bool:
+    """Run headers (:data:`HEADERS`) and world size statements (:data:`WORLD_SIZE_FROM`)."""
+    if _HF_RUN.search(text):
+        rows.header("hf_trainer")
+        rows.hf_block.pop(rows.seg[0], None)
+        return True
+    if _BENCH_RUN.search(text):
+        rows.header("benchmark")
+        return True
+    if m := _HVD_DEVICES.search(text):
+        rows.header("horovod_benchmark")
+        rows.metric("horovod_benchmark", "world_size", _F(m.group(2)))
+        return True
+    if m := _HF_BATCH.search(text):
+        return _hf_batch(rows, _HF_KEYS[m.group(1)], _F(m.group(2).replace(",", "")))
+    if m := _MEG_WORLD.search(text):
+        rows.header("megatron")
+        rows.metric("env", "world_size", _F(m.group(1)))
+        return True
+    for rx, pattern in ((_DS_WORLD, "deepspeed"), (_TASKS, "launcher"), (_NUM_PROCS, "hf_trainer"),
+                        (_ENV_WORLD, "env"), (_WORDS_WORLD, "env")):
+        if m := rx.search(text):
+            rows.metric(pattern, "world_size", _F(m.group(m.lastindex or 1)))
+            return True
+    return False
+
+
+def _hf_batch(rows: Rows, key: str, value: float) -> bool:
+    """One line of the HF block; with the three figures of a printer, its world size."""
+    block = rows.hf_block.setdefault(rows.seg[0], {})
+    block[key] = value
+    if len(block) == 3:
+        del rows.hf_block[rows.seg[0]]
+        per_step = block["device"] * block["accumulation"]
+        world = block["total"] / per_step if per_step else 0.0
+        if world >= 1 and world == int(world):
+            rows.metric("hf_trainer", "world_size", world)
     return True
 
 
@@ -577,6 +703,9 @@ SPECIFIC: tuple[tuple[tuple[str, ...], Recogniser], ...] = (
     (("per iteration",), megatron),
     (("img/sec", "Img/sec", "images/sec"), horovod_benchmark),
     (("TimeHistory",), keras),
+    (("ms, mfu", "step_avg:"), nanogpt),
+    (("Running ", "Number of ", "orld size", "orld_size=", "WORLD_SIZE=", "SLURM_N", "Num proc",
+      "batch size", "Accumulation steps"), run_facts),
     (("Loss:",), example_losses),
     (("oss=",), key_value),
 )
