@@ -34,7 +34,7 @@
  *   (?:(?P<rate>NUM)|\?)[ \t]*                     H, I
  *   (?P<scale>[kMGT]?)(?P<unit>[A-Za-z_]{1,30})/   J, K
  *   (?P<per>s|[A-Za-z_]{1,30})                     M
- *   (?P<post>[^\]\r]{0,500})\][^\r]*               N, O, P
+ *   (?P<post>[^\]\r]{0,500})\](?![^\r]*\{')[^\r]*   N, O, P
  *
  * Python's re tries pre lengths 0, 1, ..., 240 (never past a '\r') and, at each, the rest
  * with backtracking; the first success gives the groups. This code tries the same pre
@@ -73,7 +73,8 @@
  *     giving back leaves a non-']' next), so M+N+O succeed iff the first ']' after M's
  *     start is at most 500 characters after M's end. M tries 's' first; then the run of
  *     [A-Za-z_] (at most 30, greedy: a shorter per only makes N longer).
- *  P  [^\r]* takes the rest of the segment and cannot fail.
+ *  P  [^\r]* takes the rest of the segment; it fails only when the rest holds "{'" (a
+ *     Python dict printed after the bar: the segment is not an update).
  *
  * Each match therefore spans a whole '\r' segment, and findall's matches are exactly the
  * segments (from the line start or after a '\r') at which this succeeds.
@@ -240,6 +241,9 @@ rest(const Text *t, Py_ssize_t p, Py_ssize_t e, Match *m)
         m->per_s = i;
         m->per_e = j;
     }
+    for (j = k + 1; j + 1 < e; j++) /* P: no "{'" after the bar (a dict: not an update) */
+        if (CH(t, j) == '{' && CH(t, j + 1) == '\'')
+            return 0;
     m->post_s = m->per_e;
     m->post_e = k;
     return 1;

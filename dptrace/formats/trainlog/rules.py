@@ -478,7 +478,23 @@ def tqdm_bar(text: str, rows: Rows) -> bool:
     cm = _TQDM_COUNT.search(before, max(0, len(before) - 40))
     if not cm:
         return False
-    return tqdm_row(rows, before[:cm.start()], cm.group(1), m)
+    found = tqdm_row(rows, before[:cm.start()], cm.group(1), m)
+    if "{'" in text[m.end():]:
+        _after_bar(text, m.end(), rows)
+    return found
+
+
+def _after_bar(text: str, at: int, rows: Rows) -> None:
+    """A Python dict printed right after a bar, as its own line that lost its newline:
+    ``...13.93it/s][default0]:{'train_runtime': '5.071', ...}``. The launcher tag before the
+    dict is its printer's; it is a segment of its own (tqdm repeats are dropped by segment)."""
+    prefix, body = split_prefix(text[at:])
+    saved = rows.seg
+    rows.seg = (saved[0] if prefix is None else prefix, saved[1], saved[2] + at)
+    try:
+        py_dict(body, rows)
+    finally:
+        rows.seg = saved
 
 
 #: one whole tqdm update (a ``\r``-separated segment): what precedes the count (launcher
@@ -487,7 +503,7 @@ TQDM_SEGMENT = re.compile(
     r"(?P<pre>[^\r]{0,240}?)(?P<n>\d+(?:\.\d+)?[kMGT]?)(?:/(?:\d+(?:\.\d+)?[kMGT]?|\?))?"
     r"[A-Za-z]{0,20}[ \t]*\[\d[\d:]*(?:<[\d:?]+)?,[ \t]*(?:(?P<rate>" + NUM + r")|\?)[ \t]*"
     r"(?P<scale>[kMGT]?)(?P<unit>[A-Za-z_]{1,30})/(?P<per>s|[A-Za-z_]{1,30})(?P<post>[^\]\r]{0,500})"
-    r"\][^\r]*"
+    r"\](?![^\r]*\{')[^\r]*"   # not an update when a dict follows the bar: see _after_bar
 )
 
 
@@ -558,6 +574,35 @@ def _tqdm_count(n: str) -> int | float:
     """A count with a fraction or a scale ('12.5', '1.5k'); inf when it overflows a float."""
     scale = _SCALE.get(n[-1]) if n and n[-1].isalpha() else None
     return _int(float(n[:-1]) * scale if scale else float(n))
+
+
+# --- Lightning's RichProgressBar ------------------------------------------------------------
+
+#: Lightning's RichProgressBar columns: description, bar, ``completed/total`` (``--`` when
+#: unsized), ``elapsed • remaining`` (h:mm:ss, ``-:--:--``), ``{speed:.2f}it/s`` (``0.00``
+#: before a speed is known), then the metrics as ``name: value``:
+#: ``Epoch 1/4  ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ 63/63 0:00:01 • 0:00:00 52.68it/s v_num: 1 train_loss: 0.28``
+_RICH = re.compile(
+    r"(?P<desc>[^\u2500-\u257f]*?)[\u2500-\u257f]+\s+(?P<n>\d+)/(?:\d+|--)\s+[^\u2022]{1,40}"
+    r"\u2022\s*[^\u2022\s]{1,40}?(?:,? [^\u2022\s]{1,20}){0,3}\s+(?P<rate>" + NUM
+    + r")it/s(?=\s|$)(?P<post>.*)")
+_RICH_METRIC = re.compile(r"([A-Za-z_][\w/.-]*):\s*(" + NUM + r")(?=\s|$)")
+_RICH_EPOCH = re.compile(r"^(\s*Epoch\s+\d+)/\d+")
+
+
+def rich_bar(text: str, rows: Rows) -> bool:
+    m = _RICH.search(text)
+    if not m:
+        return False
+    rate = _F(m["rate"])
+    if rate == 0:  # '0.00it/s': no speed yet (as tqdm's '?it/s')
+        return True
+    label, epoch = _desc_label(_RICH_EPOCH.sub(r"\1", m["desc"]))
+    step = int(m["n"])
+    rows.rate("rich_bar", "rich_bar", "iterations_per_s", rate, "instance", step, epoch, label)
+    for name, value in _RICH_METRIC.findall(m["post"]):
+        rows.metric("rich_bar", _snake(name), _F(value), step, epoch)
+    return True
 
 
 # --- phase: whether a throughput row measures training --------------------------------------
@@ -665,17 +710,57 @@ def generic_loss(text: str, rows: Rows) -> bool:
 
 # --- anything else that prints '<number> <unit>/s' ---------------------------------------------
 
-_GENERIC = re.compile(r"(" + NUM + r")\s*(samples|sequences|seqs|images|imgs|img|examples|tokens"
-                      r"|toks|tok)\s*/\s*(s|sec|second)\b")
+_UNIT_WORDS = r"(samples|sequences|seqs|images|imgs|img|examples|tokens|toks|tok)"
+_GENERIC = re.compile(r"(" + NUM + r")\s*" + _UNIT_WORDS + r"\s*/\s*(s|sec|second)\b")
+#: the unit before the number: 'samples/sec 2249.7', 'samples/sec(global)=525.3'
+_GENERIC_UNIT_FIRST = re.compile(
+    r"(?<![\w/])" + _UNIT_WORDS + r"\s*/\s*(s|sec|second)\b(\s*\([\w ]{1,20}\)|\s*/\s*\w{1,10})?"
+    r"\s*[:=]?\s*(" + NUM + r")(?![\w.])")
 _GENERIC_HINT = re.compile(r"(\w+)\s*[:=]\s*$")
+#: what right after the unit makes the figure a device's ('/rank', '/gpu', ' per GPU', ...)
+#: or the job's ('(global)')
+_AFTER_DEVICE = re.compile(r"^\s*(?:/|\(?per[ _-]?)(?:rank|gpu|device)\b", re.IGNORECASE)
+_AFTER_GLOBAL = re.compile(r"^\s*\(global\)", re.IGNORECASE)
+#: ... or before the number, back to the previous field ('global 3633.1 samples/sec',
+#: 'throughput per GPU: 1816.6 samples/sec')
+_BEFORE_GLOBAL = re.compile(r"\bglobal\b", re.IGNORECASE)
+_BEFORE_DEVICE = re.compile(r"\bper[ _-]?(?:gpu|device|rank)\b", re.IGNORECASE)
+_FIELD_END = re.compile(r".*[,|;\]]", re.DOTALL)
+
+
+def _line_scope(text: str, start: int, unit_end: int) -> str:
+    """Scope of a generic figure from the words around it: device, global, else instance."""
+    after = text[unit_end:unit_end + 16]
+    if _AFTER_DEVICE.match(after):
+        return "device"
+    if _AFTER_GLOBAL.match(after):
+        return "global"
+    before = text[max(0, start - 40):start]
+    if cut := _FIELD_END.match(before):
+        before = before[cut.end():]
+    if _BEFORE_DEVICE.search(before):
+        return "device"
+    if _BEFORE_GLOBAL.search(before):
+        return "global"
+    return "instance"
 
 
 def generic_rate(text: str, rows: Rows) -> bool:
     found = False
+    spans = []
     for m in _GENERIC.finditer(text):
         found = True
+        spans.append(m.span())
         rows.rate("generic", f"{m.group(2)}/{m.group(3)}", _unit_metric(m.group(2)),
-                  _F(m.group(1)), "instance", _hint(_STEP_HINT, text), _epoch_hint(text))
+                  _F(m.group(1)), _line_scope(text, m.start(), m.end()),
+                  _hint(_STEP_HINT, text), _epoch_hint(text))
+    for m in _GENERIC_UNIT_FIRST.finditer(text):
+        if any(a <= m.start() < b for a, b in spans):
+            continue  # the unit of a figure read above
+        found = True
+        rows.rate("generic", f"{m.group(1)}/{m.group(2)}", _unit_metric(m.group(1)),
+                  _F(m.group(4)), _line_scope(text, m.start(), m.end(2)),
+                  _hint(_STEP_HINT, text), _epoch_hint(text))
     return found
 
 
@@ -695,6 +780,7 @@ def _epoch_hint(text: str) -> float | None:
 #: most hits in large logs are its updates.
 SPECIFIC: tuple[tuple[tuple[str, ...], Recogniser], ...] = (
     (("/s]", "/s,", "s/it", "s/s"), tqdm_bar),
+    (("it/s",), rich_bar),
     (("e2e samples_per_sec",), sambaflow),
     (("{'",), py_dict),
     (("_per_second",), hf_metrics_table),
