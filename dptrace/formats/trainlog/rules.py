@@ -608,18 +608,21 @@ def rich_bar(text: str, rows: Rows) -> bool:
 # --- phase: whether a throughput row measures training --------------------------------------
 
 #: what a throughput row measures, in order of importance: training steps, evaluation, and the
-#: setup around training (downloads, checkpoint loading, dataset preprocessing)
+#: work around training: loading (checkpoint shards, dataset preprocessing, compilation) and
+#: downloads (model or dataset files)
 PHASES = schema.PHASES
-#: descriptions of bars that are not training, as tqdm is given them by real tools (the label
-#: has its digits as '#'). Seen in real logs: huggingface_hub 'Downloading (…)of-#.safetensors',
-#: transformers 'Downloading shards' and 'Loading checkpoint shards' (DeepSpeed-Chat),
-#: Graphcore 'Graph compilation'. Also the datasets library's 'Map (num_proc=#)', 'Filter',
-#: 'Generating train split', 'Resolving data files', 'Extracting data files', 'Computing
-#: checksums', 'Saving the dataset', huggingface_hub 'Fetching # files', run_clm's 'Running
-#: tokenizer on dataset' and 'Grouping texts in chunks of #'. Checked before _EVAL_LABEL:
-#: 'Generating validation split' and 'Tokenizing test set' are setup
-_SETUP_LABEL = re.compile(
-    r"download|upload|\bfetching\b|\bload(?:ing)?\b|checkpoint shards|\bresolving\b|extract"
+#: descriptions of bars that download (checked first: 'Downloading checkpoint shards' is one):
+#: huggingface_hub 'Downloading (…)of-#.safetensors' and 'Fetching # files', transformers
+#: 'Downloading shards', uploads
+_DOWNLOAD_LABEL = re.compile(r"download|upload|\bfetching\b", re.IGNORECASE)
+#: descriptions of bars that load or prepare, as tqdm is given them by real tools (the label
+#: has its digits as '#'): transformers 'Loading checkpoint shards' (DeepSpeed-Chat), Graphcore
+#: 'Graph compilation', the datasets library's 'Map (num_proc=#)', 'Filter', 'Generating train
+#: split', 'Resolving data files', 'Extracting data files', 'Computing checksums', 'Saving the
+#: dataset', run_clm's 'Running tokenizer on dataset' and 'Grouping texts in chunks of #'.
+#: Checked before _EVAL_LABEL: 'Generating validation split' and 'Tokenizing test set' load
+_LOAD_LABEL = re.compile(
+    r"\bload(?:ing)?\b|checkpoint shards|\bresolving\b|extract"
     r"|\bgenerating \S+ split|^\W*(?:map|filter)\b|tokeni[sz]|pre-?process|grouping texts"
     r"|\bpacking\b|\bsaving\b|creating parquet|checksum|compil|\bconvert", re.IGNORECASE)
 #: evaluation bars: 'Evaluating', 'Evaluation', 'Validation DataLoader #' and 'Sanity Checking
@@ -628,28 +631,38 @@ _EVAL_LABEL = re.compile(r"\b(?:eval\w*|valid\w*|val|test\w*|predict\w*|inferenc
                          r"|sanity check\w*)\b", re.IGNORECASE)
 #: figures named for evaluation: HF eval_samples_per_second, test_..., predict_...
 _EVAL_NAME = re.compile(r"(?:eval|val|validation|test|predict)_", re.IGNORECASE)
+_TRAIN, _EVAL, _LOAD, _DOWNLOAD = (PHASES.index(p) for p in ("train", "eval", "load", "download"))
+#: metrics of bars that move bytes: a download unless the label says otherwise
+_BYTE_METRICS = frozenset({"bytes_per_s"})
 
 
 @functools.lru_cache(maxsize=4096)
 def label_phase(label: str) -> int:
-    """Index in :data:`PHASES` of a bar labelled ``label``: setup, eval, else train."""
-    if _SETUP_LABEL.search(label):
-        return 2
-    return 1 if _EVAL_LABEL.search(label) else 0
+    """Index in :data:`PHASES` of a bar labelled ``label``: download, load, eval, else train."""
+    if _DOWNLOAD_LABEL.search(label):
+        return _DOWNLOAD
+    if _LOAD_LABEL.search(label):
+        return _LOAD
+    return _EVAL if _EVAL_LABEL.search(label) else _TRAIN
 
 
-def phases(name: pd.Series, label: pd.Series) -> pd.Series:
+def phases(name: pd.Series, label: pd.Series, metric: pd.Series | None = None) -> pd.Series:
     """The ``phase`` column (categories :data:`PHASES`) of throughput rows, from each row's
-    bar label and name; a row without a label is training unless its name says eval.
+    bar label and name, and its metric when given: a row without a label is training unless
+    its name says eval; a bar counting bytes (``MB/s``) whose label says nothing is a download.
 
-    Vectorised: each distinct label and name is classified once (a log has few).
+    Vectorised: each distinct label, name and metric is classified once (a log has few).
     """
     lab_codes, labels = pd.factorize(label)
-    by_label = np.array([label_phase(str(x)) for x in labels] + [0], dtype=np.int8)
-    codes = by_label[lab_codes]  # code -1 (no label) takes the appended 0: train
+    by_label = np.array([label_phase(str(x)) for x in labels] + [_TRAIN], dtype=np.int8)
+    codes = by_label[lab_codes]  # code -1 (no label) takes the appended train
     name_codes, names = pd.factorize(name)
     eval_name = np.array([bool(_EVAL_NAME.match(str(x))) for x in names] + [False])
-    codes = np.where((codes == 0) & eval_name[name_codes], np.int8(1), codes)
+    codes = np.where((codes == _TRAIN) & eval_name[name_codes], np.int8(_EVAL), codes)
+    if metric is not None:
+        met_codes, metrics = pd.factorize(metric)
+        moves = np.array([str(x) in _BYTE_METRICS for x in metrics] + [False])
+        codes = np.where((codes == _TRAIN) & moves[met_codes], np.int8(_DOWNLOAD), codes)
     return pd.Series(pd.Categorical.from_codes(codes, categories=PHASES), index=name.index)
 
 

@@ -34,10 +34,12 @@ THROUGHPUT = Table(
         _STEP, _EPOCH, LINENO,
         _c("phase", "category",
            "what the figure measures: train (training steps), eval (a bar labelled as "
-           "evaluation, validation or testing, or an eval_/test_ figure) or setup (a bar of "
-           "work around training, told by its description: Downloading, Fetching # files, "
-           "Loading checkpoint shards, Map, Tokenizing, Generating train split, ...). Only train "
-           "is training throughput; reports show it first and setup last"),
+           "evaluation, validation or testing, or an eval_/test_ figure), load (a bar of work "
+           "around training, told by its description: Loading checkpoint shards, Map, "
+           "Tokenizing, Generating train split, Graph compilation, ...) or download "
+           "(Downloading, Fetching # files, uploads; a bar counting bytes that says nothing "
+           "else). Only train is training throughput; reports show it first, load and "
+           "download last"),
     ),
     key=("source", "lineno", "name", "metric"),
 )
@@ -48,7 +50,7 @@ TRAIN_METRICS = Table(
     (
         SOURCE, _INSTANCE, _RANK, _PATTERN,
         _c("name", "string", "snake_case metric name with its unit: loss, lm_loss, "
-           "learning_rate, grad_norm, iteration_time_s, ..."),
+           "learning_rate, grad_norm, step_time_s, world_size, ..."),
         _c("value", "float64", "the value, in the unit named by name"),
         _STEP, _EPOCH, LINENO,
     ),
