@@ -728,7 +728,7 @@ _GENERIC = re.compile(r"(" + NUM + r")\s*" + _UNIT_WORDS + r"\s*/\s*(s|sec|secon
 #: the unit before the number: 'samples/sec 2249.7', 'samples/sec(global)=525.3'
 _GENERIC_UNIT_FIRST = re.compile(
     r"(?<![\w/])" + _UNIT_WORDS + r"\s*/\s*(s|sec|second)\b(\s*\([\w ]{1,20}\)|\s*/\s*\w{1,10})?"
-    r"\s*[:=]?\s*(" + NUM + r")(?![\w.])")
+    r"\s*([:=])?\s*(" + NUM + r")(?![\w.])")
 _GENERIC_HINT = re.compile(r"(\w+)\s*[:=]\s*$")
 #: what right after the unit makes the figure a device's ('/rank', '/gpu', ' per GPU', ...)
 #: or the job's ('(global)')
@@ -759,22 +759,25 @@ def _line_scope(text: str, start: int, unit_end: int) -> str:
 
 
 def generic_rate(text: str, rows: Rows) -> bool:
-    found = False
-    spans = []
+    """``<number> <unit>/s`` and ``<unit>/s [:=] <number>``, in the order of the line. A unit
+    between two numbers goes with the one after it when ``:`` or ``=`` says so ('step 20
+    samples/sec(global)=525.3'), else with the one before it ('100 samples/sec 200')."""
+    after = list(_GENERIC_UNIT_FIRST.finditer(text))
+    taken = [m.span(1) for m in after if m.group(4)]  # units with ':' or '=' after them
+    found: list[tuple[int, str, str, str, int, int]] = []  # (where, unit, per, number, scope)
     for m in _GENERIC.finditer(text):
-        found = True
-        spans.append(m.span())
-        rows.rate("generic", f"{m.group(2)}/{m.group(3)}", _unit_metric(m.group(2)),
-                  _F(m.group(1)), _line_scope(text, m.start(), m.end()),
-                  _hint(_STEP_HINT, text), _epoch_hint(text))
-    for m in _GENERIC_UNIT_FIRST.finditer(text):
-        if any(a <= m.start() < b for a, b in spans):
-            continue  # the unit of a figure read above
-        found = True
-        rows.rate("generic", f"{m.group(1)}/{m.group(2)}", _unit_metric(m.group(1)),
-                  _F(m.group(4)), _line_scope(text, m.start(), m.end(2)),
-                  _hint(_STEP_HINT, text), _epoch_hint(text))
-    return found
+        if not any(a <= m.start(2) < b for a, b in taken):
+            found.append((m.start(), m.group(2), m.group(3), m.group(1), m.start(), m.end()))
+    for m in after:
+        if m.group(4) or not any(w <= m.start() < e for w, _, _, _, _, e in found):
+            found.append((m.start(), m.group(1), m.group(2), m.group(5), m.start(), m.end(2)))
+    if not found:
+        return False
+    step, epoch = _hint(_STEP_HINT, text), _epoch_hint(text)
+    for _, unit, per, number, start, unit_end in sorted(found):
+        rows.rate("generic", f"{unit}/{per}", _unit_metric(unit), _F(number),
+                  _line_scope(text, start, unit_end), step, epoch)
+    return True
 
 
 def _hint(rx: re.Pattern[str], text: str) -> int | None:
