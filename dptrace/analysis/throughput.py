@@ -19,7 +19,7 @@ The job figure depends on ``scope``:
 
 Series come in order of importance (:func:`series_order`; :func:`throughput_summary` and
 :func:`per_instance` return them so, hence the JSON report, and the terminal): training
-before eval before the work around it (loading, downloads); job-level figures of known trainers before
+before eval before loading and downloads; job-level figures of known trainers before
 other named lines before tqdm bars; the best figure of each log before a second figure of
 the same log; then the larger job first (more instances, then more rows). Instances come
 in rank order (:func:`rank_keys`: 0, 1, 2, ..., 10, not 0, 1, 10, 2).
