@@ -72,7 +72,7 @@ SOURCE = _c("source", "string", "input path as given (a member of an archive: pa
 LINENO = _c("lineno", "Int64", "1-based physical line number (\\r does not start a line)")
 #: values of throughput.phase, in order of importance (training first); here, not in the
 #: trainlog format's tables, because analysis imports nothing of dptrace but this module
-PHASES = ("train", "eval", "setup")
+PHASES = ("train", "eval", "load", "download")
 
 SOURCES = Table(
     "sources",

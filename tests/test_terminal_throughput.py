@@ -2,7 +2,7 @@
 
 On the real logs of ``shared/realdata/trainlog`` (beside the clone) and ``tests/fixtures``:
 training throughput of known trainers comes first, setup bars (downloads, checkpoint
-loading) are marked ``phase = setup`` and shown only with ``show_all``, instances come in
+loading) are marked ``phase`` load or download and shown only with ``show_all``, instances come in
 rank order, and a series with one instance has nothing to compare, so no bar.
 """
 
@@ -85,8 +85,9 @@ def test_no_setup_bar_by_default_and_the_elision_says_what_is_hidden(real_defaul
     assert "Loading checkpoint shards" not in real_default
     last = [line for line in real_default.splitlines() if line.startswith("... and ")]
     assert len(last) == 1
-    # 65 series in the directory: 12 shown, 10 setup bars among the 53 hidden
-    assert last[0].startswith("... and 53 more series (43 training, 10 setup bars: ")
+    # 55 series in the directory: 12 shown, 10 setup bars (load, download) among the 43
+    # hidden (65 before Megatron's step times stopped giving iterations_per_s series)
+    assert last[0].startswith("... and 43 more series (33 training, 10 setup bars: ")
     assert "downloads" in last[0] and "loading" in last[0]
     assert "--all shows them" in last[0]
 
@@ -95,28 +96,28 @@ def test_no_setup_bar_by_default_and_the_elision_says_what_is_hidden(real_defaul
 def test_show_all_shows_every_series_setup_last():
     text = throughput_text(REAL, show_all=True)
     titles = [p.splitlines()[0] for p in panels(text)]
-    assert len(titles) == 65
+    assert len(titles) == 55
     assert "... and" not in text
-    setup = [k for k, t in enumerate(titles) if "· setup" in t]
+    setup = [k for k, t in enumerate(titles) if "· load" in t or "· download" in t]
     assert len(setup) == 10
-    assert setup == list(range(55, 65))  # all at the end
+    assert setup == list(range(45, 55))  # all at the end
     assert any("Loading checkpoint shards" in t for t in titles)
     assert any("Downloading shards" in t for t in titles)
 
 
-def test_download_and_checkpoint_loading_bars_are_setup():
+def test_download_and_checkpoint_loading_bars_are_load_and_download():
     tp = dptrace.load(str(CHECK7B))["throughput"]
     assert str(tp["phase"].dtype) == "category"
     bars = tp[tp["pattern"] == "tqdm"]
     loading = bars[bars["label"] == "Loading checkpoint shards"]
     downloads = bars[bars["label"].str.startswith("Downloading", na=False)]
     assert len(loading) == 47 and len(downloads) == 697
-    assert set(loading["phase"]) == {"setup"} and set(downloads["phase"]) == {"setup"}
+    assert set(loading["phase"]) == {"load"} and set(downloads["phase"]) == {"download"}
     # the bars after 'Found cached dataset' have no description: nothing says what they are
     assert set(bars.loc[bars["label"].isna(), "phase"]) == {"train"}
     # the summary keeps phase as part of the series
     s = thr.throughput_summary(tp)
-    assert set(s.loc[s["label"] == "Loading checkpoint shards", "phase"]) == {"setup"}
+    assert set(s.loc[s["label"] == "Loading checkpoint shards", "phase"]) == {"load"}
 
 
 def test_named_trainer_lines_and_training_bars_are_train():
@@ -129,13 +130,15 @@ def test_named_trainer_lines_and_training_bars_are_train():
 
 @pytest.mark.parametrize(("label", "phase"), [
     # descriptions as real tools print them, digits as '#' (the label's form)
-    ("Loading checkpoint shards", "setup"),          # transformers
-    ("Downloading (…)of-#.safetensors", "setup"),    # huggingface_hub
-    ("Fetching # files", "setup"),                   # huggingface_hub snapshot_download
-    ("Map (num_proc=#)", "setup"),                   # datasets
-    ("Generating validation split", "setup"),        # datasets: setup, though 'validation'
-    ("Running tokenizer on dataset", "setup"),       # transformers run_clm.py
-    ("Resolving data files", "setup"),               # datasets
+    ("Loading checkpoint shards", "load"),           # transformers
+    ("Downloading (…)of-#.safetensors", "download"),  # huggingface_hub
+    ("Fetching # files", "download"),                # huggingface_hub snapshot_download
+    ("Downloading shards", "download"),              # transformers
+    ("Map (num_proc=#)", "load"),                    # datasets
+    ("Generating validation split", "load"),         # datasets: load, though 'validation'
+    ("Running tokenizer on dataset", "load"),        # transformers run_clm.py
+    ("Resolving data files", "load"),                # datasets
+    ("Graph compilation", "load"),                   # Graphcore
     ("Validation DataLoader #", "eval"),             # Lightning
     ("Sanity Checking DataLoader #", "eval"),        # Lightning
     ("Evaluating", "eval"),
@@ -183,7 +186,7 @@ def test_rank_keys_sort_numbers_as_numbers():
 def test_a_single_instance_series_has_no_bar_and_no_vs_median():
     text = throughput_text(MEG_DS)
     drawn = panels(text)
-    assert len(drawn) == 4  # DeepSpeed Curr/RunningAvg, Megatron samples/iterations: 1 rank
+    assert len(drawn) == 3  # DeepSpeed Curr/RunningAvg, Megatron samples: 1 rank
     for panel in drawn:
         assert not BAR_BLOCKS & set(panel), panel
         assert "vs median" not in panel

@@ -59,10 +59,12 @@ def test_srun_prefix_applies_to_every_carriage_return_update(tmp_path):
 
 def test_torchrun_tee_prefix_and_ansi(tmp_path):
     text = "[default3]:\x1b[32m iteration      100/ 1000 | elapsed time per iteration (ms): 500.0 | global batch size:   64 |\x1b[0m\n"
-    tp = parse(tmp_path, text)["throughput"]
-    assert set(tp["instance"]) == {"default3"}
+    ds = parse(tmp_path, text)
+    tp, tm = ds["throughput"], ds["train_metrics"]
+    assert set(tp["instance"]) == {"default3"} and set(tm["instance"]) == {"default3"}
     by_metric = dict(zip(tp["metric"], tp["value"], strict=False))
-    assert by_metric == {"iterations_per_s": 2.0, "samples_per_s": 128.0}
+    assert by_metric == {"samples_per_s": 128.0}  # the step time is no throughput
+    assert tm.loc[tm["name"] == "step_time_s", "value"].tolist() == [0.5]
     assert set(tp["step"]) == {100}
 
 
@@ -153,9 +155,11 @@ def test_megatron_fields_come_and_go(tmp_path):
             "learning rate: 1.875E-05 | lm loss: 1.252221E+01 | loss scale: 4096.0 |\n")
     ds = parse(tmp_path, text)
     tp = ds["throughput"]
-    assert tp["metric"].tolist() == ["iterations_per_s", "samples_per_s", "iterations_per_s"]
-    assert tp["value"].tolist() == pytest.approx([1 / 19.9324, 4 / 19.9324, 1 / 123.7424])
+    assert tp["metric"].tolist() == ["samples_per_s"]  # gbs / step time; no gbs at step 1
+    assert tp["value"].tolist() == pytest.approx([4 / 19.9324])
     tm = ds["train_metrics"]
+    assert tm.loc[tm["name"] == "step_time_s", "value"].tolist() == pytest.approx(
+        [19.9324, 123.7424])
     assert tm.loc[tm["name"] == "lm_loss", "value"].item() == 12.52221
     assert tm.loc[tm["name"] == "skipped_iterations", "value"].item() == 10
 

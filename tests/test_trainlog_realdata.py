@@ -141,17 +141,18 @@ EXPECTED_PATTERNS = {
     #       + 4 close lines x 2 updates (L1791-1794: 55.00s/it then 57.45s/it, not identical)
     # hf_trainer: L1787-1790 (4 dicts x 2); hf_metrics_table: L1820, L1821
     HF_N4: {"tqdm": 72, "hf_trainer": 8, "hf_metrics_table": 2},
-    # grep -c ' iteration .*/ *1000 |' -> 6 lines, all with 'global batch size:     4' -> x2
-    MEG_N64: {"megatron": 12},
-    # 4 iteration lines (L6103-6113), none has 'global batch size' -> iterations_per_s only
-    MEG_ZERO: {"megatron": 4},
-    # grep -c 'SamplesPerSec' -> 12 (x2 names); grep -c ' iteration .*/ 1716613 |' -> 12 (x2)
-    MDS_8: {"deepspeed": 24, "megatron": 24},
+    # grep -c ' iteration .*/ *1000 |' -> 6 lines, all with 'global batch size:     4' -> one
+    # samples_per_s each (gbs / step time; the step time itself is train_metrics step_time_s)
+    MEG_N64: {"megatron": 6},
+    # 4 iteration lines (L6103-6113), none has 'global batch size': step times only (no rate)
+    MEG_ZERO: {},
+    # grep -c 'SamplesPerSec' -> 12 (x2 names); grep -c ' iteration .*/ 1716613 |' -> 12
+    MDS_8: {"deepspeed": 24, "megatron": 12},
     # grep -c SamplesPerSec -> 47; grep -c ' iteration .*/  171661 |' -> 47, all with gbs 256
-    MDS_RLTD: {"deepspeed": 94, "megatron": 94},
+    MDS_RLTD: {"deepspeed": 94, "megatron": 47},
     # 18 iteration records (L45, L202-210, L212-213, L257/260/263/266/269 wrapped over 3 lines,
-    # L303), each: iterations_per_s + samples_per_s (elapsed, gbs 2048) + 'samples per second'
-    BLOOM: {"megatron": 54},
+    # L303), each prints 'samples per second': that one only (not also gbs / step time)
+    BLOOM: {"megatron": 18},
     # 20 'Iter #' lines + 2 'Img/sec per GPU' + 2 'Total img/sec'
     BAGUA: {"horovod_benchmark": 24},
     # grep -c '\[TRAIN\]|...' ; deepspeed: grep -c SamplesPerSec -> 15 (x2); flops profiler
@@ -559,13 +560,17 @@ MEG_N64_ITERS = [(2049, 10, 19932.4, 4), (2051, 20, 6707.5, 4), (2309, 30, 6746.
 
 
 class TestMegatronN64:
-    def test_iterations_per_s(self):
-        it = rows(tp(MEG_N64), metric="iterations_per_s")
-        assert ints(it["lineno"]) == [r[0] for r in MEG_N64_ITERS]
-        assert ints(it["step"]) == [r[1] for r in MEG_N64_ITERS]
-        assert it["value"].tolist() == [approx(1000 / r[2]) for r in MEG_N64_ITERS]
-        assert set(it["name"]) == {"elapsed time per iteration"}
-        assert set(it["scope"].astype(str)) == {"global"}
+    def test_step_time_is_not_a_throughput(self):
+        # issue 14: 'elapsed time per iteration (ms)' is a step time (train_metrics
+        # step_time_s), not an iterations_per_s throughput row
+        assert rows(tp(MEG_N64), metric="iterations_per_s").empty
+        st = rows(tm(MEG_N64), name="step_time_s")
+        assert ints(st["lineno"]) == [r[0] for r in MEG_N64_ITERS]
+        assert ints(st["step"]) == [r[1] for r in MEG_N64_ITERS]
+        assert st["value"].tolist() == [approx(r[2] / 1000) for r in MEG_N64_ITERS]
+        sp = rows(tp(MEG_N64), metric="samples_per_s")
+        assert set(sp["name"]) == {"elapsed time per iteration"}
+        assert set(sp["scope"].astype(str)) == {"global"}
 
     def test_samples_per_s_from_global_batch(self):
         sp = rows(tp(MEG_N64), metric="samples_per_s")
@@ -592,19 +597,20 @@ class TestMegatronN64:
         assert rows(m, name="loss_scale", step=10)["value"].tolist() == [approx(8388608.0)]
         assert len(rows(m, name="loss_scale")) == 6
         assert len(rows(m, name="learning_rate")) == 6
-        assert rows(m, name="iteration_time_s", step=10)["value"].tolist() == [approx(19.9324)]
+        assert rows(m, name="step_time_s", step=10)["value"].tolist() == [approx(19.9324)]
 
 
 class TestMegatronZeroOldFormat:
-    def test_iterations_only(self):
-        t = tp(MEG_ZERO)
+    def test_step_times_only(self):
         # L6103 'iteration 1/1000 | elapsed time per iteration (ms): 123742.4 | ...'
-        # L6107 128917.0, L6110 128642.7, L6113 127766.0; no 'global batch size' field
-        assert set(t["metric"].astype(str)) == {"iterations_per_s"}
+        # L6107 128917.0, L6110 128642.7, L6113 127766.0; no 'global batch size' field: no
+        # throughput row, only step times
+        assert tp(MEG_ZERO).empty
+        t = rows(tm(MEG_ZERO), name="step_time_s")
         assert ints(t["step"]) == [1, 2, 3, 4]
         assert ints(t["lineno"]) == [6103, 6107, 6110, 6113]
-        assert t["value"].tolist() == [approx(1000 / 123742.4), approx(1000 / 128917.0),
-                                       approx(1000 / 128642.7), approx(1000 / 127766.0)]
+        assert t["value"].tolist() == [approx(123.7424), approx(128.917), approx(128.6427),
+                                       approx(127.766)]
 
     def test_lm_loss(self):
         lm = rows(tm(MEG_ZERO), name="lm_loss")
@@ -637,14 +643,15 @@ class TestMegatronDeepSpeed8gpu:
 
     def test_megatron_lines(self):
         meg = rows(tp(MDS_8), pattern="megatron")
-        it = rows(meg, metric="iterations_per_s")
+        assert rows(meg, metric="iterations_per_s").empty  # a step time is not a rate
+        it = rows(tm(MDS_8), name="step_time_s")
         sp = rows(meg, metric="samples_per_s")
         assert ints(it["step"]) == list(range(10, 130, 10))
         # L2705 'elapsed time per iteration (ms): 942.0 | ... | global batch size:   256 |'
-        assert it["value"].iloc[0] == approx(1000 / 942.0)
+        assert it["value"].iloc[0] == approx(0.942)
         assert sp["value"].iloc[0] == approx(256 / 0.942)
         # python over the 12 lines: mean(1000/ms), mean(256/(ms/1000))
-        assert it["value"].mean() == approx(1.6050839108473234)
+        assert (1 / it["value"]).mean() == approx(1.6050839108473234)
         assert sp["value"].mean() == approx(410.9014811769148)
 
     def test_lm_loss_excludes_validation(self):
@@ -723,12 +730,12 @@ class TestBloomChronicles:
         assert s["value"].mean() == approx(19.163555555555558)  # python over 18
 
     def test_elapsed_seconds(self):
-        e = rows(tp(BLOOM), name="elapsed time per iteration")
-        it = rows(e, metric="iterations_per_s")
-        sp = rows(e, metric="samples_per_s")
+        # every record prints 'samples per second': no second samples_per_s from gbs / time,
+        # and the step time is train_metrics step_time_s, not an iterations_per_s row
+        assert rows(tp(BLOOM), name="elapsed time per iteration").empty
+        it = rows(tm(BLOOM), name="step_time_s")
         assert ints(it["step"]) == [r[1] for r in BLOOM_RECS]
-        assert it["value"].tolist() == [approx(1 / r[2]) for r in BLOOM_RECS]  # (s), not ms
-        assert sp["value"].tolist() == [approx(2048 / r[2]) for r in BLOOM_RECS]
+        assert it["value"].tolist() == [approx(r[2]) for r in BLOOM_RECS]  # (s), not ms
 
     def test_wrapped_lines_joined(self):
         t = tp(BLOOM)
@@ -736,7 +743,8 @@ class TestBloomChronicles:
         #       110.17 | learning' / L267 ' rate: 4.475E-05 | global batch size: 2048 | ...' /
         # L268 'iterations:  0 | samples per second: 18.589 | TFLOPs: 142.32 |'
         r = rows(t, step=42783)
-        assert len(r) == 3  # gbs and 'samples per second' come from continuation lines
+        assert len(r) == 1  # 'samples per second' comes from a continuation line
+        assert rows(tm(BLOOM), name="global_batch_size", step=42783)["value"].tolist() == [2048]
         # JUDGEMENT: a joined record carries the line number of its first physical line
         assert set(ints(r["lineno"])) == {266}
         assert not ({258, 259, 261, 262, 264, 265, 267, 268, 270, 271} & set(ints(t["lineno"])))
@@ -753,7 +761,7 @@ class TestBloomChronicles:
         assert rows(lm, step=42780)["value"].tolist() == [approx(2.117073)]
         gn = rows(m, name="grad_norm")
         assert rows(gn, step=31219)["value"].tolist() == [approx(960.351)]
-        assert rows(m, name="iteration_time_s", step=42783)["value"].tolist() == [approx(110.17)]
+        assert rows(m, name="step_time_s", step=42783)["value"].tolist() == [approx(110.17)]
 
 
 # --------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 A *series* is one (source, pattern, name, label, metric, scope, phase): e.g. the SambaFlow
 ``e2e samples_per_sec`` lines of one log, or DeepSpeed's ``CurrSamplesPerSec``. ``phase``
-(train, eval, setup) follows from the label and name, so it never splits a series; it is in
+(train, eval, load, download) follows from the label and name, so it never splits a series; it is in
 the key so that every table built on series carries it.
 
 Per-step series (rows with a ``step``) lose their warm-up before averaging: by default
@@ -19,7 +19,7 @@ The job figure depends on ``scope``:
 
 Series come in order of importance (:func:`series_order`; :func:`throughput_summary` and
 :func:`per_instance` return them so, hence the JSON report, and the terminal): training
-before eval before setup (downloads, loading); job-level figures of known trainers before
+before eval before loading and downloads; job-level figures of known trainers before
 other named lines before tqdm bars; the best figure of each log before a second figure of
 the same log; then the larger job first (more instances, then more rows). Instances come
 in rank order (:func:`rank_keys`: 0, 1, 2, ..., 10, not 0, 1, 10, 2).
@@ -163,7 +163,8 @@ def series_order(summary: pd.DataFrame) -> pd.DataFrame:
 
     0. ``run``, when the frame has it: the runs in their order (a categorical's, else as
        they first appear), each run's series together.
-    1. ``phase``: train, then eval, then setup (downloads, loading, preprocessing bars);
+    1. ``phase``: train, then eval, then load (checkpoint loading, preprocessing bars),
+       then download;
        a missing phase counts as train.
     2. the kind of line: job-level figures of known trainers (:data:`TRAINER_PATTERNS`),
        then other named lines (Keras, generic ``samples/sec``), then progress bars

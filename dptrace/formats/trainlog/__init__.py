@@ -17,7 +17,7 @@ try:  # RE2 finds any of the keywords in one linear pass; stdlib re tries each a
 except ImportError:  # pragma: no cover - platforms without google-re2 wheels
     _re_engine = re
 
-#: what the scanner looks for (regex sources; all literals but one); every recogniser of
+#: what the scanner looks for (regex sources; mostly literals); every recogniser of
 #: :mod:`.rules` needs one of them in its line
 KEYWORDS: tuple[bytes, ...] = (
     b"_per_s",        # e2e samples_per_sec, train_samples_per_second
@@ -28,6 +28,13 @@ KEYWORDS: tuple[bytes, ...] = (
     b"s/s\\b",        # '123 tokens/s' (a regex: not 'site-packages/setuptools')
     b"per iteration",  # Megatron
     b"oss:", b"oss=", b"oss':",  # loss lines
+    b"[0-9]it/s(?:\\s|$)",      # Lightning's RichProgressBar ('52.68it/s v_num: 1')
+    b"ms, mfu ", b"step_avg:",  # nanoGPT, modded-nanogpt step times
+    # run headers and world sizes
+    b"Running (?:training|benchmark|on [0-9]+ tasks)",
+    b"Number of [CG]PUs:",      # Horovod synthetic benchmarks
+    b"(?:WORLD_SIZE|world_size|SLURM_NTASKS|SLURM_NPROCS)=|[Ww]orld size:|Num processes",
+    b"Instantaneous batch size|Total train batch size|Gradient Accumulation steps",  # HF
 )
 SCAN = _re_engine.compile(b"|".join(KEYWORDS))
 RE_ENGINE = _re_engine

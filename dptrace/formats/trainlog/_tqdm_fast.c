@@ -34,7 +34,7 @@
  *   (?:(?P<rate>NUM)|\?)[ \t]*                     H, I
  *   (?P<scale>[kMGT]?)(?P<unit>[A-Za-z_]{1,30})/   J, K
  *   (?P<per>s|[A-Za-z_]{1,30})                     M
- *   (?P<post>[^\]\r]{0,500})\][^\r]*               N, O, P
+ *   (?P<post>[^\]\r]{0,500})\](?![^\r]*\{')[^\r]*   N, O, P
  *
  * Python's re tries pre lengths 0, 1, ..., 240 (never past a '\r') and, at each, the rest
  * with backtracking; the first success gives the groups. This code tries the same pre
@@ -73,7 +73,8 @@
  *     giving back leaves a non-']' next), so M+N+O succeed iff the first ']' after M's
  *     start is at most 500 characters after M's end. M tries 's' first; then the run of
  *     [A-Za-z_] (at most 30, greedy: a shorter per only makes N longer).
- *  P  [^\r]* takes the rest of the segment and cannot fail.
+ *  P  [^\r]* takes the rest of the segment; it fails only when the rest holds "{'" (a
+ *     Python dict printed after the bar: the segment is not an update).
  *
  * Each match therefore spans a whole '\r' segment, and findall's matches are exactly the
  * segments (from the line start or after a '\r') at which this succeeds.
@@ -240,6 +241,9 @@ rest(const Text *t, Py_ssize_t p, Py_ssize_t e, Match *m)
         m->per_s = i;
         m->per_e = j;
     }
+    for (j = k + 1; j + 1 < e; j++) /* P: no "{'" after the bar (a dict: not an update) */
+        if (CH(t, j) == '{' && CH(t, j + 1) == '\'')
+            return 0;
     m->post_s = m->per_e;
     m->post_e = k;
     return 1;
@@ -603,8 +607,9 @@ read_line(Line *L, Py_ssize_t n)
  * read_line() finds no Unicode number (it declines the others, so only 0-9 are digits):
  *
  *   _PREFIX = ^\s*(?:(?P<srun>\d{1,6}): |\[(?P<job>\d+),(?P<rank>\d+)\]<std(?:out|err|diag)>:
+ *                   |\[rank(?P<grank>\d+)\](?::|\s)
  *                   |\[(?P<role>[A-Za-z_]+\d+)\]:|\[(?P<bare>\d{1,6})\]\s)
- *   label = srun or rank or role or bare
+ *   label = srun or rank or grank or role or bare
  *
  * Without backtracking: \s* is followed by a digit or '[' (not spaces): maximal. srun: a
  * shorter \d{1,6} leaves a digit before ': ', so the run of digits must be 1-6 long. After
@@ -654,9 +659,13 @@ split_prefix(PyObject *text, const Text *t, Py_ssize_t n)
             return PyUnicode_Substring(text, a, b); /* bare */
         Py_RETURN_NONE;
     }
-    for (b = i; b < n && IS_WORD(CH(t, b)); b++) /* role */
+    for (b = i; b < n && IS_WORD(CH(t, b)); b++) /* grank, role */
         ;
     d = digits(t, b, n);
+    if (b - i == 4 && CH(t, i) == 'r' && CH(t, i + 1) == 'a' && CH(t, i + 2) == 'n' &&
+        CH(t, i + 3) == 'k' && d > b && d + 1 < n && CH(t, d) == ']' &&
+        (CH(t, d + 1) == ':' || Py_UNICODE_ISSPACE(CH(t, d + 1))))
+        return PyUnicode_Substring(text, b, d); /* [rank3]: [rank3] -> "3" */
     if (b > i && d > b && d + 1 < n && CH(t, d) == ']' && CH(t, d + 1) == ':')
         return PyUnicode_Substring(text, a, d);
     Py_RETURN_NONE;

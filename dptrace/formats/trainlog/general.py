@@ -32,12 +32,8 @@ MAX_SEGMENT = 1 << 13
 _COUNT_CHUNK = 1 << 20
 _NP_COUNT_MIN = 1 << 12
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-Za-z]")
-_PREFIX = re.compile(
-    r"^\s*(?:(?P<srun>\d{1,6}): "
-    r"|\[(?P<job>\d+),(?P<rank>\d+)\]<std(?:out|err|diag)>:"
-    r"|\[(?P<role>[A-Za-z_]+\d+)\]:"
-    r"|\[(?P<bare>\d{1,6})\]\s)"
-)
+#: launcher prefixes (srun, mpirun, [rankN]:, torchrun roles, bare [N]): see rules.PREFIX
+_PREFIX = rules.PREFIX
 #: the keywords again, for text already decoded (one tqdm update at a time)
 _SCAN_TEXT = re.compile("|".join(k.decode() for k in KEYWORDS))
 _PREFIX_START = frozenset(" \t[0123456789")
@@ -305,12 +301,8 @@ def _tag_or(text: str, default: str | None) -> str | None:
     return tag.group(1) if tag else default
 
 
-def _split_prefix(text: str) -> tuple[str | None, str]:
-    m = _PREFIX.match(text)
-    if not m:
-        return None, text
-    label = m["srun"] or m["rank"] or m["role"] or m["bare"]
-    return label, text[m.end():]
+#: (launcher instance, rest of the text): see rules.split_prefix
+_split_prefix = rules.split_prefix
 
 
 def _recognise(body: str, rows: rules.Rows) -> None:

@@ -315,7 +315,7 @@ def _finish(df: pd.DataFrame, source: str, table: schema.Table, problems: list[P
     _fit_numbers(df, source, problems)
     df["instance"], df["rank"] = instances.printers(df, source)
     if "label" in df:  # throughput: from the bar label and name, after the rows (C path too)
-        df["phase"] = rules.phases(df["name"], df["label"])
+        df["phase"] = rules.phases(df["name"], df["label"], df["metric"])
         if context:
             hit = df["lineno"].isin(list(context)) & df["label"].isna()
             if hit.any():

@@ -49,6 +49,27 @@ def _int(x: float) -> int | float:
     return int(x) if math.isfinite(x) else x
 
 
+#: launcher prefixes: ``srun --label`` (``3: ``), ``mpirun --tag-output`` (``[1,3]<stdout>:``),
+#: PyTorch's ``[rank3]:`` (torchtitan; also ``[rank3] ``: a global rank, like srun's), torchrun
+#: ``--tee`` (``[default3]:``: a local rank, kept as the role) and a bare ``[3] `` rank tag
+PREFIX = re.compile(
+    r"^\s*(?:(?P<srun>\d{1,6}): "
+    r"|\[(?P<job>\d+),(?P<rank>\d+)\]<std(?:out|err|diag)>:"
+    r"|\[rank(?P<grank>\d+)\](?::|\s)"
+    r"|\[(?P<role>[A-Za-z_]+\d+)\]:"
+    r"|\[(?P<bare>\d{1,6})\]\s)"
+)
+
+
+def split_prefix(text: str) -> tuple[str | None, str]:
+    """(launcher instance, rest of the text) of a text that may start with a launcher prefix."""
+    m = PREFIX.match(text)
+    if not m:
+        return None, text
+    label = m["srun"] or m["rank"] or m["grank"] or m["role"] or m["bare"]
+    return label, text[m.end():]
+
+
 TP_COLS = ("prefix", "lineno", "seg", "pattern", "name", "metric", "value", "scope", "step",
            "epoch", "label")
 TM_COLS = ("prefix", "lineno", "seg", "pattern", "name", "value", "step", "epoch")
@@ -63,6 +84,15 @@ class Rows:
     #: where the current segment is: (launcher instance, lineno, segment number); set by the
     #: scanner before the recognisers run
     seg: tuple[str | None, int, int] = (None, 0, 0)
+    #: run headers, one per header line: (launcher instance, lineno, kind); see :data:`HEADERS`
+    headers: list[tuple[str | None, int, str]] = field(default_factory=list)
+    #: per printer (launcher instance): the figures of an HF Trainer '***** Running training
+    #: *****' block seen so far (its batch sizes are printed on separate lines)
+    hf_block: dict[str | None, dict[str, float]] = field(default_factory=dict)
+
+    def header(self, kind: str) -> None:
+        """Record a line that starts a run (``kind``: a key of :data:`HEADERS`)."""
+        self.headers.append((self.seg[0], self.seg[1], kind))
 
     def rate(self, pattern: str, name: str, metric: str, value: float, scope: str,
              step: int | float | None = None, epoch: float | None = None,
@@ -219,27 +249,26 @@ _MEG_FIELD = re.compile(r"([A-Za-z][A-Za-z0-9 ._()/-]{0,60}?)\s*:\s*(" + NUM + r
 
 
 def megatron(text: str, rows: Rows) -> bool:
+    """An iteration record. ``elapsed time per iteration`` is a step time (train_metrics
+    ``step_time_s``), not a throughput; the job's ``samples_per_s`` is the printed ``samples
+    per second`` (Megatron-DeepSpeed), else ``global batch size`` / step time."""
     m = _MEG_ITER.search(text)
     if not m or "per iteration" not in text:
         return False
     step = int(m.group(1))
     fields = {" ".join(k.split()): _F(v) for k, v in _MEG_FIELD.findall(text[m.end():])}
     seconds = _iteration_seconds(fields)
-    if seconds:
-        rows.rate("megatron", "elapsed time per iteration", "iterations_per_s", 1.0 / seconds,
-                  "global", step)
-        gbs = fields.get("global batch size")
-        if gbs:
-            rows.rate("megatron", "elapsed time per iteration", "samples_per_s", gbs / seconds,
-                      "global", step)
     if "samples per second" in fields:
         rows.rate("megatron", "samples per second", "samples_per_s",
                   fields["samples per second"], "global", step)
+    elif seconds and (gbs := fields.get("global batch size")):
+        rows.rate("megatron", "elapsed time per iteration", "samples_per_s", gbs / seconds,
+                  "global", step)
     for key, value in fields.items():
         if not key.startswith("elapsed time per iteration") and key != "samples per second":
             rows.metric("megatron", _meg_name(key), value, step)
     if seconds:
-        rows.metric("megatron", "iteration_time_s", seconds, step)
+        rows.metric("megatron", "step_time_s", seconds, step)
     return True
 
 
@@ -252,6 +281,36 @@ def _iteration_seconds(fields: dict[str, float]) -> float | None:
 def _meg_name(key: str) -> str:
     name = _snake(key.replace("number of ", ""))
     return {"tflops": "tflops_per_gpu"}.get(name, name)
+
+
+# --- nanoGPT and modded-nanogpt: step times ------------------------------------------------
+
+#: nanoGPT train.py: ``iter 10: loss 3.2000, time 35.20ms, mfu 1.20%``
+_NANOGPT = re.compile(r"\biter (\d+): loss (" + NUM + r"), time (" + NUM + r")ms, mfu (" + NUM
+                      + r")%")
+#: modded-nanogpt: ``step:100/1750 train_time:12345ms step_avg:123.45ms`` (training) and
+#: ``step:1845/1845 val_loss:3.2772 train_time:114005ms step_avg:61.79ms`` (validation)
+_MODDED = re.compile(r"\bstep:(\d+)/\d+ (?:val_loss:(" + NUM + r") )?train_time:(" + NUM +
+                     r")ms step_avg:(" + NUM + r")ms")
+
+
+def nanogpt(text: str, rows: Rows) -> bool:
+    if m := _NANOGPT.search(text):
+        step = int(m.group(1))
+        rows.metric("nanogpt", "loss", _F(m.group(2)), step)
+        rows.metric("nanogpt", "step_time_s", _F(m.group(3)) / 1000.0, step)
+        rows.metric("nanogpt", "mfu_pct", _F(m.group(4)), step)
+        return True
+    if m := _MODDED.search(text):
+        step = int(m.group(1))
+        if m.group(2) is not None:  # a validation line: its times repeat the step's
+            rows.metric("modded_nanogpt", "val_loss", _F(m.group(2)), step)
+            return True
+        # step_avg = train_time / step: the mean step time so far (the only one printed)
+        rows.metric("modded_nanogpt", "step_time_s", _F(m.group(4)) / 1000.0, step)
+        rows.metric("modded_nanogpt", "train_time_s", _F(m.group(3)) / 1000.0, step)
+        return True
+    return False
 
 
 # --- Horovod / tf_cnn_benchmarks synthetic benchmarks -----------------------------------------
@@ -277,6 +336,7 @@ def horovod_benchmark(text: str, rows: Rows) -> bool:
     elif m := _HVD_TOTAL.search(text):
         rows.rate("horovod_benchmark", "Total img/sec", "images_per_s", _F(m.group(3)), "global")
         rows.metric("horovod_benchmark", "devices", _F(m.group(1)))
+        rows.metric("horovod_benchmark", "world_size", _F(m.group(1)))
     elif m := _TFCNN_STEP.search(text):
         rows.rate("horovod_benchmark", "images/sec", "images_per_s", _F(m.group(2)), "device",
                   int(m.group(1)))
@@ -285,6 +345,93 @@ def horovod_benchmark(text: str, rows: Rows) -> bool:
                   "global")
     else:
         return False
+    return True
+
+
+# --- run headers and world size statements -------------------------------------------------
+
+#: kinds of :meth:`Rows.header`: lines that start a run (one record per header line: when
+#: 16 ranks each print one, that is 16 records; read.py decides what is a new run)
+HEADERS: dict[str, str] = {
+    "hf_trainer": "'***** Running training *****' (HF Trainer; DeepSpeed-Chat prints it too)",
+    "horovod_benchmark": "the 'Number of GPUs: N' (or CPUs) line of the Horovod synthetic "
+                         "benchmark's 'Model: / Batch size: / Number of GPUs:' block",
+    "benchmark": "'Running benchmark...' (Horovod and Bagua synthetic benchmarks: the timed "
+                 "part starts; after the block above in Horovod's)",
+    "megatron": "'using world size: N, ...' (Megatron-LM / Megatron-DeepSpeed argument "
+                "checks, rank 0, first line of a run)",
+}
+#: pattern of a ``world_size`` train_metrics row -> what the log said
+WORLD_SIZE_FROM: dict[str, str] = {
+    "horovod_benchmark": "Horovod benchmark: 'Number of GPUs: N' / 'Number of CPUs: N' or "
+                         "'Total img/sec on N GPU(s)'",
+    "launcher": "launcher: 'Running on N tasks'",
+    "env": "environment or arguments: WORLD_SIZE=N, OMPI_COMM_WORLD_SIZE=N, SLURM_NTASKS=N, "
+           "SLURM_NPROCS=N, world_size=N, 'world size: N' (Megatron's 'using world size: N')",
+    "hf_trainer": "HF: 'Num processes = N' (accelerate), or the Trainer's 'Total train batch "
+                  "size (w. parallel, distributed & accumulation)' / ('Instantaneous batch size "
+                  "per device' x 'Gradient Accumulation steps')",
+    "deepspeed": "DeepSpeed: the launcher's 'dist_world_size=N', 'Discovered MPI settings of "
+                 "... world_size=N'",
+}
+
+_HF_RUN = re.compile(r"\*{3,}\s*Running training\s*\*{3,}")
+_BENCH_RUN = re.compile(r"(?:^|\s)Running benchmark\.\.\.\s*$")
+_HVD_DEVICES = re.compile(r"(?:^|\s)Number of (GPU|CPU)s:\s*(\d+)\s*$")
+_MEG_WORLD = re.compile(r"\busing world size:\s*(\d+)")
+_TASKS = re.compile(r"\bRunning on (\d+) tasks?\b")
+#: DeepSpeed's launcher (launch.py) and its MPI discovery (comm.py); not its config print
+#: 'world_size ....... N', which is the data-parallel size (1 in a 64-rank 3D-parallel job)
+_DS_WORLD = re.compile(r"\bdist_world_size=(\d+)|Discovered MPI settings of .*?\bworld_size=(\d+)")
+#: not LOCAL_WORLD_SIZE, dist_world_size, args.world_size (the lookbehind)
+_ENV_WORLD = re.compile(r"(?<![\w.])(?:(?:OMPI_COMM_)?WORLD_SIZE|world_size|SLURM_NTASKS"
+                        r"|SLURM_NPROCS)=(\d+)\b")
+_WORDS_WORLD = re.compile(r"(?<![\w.])(?<!local )world size\s*[:=]\s*(\d+)\b", re.IGNORECASE)
+_NUM_PROCS = re.compile(r"\bNum processes\s*[:=]\s*(\d+)\b")
+#: the HF Trainer's '***** Running training *****' block, one figure a line
+_HF_BATCH = re.compile(r"\b(Instantaneous batch size per device|Total train batch size|Gradient "
+                       r"Accumulation steps)\b[^=]{0,60}=\s*(\d[\d,]*)\s*$")
+_HF_KEYS = {"Instantaneous batch size per device": "device", "Total train batch size": "total",
+            "Gradient Accumulation steps": "accumulation"}
+
+
+def run_facts(text: str, rows: Rows) -> bool:
+    """Run headers (:data:`HEADERS`) and world size statements (:data:`WORLD_SIZE_FROM`)."""
+    if _HF_RUN.search(text):
+        rows.header("hf_trainer")
+        rows.hf_block.pop(rows.seg[0], None)
+        return True
+    if _BENCH_RUN.search(text):
+        rows.header("benchmark")
+        return True
+    if m := _HVD_DEVICES.search(text):
+        rows.header("horovod_benchmark")
+        rows.metric("horovod_benchmark", "world_size", _F(m.group(2)))
+        return True
+    if m := _HF_BATCH.search(text):
+        return _hf_batch(rows, _HF_KEYS[m.group(1)], _F(m.group(2).replace(",", "")))
+    if m := _MEG_WORLD.search(text):
+        rows.header("megatron")
+        rows.metric("env", "world_size", _F(m.group(1)))
+        return True
+    for rx, pattern in ((_DS_WORLD, "deepspeed"), (_TASKS, "launcher"), (_NUM_PROCS, "hf_trainer"),
+                        (_ENV_WORLD, "env"), (_WORDS_WORLD, "env")):
+        if m := rx.search(text):
+            rows.metric(pattern, "world_size", _F(m.group(m.lastindex or 1)))
+            return True
+    return False
+
+
+def _hf_batch(rows: Rows, key: str, value: float) -> bool:
+    """One line of the HF block; with the three figures of a printer, its world size."""
+    block = rows.hf_block.setdefault(rows.seg[0], {})
+    block[key] = value
+    if len(block) == 3:
+        del rows.hf_block[rows.seg[0]]
+        per_step = block["device"] * block["accumulation"]
+        world = block["total"] / per_step if per_step else 0.0
+        if world >= 1 and world == int(world):
+            rows.metric("hf_trainer", "world_size", world)
     return True
 
 
@@ -331,7 +478,23 @@ def tqdm_bar(text: str, rows: Rows) -> bool:
     cm = _TQDM_COUNT.search(before, max(0, len(before) - 40))
     if not cm:
         return False
-    return tqdm_row(rows, before[:cm.start()], cm.group(1), m)
+    found = tqdm_row(rows, before[:cm.start()], cm.group(1), m)
+    if "{'" in text[m.end():]:
+        _after_bar(text, m.end(), rows)
+    return found
+
+
+def _after_bar(text: str, at: int, rows: Rows) -> None:
+    """A Python dict printed right after a bar, as its own line that lost its newline:
+    ``...13.93it/s][default0]:{'train_runtime': '5.071', ...}``. The launcher tag before the
+    dict is its printer's; it is a segment of its own (tqdm repeats are dropped by segment)."""
+    prefix, body = split_prefix(text[at:])
+    saved = rows.seg
+    rows.seg = (saved[0] if prefix is None else prefix, saved[1], saved[2] + at)
+    try:
+        py_dict(body, rows)
+    finally:
+        rows.seg = saved
 
 
 #: one whole tqdm update (a ``\r``-separated segment): what precedes the count (launcher
@@ -340,7 +503,7 @@ TQDM_SEGMENT = re.compile(
     r"(?P<pre>[^\r]{0,240}?)(?P<n>\d+(?:\.\d+)?[kMGT]?)(?:/(?:\d+(?:\.\d+)?[kMGT]?|\?))?"
     r"[A-Za-z]{0,20}[ \t]*\[\d[\d:]*(?:<[\d:?]+)?,[ \t]*(?:(?P<rate>" + NUM + r")|\?)[ \t]*"
     r"(?P<scale>[kMGT]?)(?P<unit>[A-Za-z_]{1,30})/(?P<per>s|[A-Za-z_]{1,30})(?P<post>[^\]\r]{0,500})"
-    r"\][^\r]*"
+    r"\](?![^\r]*\{')[^\r]*"   # not an update when a dict follows the bar: see _after_bar
 )
 
 
@@ -413,21 +576,53 @@ def _tqdm_count(n: str) -> int | float:
     return _int(float(n[:-1]) * scale if scale else float(n))
 
 
+# --- Lightning's RichProgressBar ------------------------------------------------------------
+
+#: Lightning's RichProgressBar columns: description, bar, ``completed/total`` (``--`` when
+#: unsized), ``elapsed • remaining`` (h:mm:ss, ``-:--:--``), ``{speed:.2f}it/s`` (``0.00``
+#: before a speed is known), then the metrics as ``name: value``:
+#: ``Epoch 1/4  ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ 63/63 0:00:01 • 0:00:00 52.68it/s v_num: 1 train_loss: 0.28``
+_RICH = re.compile(
+    r"(?P<desc>[^\u2500-\u257f]*?)[\u2500-\u257f]+\s+(?P<n>\d+)/(?:\d+|--)\s+[^\u2022]{1,40}"
+    r"\u2022\s*[^\u2022\s]{1,40}?(?:,? [^\u2022\s]{1,20}){0,3}\s+(?P<rate>" + NUM
+    + r")it/s(?=\s|$)(?P<post>.*)")
+_RICH_METRIC = re.compile(r"([A-Za-z_][\w/.-]*):\s*(" + NUM + r")(?=\s|$)")
+_RICH_EPOCH = re.compile(r"^(\s*Epoch\s+\d+)/\d+")
+
+
+def rich_bar(text: str, rows: Rows) -> bool:
+    m = _RICH.search(text)
+    if not m:
+        return False
+    rate = _F(m["rate"])
+    if rate == 0:  # '0.00it/s': no speed yet (as tqdm's '?it/s')
+        return True
+    label, epoch = _desc_label(_RICH_EPOCH.sub(r"\1", m["desc"]))
+    step = int(m["n"])
+    rows.rate("rich_bar", "rich_bar", "iterations_per_s", rate, "instance", step, epoch, label)
+    for name, value in _RICH_METRIC.findall(m["post"]):
+        rows.metric("rich_bar", _snake(name), _F(value), step, epoch)
+    return True
+
+
 # --- phase: whether a throughput row measures training --------------------------------------
 
 #: what a throughput row measures, in order of importance: training steps, evaluation, and the
-#: setup around training (downloads, checkpoint loading, dataset preprocessing)
+#: work around training: loading (checkpoint shards, dataset preprocessing, compilation) and
+#: downloads (model or dataset files)
 PHASES = schema.PHASES
-#: descriptions of bars that are not training, as tqdm is given them by real tools (the label
-#: has its digits as '#'). Seen in real logs: huggingface_hub 'Downloading (…)of-#.safetensors',
-#: transformers 'Downloading shards' and 'Loading checkpoint shards' (DeepSpeed-Chat),
-#: Graphcore 'Graph compilation'. Also the datasets library's 'Map (num_proc=#)', 'Filter',
-#: 'Generating train split', 'Resolving data files', 'Extracting data files', 'Computing
-#: checksums', 'Saving the dataset', huggingface_hub 'Fetching # files', run_clm's 'Running
-#: tokenizer on dataset' and 'Grouping texts in chunks of #'. Checked before _EVAL_LABEL:
-#: 'Generating validation split' and 'Tokenizing test set' are setup
-_SETUP_LABEL = re.compile(
-    r"download|upload|\bfetching\b|\bload(?:ing)?\b|checkpoint shards|\bresolving\b|extract"
+#: descriptions of bars that download (checked first: 'Downloading checkpoint shards' is one):
+#: huggingface_hub 'Downloading (…)of-#.safetensors' and 'Fetching # files', transformers
+#: 'Downloading shards', uploads
+_DOWNLOAD_LABEL = re.compile(r"download|upload|\bfetching\b", re.IGNORECASE)
+#: descriptions of bars that load or prepare, as tqdm is given them by real tools (the label
+#: has its digits as '#'): transformers 'Loading checkpoint shards' (DeepSpeed-Chat), Graphcore
+#: 'Graph compilation', the datasets library's 'Map (num_proc=#)', 'Filter', 'Generating train
+#: split', 'Resolving data files', 'Extracting data files', 'Computing checksums', 'Saving the
+#: dataset', run_clm's 'Running tokenizer on dataset' and 'Grouping texts in chunks of #'.
+#: Checked before _EVAL_LABEL: 'Generating validation split' and 'Tokenizing test set' load
+_LOAD_LABEL = re.compile(
+    r"\bload(?:ing)?\b|checkpoint shards|\bresolving\b|extract"
     r"|\bgenerating \S+ split|^\W*(?:map|filter)\b|tokeni[sz]|pre-?process|grouping texts"
     r"|\bpacking\b|\bsaving\b|creating parquet|checksum|compil|\bconvert", re.IGNORECASE)
 #: evaluation bars: 'Evaluating', 'Evaluation', 'Validation DataLoader #' and 'Sanity Checking
@@ -436,28 +631,38 @@ _EVAL_LABEL = re.compile(r"\b(?:eval\w*|valid\w*|val|test\w*|predict\w*|inferenc
                          r"|sanity check\w*)\b", re.IGNORECASE)
 #: figures named for evaluation: HF eval_samples_per_second, test_..., predict_...
 _EVAL_NAME = re.compile(r"(?:eval|val|validation|test|predict)_", re.IGNORECASE)
+_TRAIN, _EVAL, _LOAD, _DOWNLOAD = (PHASES.index(p) for p in ("train", "eval", "load", "download"))
+#: metrics of bars that move bytes: a download unless the label says otherwise
+_BYTE_METRICS = frozenset({"bytes_per_s"})
 
 
 @functools.lru_cache(maxsize=4096)
 def label_phase(label: str) -> int:
-    """Index in :data:`PHASES` of a bar labelled ``label``: setup, eval, else train."""
-    if _SETUP_LABEL.search(label):
-        return 2
-    return 1 if _EVAL_LABEL.search(label) else 0
+    """Index in :data:`PHASES` of a bar labelled ``label``: download, load, eval, else train."""
+    if _DOWNLOAD_LABEL.search(label):
+        return _DOWNLOAD
+    if _LOAD_LABEL.search(label):
+        return _LOAD
+    return _EVAL if _EVAL_LABEL.search(label) else _TRAIN
 
 
-def phases(name: pd.Series, label: pd.Series) -> pd.Series:
+def phases(name: pd.Series, label: pd.Series, metric: pd.Series | None = None) -> pd.Series:
     """The ``phase`` column (categories :data:`PHASES`) of throughput rows, from each row's
-    bar label and name; a row without a label is training unless its name says eval.
+    bar label and name, and its metric when given: a row without a label is training unless
+    its name says eval; a bar counting bytes (``MB/s``) whose label says nothing is a download.
 
-    Vectorised: each distinct label and name is classified once (a log has few).
+    Vectorised: each distinct label, name and metric is classified once (a log has few).
     """
     lab_codes, labels = pd.factorize(label)
-    by_label = np.array([label_phase(str(x)) for x in labels] + [0], dtype=np.int8)
-    codes = by_label[lab_codes]  # code -1 (no label) takes the appended 0: train
+    by_label = np.array([label_phase(str(x)) for x in labels] + [_TRAIN], dtype=np.int8)
+    codes = by_label[lab_codes]  # code -1 (no label) takes the appended train
     name_codes, names = pd.factorize(name)
     eval_name = np.array([bool(_EVAL_NAME.match(str(x))) for x in names] + [False])
-    codes = np.where((codes == 0) & eval_name[name_codes], np.int8(1), codes)
+    codes = np.where((codes == _TRAIN) & eval_name[name_codes], np.int8(_EVAL), codes)
+    if metric is not None:
+        met_codes, metrics = pd.factorize(metric)
+        moves = np.array([str(x) in _BYTE_METRICS for x in metrics] + [False])
+        codes = np.where((codes == _TRAIN) & moves[met_codes], np.int8(_DOWNLOAD), codes)
     return pd.Series(pd.Categorical.from_codes(codes, categories=PHASES), index=name.index)
 
 
@@ -518,18 +723,61 @@ def generic_loss(text: str, rows: Rows) -> bool:
 
 # --- anything else that prints '<number> <unit>/s' ---------------------------------------------
 
-_GENERIC = re.compile(r"(" + NUM + r")\s*(samples|sequences|seqs|images|imgs|img|examples|tokens"
-                      r"|toks|tok)\s*/\s*(s|sec|second)\b")
+_UNIT_WORDS = r"(samples|sequences|seqs|images|imgs|img|examples|tokens|toks|tok)"
+_GENERIC = re.compile(r"(" + NUM + r")\s*" + _UNIT_WORDS + r"\s*/\s*(s|sec|second)\b")
+#: the unit before the number: 'samples/sec 2249.7', 'samples/sec(global)=525.3'
+_GENERIC_UNIT_FIRST = re.compile(
+    r"(?<![\w/])" + _UNIT_WORDS + r"\s*/\s*(s|sec|second)\b(\s*\([\w ]{1,20}\)|\s*/\s*\w{1,10})?"
+    r"\s*([:=])?\s*(" + NUM + r")(?![\w.])")
 _GENERIC_HINT = re.compile(r"(\w+)\s*[:=]\s*$")
+#: what right after the unit makes the figure a device's ('/rank', '/gpu', ' per GPU', ...)
+#: or the job's ('(global)')
+_AFTER_DEVICE = re.compile(r"^\s*(?:/|\(?per[ _-]?)(?:rank|gpu|device)\b", re.IGNORECASE)
+_AFTER_GLOBAL = re.compile(r"^\s*\(global\)", re.IGNORECASE)
+#: ... or before the number, back to the previous field ('global 3633.1 samples/sec',
+#: 'throughput per GPU: 1816.6 samples/sec')
+_BEFORE_GLOBAL = re.compile(r"\bglobal\b", re.IGNORECASE)
+_BEFORE_DEVICE = re.compile(r"\bper[ _-]?(?:gpu|device|rank)\b", re.IGNORECASE)
+_FIELD_END = re.compile(r".*[,|;\]]", re.DOTALL)
+
+
+def _line_scope(text: str, start: int, unit_end: int) -> str:
+    """Scope of a generic figure from the words around it: device, global, else instance."""
+    after = text[unit_end:unit_end + 16]
+    if _AFTER_DEVICE.match(after):
+        return "device"
+    if _AFTER_GLOBAL.match(after):
+        return "global"
+    before = text[max(0, start - 40):start]
+    if cut := _FIELD_END.match(before):
+        before = before[cut.end():]
+    if _BEFORE_DEVICE.search(before):
+        return "device"
+    if _BEFORE_GLOBAL.search(before):
+        return "global"
+    return "instance"
 
 
 def generic_rate(text: str, rows: Rows) -> bool:
-    found = False
+    """``<number> <unit>/s`` and ``<unit>/s [:=] <number>``, in the order of the line. A unit
+    between two numbers goes with the one after it when ``:`` or ``=`` says so ('step 20
+    samples/sec(global)=525.3'), else with the one before it ('100 samples/sec 200')."""
+    after = list(_GENERIC_UNIT_FIRST.finditer(text))
+    taken = [m.span(1) for m in after if m.group(4)]  # units with ':' or '=' after them
+    found: list[tuple[int, str, str, str, int, int]] = []  # (where, unit, per, number, scope)
     for m in _GENERIC.finditer(text):
-        found = True
-        rows.rate("generic", f"{m.group(2)}/{m.group(3)}", _unit_metric(m.group(2)),
-                  _F(m.group(1)), "instance", _hint(_STEP_HINT, text), _epoch_hint(text))
-    return found
+        if not any(a <= m.start(2) < b for a, b in taken):
+            found.append((m.start(), m.group(2), m.group(3), m.group(1), m.start(), m.end()))
+    for m in after:
+        if m.group(4) or not any(w <= m.start() < e for w, _, _, _, _, e in found):
+            found.append((m.start(), m.group(1), m.group(2), m.group(5), m.start(), m.end(2)))
+    if not found:
+        return False
+    step, epoch = _hint(_STEP_HINT, text), _epoch_hint(text)
+    for _, unit, per, number, start, unit_end in sorted(found):
+        rows.rate("generic", f"{unit}/{per}", _unit_metric(unit), _F(number),
+                  _line_scope(text, start, unit_end), step, epoch)
+    return True
 
 
 def _hint(rx: re.Pattern[str], text: str) -> int | None:
@@ -548,6 +796,7 @@ def _epoch_hint(text: str) -> float | None:
 #: most hits in large logs are its updates.
 SPECIFIC: tuple[tuple[tuple[str, ...], Recogniser], ...] = (
     (("/s]", "/s,", "s/it", "s/s"), tqdm_bar),
+    (("it/s",), rich_bar),
     (("e2e samples_per_sec",), sambaflow),
     (("{'",), py_dict),
     (("_per_second",), hf_metrics_table),
@@ -556,6 +805,9 @@ SPECIFIC: tuple[tuple[tuple[str, ...], Recogniser], ...] = (
     (("per iteration",), megatron),
     (("img/sec", "Img/sec", "images/sec"), horovod_benchmark),
     (("TimeHistory",), keras),
+    (("ms, mfu", "step_avg:"), nanogpt),
+    (("Running ", "Number of ", "orld size", "orld_size=", "WORLD_SIZE=", "SLURM_N", "Num proc",
+      "batch size", "Accumulation steps"), run_facts),
     (("Loss:",), example_losses),
     (("oss=",), key_value),
 )

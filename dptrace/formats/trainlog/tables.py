@@ -48,10 +48,12 @@ THROUGHPUT = Table(
         _STEP, _EPOCH, LINENO,
         _c("phase", "category",
            "what the figure measures: train (training steps), eval (a bar labelled as "
-           "evaluation, validation or testing, or an eval_/test_ figure), load (loading, "
-           "tokenizing, preprocessing, compiling: Loading checkpoint shards, Map, Tokenizing, "
-           "Generating train split, ...) or download (Downloading, Fetching # files). Only "
-           "train is training throughput; reports show it first"),
+           "evaluation, validation or testing, or an eval_/test_ figure), load (a bar of work "
+           "around training, told by its description: Loading checkpoint shards, Map, "
+           "Tokenizing, Generating train split, Graph compilation, ...) or download "
+           "(Downloading, Fetching # files, uploads; a bar counting bytes that says nothing "
+           "else). Only train is training throughput; reports show it first, load and "
+           "download last"),
         _REPEAT, _PART,
     ),
     key=("source", "lineno", "name", "metric"),
@@ -63,7 +65,7 @@ TRAIN_METRICS = Table(
     (
         SOURCE, _INSTANCE, _RANK, _PATTERN,
         _c("name", "string", "snake_case metric name with its unit: loss, lm_loss, "
-           "learning_rate, grad_norm, iteration_time_s, ..."),
+           "learning_rate, grad_norm, step_time_s, world_size, ..."),
         _c("value", "float64", "the value, in the unit named by name"),
         _STEP, _EPOCH, LINENO, _REPEAT, _PART,
     ),

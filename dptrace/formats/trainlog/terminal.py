@@ -23,6 +23,8 @@ from ...reports.model import Section
 MAX_SERIES = 12
 #: instances drawn per series before eliding the middle
 MAX_INSTANCES = 32
+#: phases of the work around training (schema.PHASES): hidden unless ``show_all``
+SETUP_PHASES = ("load", "download")
 
 
 def draw_throughput(section: Section, opts: Mapping[str, Any] | None = None) -> RenderableType:
@@ -34,7 +36,7 @@ def draw_throughput(section: Section, opts: Mapping[str, Any] | None = None) -> 
     order = thr.series_order(summary)
     shown = order
     if not show_all:
-        shown = order[_phase(order).isin(("train", "eval"))].head(MAX_SERIES)
+        shown = order[~_phase(order).isin(SETUP_PHASES)].head(MAX_SERIES)
     parts: list[RenderableType] = [Text(section.title, style="bold"), Text(section.caption,
                                                                           style="dim")]
     jobs = section.tables.get("job")
@@ -102,7 +104,7 @@ def _hidden_line(hidden: pd.DataFrame) -> str:
     for name, what in (("train", "training"), ("eval", "eval")):
         if n := int((phase == name).sum()):
             parts.append(f"{n} {what}")
-    setup = hidden[phase == "setup"]
+    setup = hidden[phase.isin(SETUP_PHASES)]
     if len(setup):
         kinds = ", ".join(_setup_kinds(setup["label"]))
         parts.append(f"{len(setup)} setup bar{'s' if len(setup) > 1 else ''}"
