@@ -358,15 +358,11 @@ def _from_horovod(rows: dict[str, dict[str, object]], runs: pd.DataFrame | None)
                                             + ", ".join(map(str, sizes)) + " ranks)")
 
 
-#: what a training log's ``world_size`` row (train_metrics, by pattern) read
-WORLD_SIZE_FROM = {
-    "horovod_benchmark": "Horovod benchmark: Number of GPUs / Total img/sec on N GPU(s)",
-    "hf_trainer": "HF Trainer: Num processes / total train batch size",
-    "deepspeed": "DeepSpeed: world_size",
-    "env": "WORLD_SIZE / SLURM_NTASKS / world_size",
-    "launcher": "launcher: Running on N tasks",
-    "megatron": "Megatron: world size",
-}
+def _world_size_from() -> dict[str, str]:
+    """What each pattern of a training log's ``world_size`` rows read (the trainlog format's
+    :data:`~dptrace.formats.trainlog.rules.WORLD_SIZE_FROM`: its rows came from it)."""
+    from .formats.trainlog.rules import WORLD_SIZE_FROM
+    return WORLD_SIZE_FROM
 
 
 def _from_trainlog(rows: dict[str, dict[str, object]], metrics: pd.DataFrame | None,
@@ -379,7 +375,7 @@ def _from_trainlog(rows: dict[str, dict[str, object]], metrics: pd.DataFrame | N
                         and v > 0})
         if len(sizes) == 1:
             first = said[said["value"] == sizes[0]].iloc[0]
-            what = WORLD_SIZE_FROM.get(str(first["pattern"]), str(first["pattern"]))
+            what = _world_size_from().get(str(first["pattern"]), str(first["pattern"]))
             where = (f"{os.path.basename(str(first['source']))} line {int(first['lineno'])}"
                      if "source" in first and pd.notna(first.get("lineno")) else "training log")
             _set_world(rows[run], sizes[0], f"{what} ({where})")

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from . import throughput as thr
-from .keys import RUN
+from .keys import RUN, run_first
 
 #: copies of a global figure (and a figure and its check) agree within this fraction
 AGREE = 0.05
@@ -74,7 +74,8 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
     train = _training(tp)
     steps = _step_times(metrics, fraction)
     if train.empty:
-        return _with_steps(pd.DataFrame(columns=COLUMNS), steps)
+        return _with_steps(pd.DataFrame(columns=COLUMNS), steps,
+                           metrics if metrics is not None else tp)
     if RUN not in train:
         train = train.assign(**{RUN: "run"})
     inst = thr.per_instance(train, fraction)
@@ -90,8 +91,7 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
         best = ranked[0][2]
         row = _figure(best, _instances(inst, best), partial(_rows, train, best), w, str(metric))
         if row["copies_agree"] is False:  # the copy another printed figure confirms
-            _confirmed_copy(row, [r for p, _, r in ranked[1:] if p[0] == 0], inst, train, w,
-                            str(metric))
+            _confirmed_copy(row, [r for _, _, r in ranked[1:]], inst, train, w, str(metric))
         if row["how"] == "printed_global":  # checked against another printed figure of the
             # job, else against the ranks' figures (per-device x world size)
             later = [r for p, _, r in ranked[1:] if p[0] == 0] + \
@@ -100,27 +100,34 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
                 chk = later[0]
                 other = _figure(chk, _instances(inst, chk), partial(_rows, train, chk), w,
                                 str(metric))
+                other.pop("_copies", None)
                 rng = ranges.get((str(run), str(best["name"])))
                 row.update(check_name=f"{_series_name(chk)} ({other['how']})",
                            check_value=other["value"], check_range=rng,
                            check_agrees=_agrees(other["value"], row["value"], rng))
         row.pop("_copies", None)
+        row.pop("_factor", None)
         out.append({RUN: run, "metric": metric, **row})
-    return _with_steps(pd.DataFrame(out, columns=COLUMNS), steps)
+    return _with_steps(pd.DataFrame(out, columns=COLUMNS), steps, tp)
 
 
-def _with_steps(df: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+def _with_steps(df: pd.DataFrame, steps: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
+    """The figures and the step times, per run in the runs' order (``like``'s ``run``
+    categories, else as they come), the headline metric first."""
     if len(steps):
         df = pd.concat([df, steps[COLUMNS]], ignore_index=True) if len(df) else steps[COLUMNS]
     if df.empty:
         return df.reset_index(drop=True)
     df = df.assign(_head=df["metric"].map(_headline))
-    if isinstance(df[RUN].dtype, pd.CategoricalDtype):
-        order = df[RUN].cat.codes
+    runs = df[RUN].astype("object")
+    if RUN in like and isinstance(like[RUN].dtype, pd.CategoricalDtype):
+        place = {r: i for i, r in enumerate(like[RUN].cat.categories)}
+        order = runs.map(lambda r: place.get(r, len(place)))
     else:
-        order = pd.Series(pd.factorize(df[RUN].astype("object"))[0], index=df.index)
-    df = df.assign(_run=order).sort_values(["_run", "_head"], kind="stable")
-    return df.drop(columns=["_head", "_run"]).reset_index(drop=True)
+        order = pd.Series(pd.factorize(runs)[0], index=df.index)
+    df = df.assign(_run=order.to_numpy()).sort_values(["_run", "_head"], kind="stable")
+    out = df.drop(columns=["_head", "_run"]).reset_index(drop=True)
+    return run_first(out, like) if RUN in like else out
 
 
 def _step_times(metrics: pd.DataFrame | None, fraction: float) -> pd.DataFrame:
@@ -128,11 +135,12 @@ def _step_times(metrics: pd.DataFrame | None, fraction: float) -> pd.DataFrame:
     ranks step together: the mean over printers)."""
     if metrics is None or metrics.empty or "name" not in metrics:
         return pd.DataFrame(columns=COLUMNS)
+    avg = _running_step_times(metrics)
     st = metrics[metrics["name"] == "step_time_s"]
     if "repeat" in st:
         st = st[~st["repeat"].fillna(False).astype(bool)]
     if st.empty:
-        return pd.DataFrame(columns=COLUMNS)
+        return avg
     if RUN not in st:
         st = st.assign(**{RUN: "run"})
     frame = st.assign(metric="step_time_s", scope="instance", phase="train", label=None)
@@ -158,6 +166,36 @@ def _step_times(metrics: pd.DataFrame | None, fraction: float) -> pd.DataFrame:
             "first_lineno": int(g["first_lineno"].min()),
             "rule": f"mean step time over the steps after warm-up ({pattern} lines)"
                     + (f", mean of {n} printers" if n > 1 else ""),
+        })
+    df = pd.DataFrame(out, columns=COLUMNS)
+    if len(avg):  # runs that print only a running average
+        avg = avg[~avg[RUN].astype(str).isin(done)]
+        df = pd.concat([df, avg], ignore_index=True) if len(df) else avg
+    return df
+
+
+def _running_step_times(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Per run, the last running-average step time printed (``step_time_avg_s``:
+    modded-nanogpt's ``step_avg``, train_time / steps so far): the whole run's step time.
+    (The mean over steps of a running average would weigh the early steps many times.)"""
+    st = metrics[metrics["name"] == "step_time_avg_s"]
+    if st.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    if RUN not in st:
+        st = st.assign(**{RUN: "run"})
+    out = []
+    for run, g in st.groupby(RUN, sort=False, observed=True):
+        last = g.sort_values("lineno", kind="stable").iloc[-1]
+        out.append({
+            RUN: run, "metric": "step_time_s", "value": float(last["value"]),
+            "how": "running_average", "ranks": "?", "printers": 1, "world_size": None,
+            "source": last["source"], "pattern": last["pattern"], "name": "step_time_avg_s",
+            "label": None, "scope": "instance", "rows": len(g),
+            "value_all_steps": float(last["value"]), "copies_agree": True, "check_name": None,
+            "check_value": None, "check_range": None, "check_agrees": None,
+            "first_lineno": int(g["lineno"].min()),
+            "rule": f"the last running average of the step time printed (line "
+                    f"{int(last['lineno'])}, step {last['step']}): the whole run's",
         })
     return pd.DataFrame(out, columns=COLUMNS)
 
@@ -288,6 +326,15 @@ def _figure(row: pd.Series, inst: pd.DataFrame, rows_of: Callable[[], pd.DataFra
                    ranks=f"all {world}" if world else "all")
         return out
     n = len(inst)
+    note = ""
+    if not stepped and n == 1 and not len(known):
+        # an end-of-run figure of unknown printers: copies (one per printer), never averaged
+        found = []
+        first, agree, note = _global_value(inst, rows_of, found)
+        if len(found) > 1:
+            values = alls = pd.Series([first])
+            out.update(_copies=found, copies_agree=agree)
+            note = f"; {note}" if note else ""
     if metric in SYNCHRONOUS_METRICS:
         value, vall = float(values.mean()), float(alls.mean())
         if n > 1:
@@ -296,7 +343,7 @@ def _figure(row: pd.Series, inst: pd.DataFrame, rows_of: Callable[[], pd.DataFra
         else:
             who = f"rank {ranks}" if ranks else "one printer"
             how, rule = "one_printer", (f"{warm}: {who}'s rate (ranks of a data-parallel job "
-                                        "step together: the job's rate)")
+                                        f"step together: the job's rate){note}")
         out.update(value=value, value_all_steps=vall, how=how, rule=rule,
                    ranks=ranks or "?")
         return out
@@ -316,9 +363,9 @@ def _figure(row: pd.Series, inst: pd.DataFrame, rows_of: Callable[[], pd.DataFra
                if n == 1 else f"{n} printers")
         mean, mean_all = float(values.mean()), float(alls.mean())
         out.update(value=mean * world, value_all_steps=mean_all * world,
-                   how="rank0_times_world",
+                   how="rank0_times_world", _factor=world,
                    rule=f"estimated from {who}: {_num(mean)} per {unit} x world size {world} "
-                        f"({warm})",
+                        f"({warm}){note}",
                    ranks=f"{ranks or '?'} of {world}")
         return out
     if n > 1:
@@ -332,32 +379,40 @@ def _figure(row: pd.Series, inst: pd.DataFrame, rows_of: Callable[[], pd.DataFra
                    rule=f"{warm} of rank {ranks}" + ("" if world else "; world size unknown"))
         return out
     out.update(value=float(values.sum()), value_all_steps=float(alls.sum()), how="one_printer",
-               rule=f"{warm}: one {unit}'s rate; its rank and the world size are unknown",
+               rule=f"{warm}: one {unit}'s rate; its rank and the world size are unknown{note}",
                ranks="?")
     return out
 
 
-def _confirmed_copy(row: dict[str, object], printed: list[pd.Series], inst: pd.DataFrame,
+def _confirmed_copy(row: dict[str, object], later: list[pd.Series], inst: pd.DataFrame,
                     train: pd.DataFrame, world: int | None, metric: str) -> None:
-    """Copies of a printed job figure disagree (two printers, e.g. HF Trainer's dict printed
+    """Copies of an end-of-run figure disagree (two printers, e.g. HF Trainer's dict printed
     by rank 0 and by another node's local rank 0, whose runtime leaves out the checkpoint
-    save): show the copy that another printed figure of the same metric (rank 0's
+    save): show the copy that another printed figure of the same metric and scope (rank 0's
     ``***** train metrics *****`` table) confirms, when exactly one does."""
-    if not printed:
-        return
-    other = _figure(printed[0], _instances(inst, printed[0]), partial(_rows, train, printed[0]),
-                    world, metric)
-    target = other["value"]
-    if not isinstance(target, float) or not np.isfinite(target):
-        return
     mine = row.get("_copies")
     if not isinstance(mine, list):
         return
-    close = [v for v in mine if _agrees(v, target, None)]
-    if len(set(close)) == 1:
-        row["value"] = close[0]
-        row["rule"] = str(row["rule"]).replace(
-            "the first is shown", f"the one {_series_name(printed[0])} confirms is shown")
+    for other_row in later:
+        other_inst = _instances(inst, other_row)
+        if other_row["scope"] != row["scope"] or _stepped(other_inst):
+            continue
+        other = _figure(other_row, other_inst, partial(_rows, train, other_row), world, metric)
+        factor = float(other.get("_factor", 1) or 1)  # type: ignore[arg-type]
+        target = float(other["value"]) / factor  # type: ignore[arg-type]
+        if not np.isfinite(target):
+            continue
+        close = sorted({v for v in mine if _agrees(v, target, None)})
+        if len(close) == 1:
+            own = float(row.get("_factor", 1) or 1)  # type: ignore[arg-type]
+            before = float(row["value"]) / own  # type: ignore[arg-type]
+            row["value"] = close[0] * own
+            if own != 1:
+                row["rule"] = str(row["rule"]).replace(f"{_num(before)} per",
+                                                       f"{_num(close[0])} per")
+            row["rule"] = str(row["rule"]).replace(
+                "the first is shown", f"the one {_series_name(other_row)} confirms is shown")
+        return
 
 
 def _agrees(value: object, check: object, rng: float | None) -> bool | None:
@@ -436,6 +491,7 @@ def series_figures(summary: pd.DataFrame, tp: pd.DataFrame, runs: pd.DataFrame |
         fig = _figure(row, _instances(inst, row), partial(_rows, work, row),
                       world.get(str(row[RUN])), str(row["metric"]))
         fig.pop("_copies", None)
+        fig.pop("_factor", None)
         values.append(fig["value"])
         alls.append(fig["value_all_steps"])
         rules.append(fig["rule"])

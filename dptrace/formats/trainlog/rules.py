@@ -174,10 +174,21 @@ def py_dict(text: str, rows: Rows) -> bool:
         for key, value in pairs.items():
             if key.endswith("_per_second") and not key.startswith(("eval_", "test_", "predict_")):
                 word = key[: -len("_per_second")].split("_")[-1]
-                rows.rate(pattern, key, _unit_metric(word), value, "global", stepi, epoch)
+                rows.rate(pattern, key, _unit_metric(word), value, _dict_scope(key), stepi,
+                          epoch)
             else:
                 rows.metric(pattern, _dict_metric_name(key), value, stepi, epoch)
     return found
+
+
+#: HF Trainer's figures that are per device: ``include_tokens_per_second`` "computes the number
+#: of tokens per second per device" (TrainingArguments' docs); its samples and steps per second
+#: cover the job
+_PER_DEVICE_KEYS = frozenset({"train_tokens_per_second", "tokens_per_second"})
+
+
+def _dict_scope(key: str) -> str:
+    return "device" if key in _PER_DEVICE_KEYS else "global"
 
 
 def _dict_pattern(pairs: dict[str, float]) -> str:
@@ -207,7 +218,7 @@ def hf_metrics_table(text: str, rows: Rows) -> bool:
     if not m or m["k"].startswith(("eval_", "test_", "predict_")):
         return False
     word = m["k"][: -len("_per_second")].split("_")[-1]
-    rows.rate("hf_metrics_table", m["k"], _unit_metric(word), _F(m["v"]), "global")
+    rows.rate("hf_metrics_table", m["k"], _unit_metric(word), _F(m["v"]), _dict_scope(m["k"]))
     return True
 
 
@@ -307,7 +318,7 @@ def nanogpt(text: str, rows: Rows) -> bool:
             rows.metric("modded_nanogpt", "val_loss", _F(m.group(2)), step)
             return True
         # step_avg = train_time / step: the mean step time so far (the only one printed)
-        rows.metric("modded_nanogpt", "step_time_s", _F(m.group(4)) / 1000.0, step)
+        rows.metric("modded_nanogpt", "step_time_avg_s", _F(m.group(4)) / 1000.0, step)
         rows.metric("modded_nanogpt", "train_time_s", _F(m.group(3)) / 1000.0, step)
         return True
     return False
@@ -373,6 +384,11 @@ WORLD_SIZE_FROM: dict[str, str] = {
                   "per device' x 'Gradient Accumulation steps')",
     "deepspeed": "DeepSpeed: the launcher's 'dist_world_size=N', 'Discovered MPI settings of "
                  "... world_size=N'",
+    "rank_of": "a rank's 'worker 3 of 8' (Horovod examples), Lightning's 'GLOBAL_RANK: 14, "
+               "MEMBER: 15/16', torch.distributed's 'Completed store-based barrier ... with 16 "
+               "nodes'",
+    "command": "the launch command echoed in the log: 'mpiexec ... --np=24', 'mpirun -np 8', "
+               "'srun -n 64', 'torchrun --nproc_per_node 8' (one node)",
 }
 
 _HF_RUN = re.compile(r"\*{3,}\s*Running training\s*\*{3,}")
@@ -388,6 +404,15 @@ _ENV_WORLD = re.compile(r"(?<![\w.])(?:(?:OMPI_COMM_)?WORLD_SIZE|world_size|SLUR
                         r"|SLURM_NPROCS)=(\d+)\b")
 _WORDS_WORLD = re.compile(r"(?<![\w.])(?<!local )world size\s*[:=]\s*(\d+)\b", re.IGNORECASE)
 _NUM_PROCS = re.compile(r"\bNum processes\s*[:=]\s*(\d+)\b")
+#: 'Horovod: I am worker 3 of 8.', 'Global Rank: 0 / 16', 'GLOBAL_RANK: 14, MEMBER: 15/16'
+#: (not 'Global Rank: 6 / 15': mlprof prints the last rank there, not the world size);
+#: torch.distributed's 'Rank 9: Completed store-based barrier for key:... with 16 nodes.'
+#: ('nodes' are its processes: the world size)
+_RANK_OF = re.compile(r"\bworker\s+\d+\s+of\s+(\d+)\b|\bMEMBER:\s*\d+/(\d+)\b"
+                      r"|Completed store-based barrier for key:\S+ with (\d+) nodes")
+#: a launch command echoed in the log (set -x, ezpz): the number of processes it starts
+_COMMAND = re.compile(r"(?:^|[\s'\"=+:])(?:mpiexec|mpirun|srun|aprun)\s(?:[^|;&]*?\s)?"
+                      r"(?:-np?|--np|-n|--ntasks)[ =](\d+)\b")
 #: the HF Trainer's '***** Running training *****' block, one figure a line
 _HF_BATCH = re.compile(r"\b(Instantaneous batch size per device|Total train batch size|Gradient "
                        r"Accumulation steps)\b[^=]{0,60}=\s*(\d[\d,]*)\s*$")
@@ -415,7 +440,8 @@ def run_facts(text: str, rows: Rows) -> bool:
         rows.metric("env", "world_size", _F(m.group(1)))
         return True
     for rx, pattern in ((_DS_WORLD, "deepspeed"), (_TASKS, "launcher"), (_NUM_PROCS, "hf_trainer"),
-                        (_ENV_WORLD, "env"), (_WORDS_WORLD, "env")):
+                        (_ENV_WORLD, "env"), (_WORDS_WORLD, "env"), (_RANK_OF, "rank_of"),
+                        (_COMMAND, "command")):
         if m := rx.search(text):
             rows.metric(pattern, "world_size", _F(m.group(m.lastindex or 1)))
             return True
@@ -435,6 +461,34 @@ def _hf_batch(rows: Rows, key: str, value: float) -> bool:
     return True
 
 
+# --- torchtitan --------------------------------------------------------------------------------
+
+#: 'step:  4  loss:  7.62585  grad_norm: 26.6250  memory: 66.91GiB(37.51%)  tps: 10,050
+#: tflops: 314.71  mfu: 13.99%' (torchtitan's metrics logger: tps is tokens per second per
+#: device, as are tflops and mfu)
+_TITAN = re.compile(r"\bstep:\s*(\d+)\s+loss:\s*(" + NUM + r")(?P<rest>.*?)\btps:\s*"
+                    r"(?P<tps>\d[\d,]*)(?:\s+tflops:\s*(?P<tf>" + NUM + r"))?"
+                    r"(?:\s+mfu:\s*(?P<mfu>" + NUM + r")%)?")
+_TITAN_GRAD = re.compile(r"\bgrad_norm:\s*(" + NUM + ")")
+
+
+def torchtitan(text: str, rows: Rows) -> bool:
+    m = _TITAN.search(text)
+    if not m:
+        return False
+    step = int(m.group(1))
+    rows.rate("torchtitan", "tps", "tokens_per_s", _F(m["tps"].replace(",", "")), "device",
+              step)
+    rows.metric("torchtitan", "loss", _F(m.group(2)), step)
+    if g := _TITAN_GRAD.search(m["rest"]):
+        rows.metric("torchtitan", "grad_norm", _F(g.group(1)), step)
+    if m["tf"]:
+        rows.metric("torchtitan", "tflops", _F(m["tf"]), step)
+    if m["mfu"]:
+        rows.metric("torchtitan", "mfu_pct", _F(m["mfu"]), step)
+    return True
+
+
 # --- Keras TimeHistory (TF official models) ---------------------------------------------------
 
 _KERAS = re.compile(r"TimeHistory:\s*(" + NUM + r")\s*seconds,\s*(" + NUM +
@@ -446,7 +500,8 @@ def keras(text: str, rows: Rows) -> bool:
     if not m:
         return False
     step = int(m.group(4))
-    rows.rate("keras", "examples/second", "samples_per_s", _F(m.group(2)), "instance", step)
+    # TF official models give TimeHistory the global batch size: the rate covers the job
+    rows.rate("keras", "examples/second", "samples_per_s", _F(m.group(2)), "global", step)
     rows.metric("keras", "interval_time_s", _F(m.group(1)), step)
     return True
 
@@ -805,9 +860,11 @@ SPECIFIC: tuple[tuple[tuple[str, ...], Recogniser], ...] = (
     (("per iteration",), megatron),
     (("img/sec", "Img/sec", "images/sec"), horovod_benchmark),
     (("TimeHistory",), keras),
+    (("tps: ",), torchtitan),
     (("ms, mfu", "step_avg:"), nanogpt),
     (("Running ", "Number of ", "orld size", "orld_size=", "WORLD_SIZE=", "SLURM_N", "Num proc",
-      "batch size", "Accumulation steps"), run_facts),
+      "batch size", "Accumulation steps", "worker ", "MEMBER:", "store-based", "mpiexec",
+      "mpirun", "srun ", "aprun "), run_facts),
     (("Loss:",), example_losses),
     (("oss=",), key_value),
 )
