@@ -305,8 +305,12 @@ def runs_table(run_of: Mapping[str, str], labels: Mapping[str, str],
     _from_mpitrace(rows, tables.get("mpi_jobs"), _cols(tables.get("mpi_ranks"), "host"))
     _from_horovod(rows, tables.get("hvd_runs"))
     _from_trainlog(rows, _cols(tables.get("train_metrics"), "name", "pattern", "value",
-                               "source", "lineno", "rank"),
+                               "source", "lineno", "rank", "instance"),
                    _cols(tables.get("throughput"), "rank", "instance", "pattern"))
+    for run, names in names_of.items():  # per-rank files: ranks 0..N-1 all there
+        ranks = {r[0] for n in names if (r := rank_of_path(n)) is not None}
+        if len(ranks) > 1 and ranks == set(range(len(ranks))):
+            _set_world(rows[run], len(ranks), f"per-rank files: ranks 0-{len(ranks) - 1}")
     return schema.conform(pd.DataFrame(list(rows.values()),
                                        columns=[c.name for c in RUNS.columns]), RUNS)
 
@@ -387,11 +391,16 @@ def _from_trainlog(rows: dict[str, dict[str, object]], metrics: pd.DataFrame | N
         if len(sizes) == 1:
             _set_world(rows[run], sizes[0],
                        f"Horovod benchmark: Total img/sec on {sizes[0]} device(s)")
+    printed: dict[str, set[int]] = {}
+    for df in (throughput, metrics):
+        for run, g in _per_run(df):
+            if "rank" in g:
+                printed.setdefault(run, set()).update(g["rank"].dropna().astype(int).tolist())
+    for run, ranks in printed.items():
+        if rows[run]["world_size"] is None and len(ranks) > 1 and \
+                ranks == set(range(len(ranks))):
+            _set_world(rows[run], len(ranks), f"ranks 0-{len(ranks) - 1} printed")
     for run, g in _per_run(throughput):
-        if "rank" in g and rows[run]["world_size"] is None:
-            ranks = set(g["rank"].dropna().astype(int).tolist())
-            if len(ranks) > 1 and ranks == set(range(len(ranks))):
-                _set_world(rows[run], len(ranks), f"ranks 0-{len(ranks) - 1} printed")
         if rows[run]["launcher"] is None:
             inst = g["instance"].dropna().astype(str)
             if inst.str.fullmatch(r"default\d+").any():

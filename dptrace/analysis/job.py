@@ -48,9 +48,13 @@ INSTANCE_PATTERNS = frozenset({"sambaflow"})
 #: per-step global series, best first (Megatron's own iteration timing over DeepSpeed's
 #: timer, which leaves out the data loader; the flops profiler's one-off figure last)
 _STEPPED_GLOBAL = {"megatron": 0, "horovod_benchmark": 1, "deepspeed": 2, "deepspeed_flops": 3}
-#: global figures without a step that are not end-of-run summaries: the flops profiler
-#: prints its figure for the one step it profiled
-_STEPPED_GLOBAL_ONLY = frozenset({"deepspeed_flops"})
+#: patterns whose figures without a step are end-of-run summaries printed once per printer
+#: (HF Trainer's dict and metrics table, the transformers hook, Horovod's Total img/sec, TF's
+#: final stats dict): several of them are copies, never a series over time. Other figures
+#: without a step (a script's 'global 6800.4 samples/sec' every 20 steps, the flops
+#: profiler's one profiled step) are a series: the mean after warm-up
+END_OF_RUN_PATTERNS = frozenset({"hf_trainer", "hf_metrics_table", "transformers_hook",
+                                 "horovod_benchmark", "py_dict"})
 
 COLUMNS = ["run", "metric", "value", "how", "rule", "ranks", "printers", "world_size",
            "source", "pattern", "name", "label", "scope", "rows", "value_all_steps",
@@ -92,19 +96,24 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
         row = _figure(best, _instances(inst, best), partial(_rows, train, best), w, str(metric))
         if row["copies_agree"] is False:  # the copy another printed figure confirms
             _confirmed_copy(row, [r for _, _, r in ranked[1:]], inst, train, w, str(metric))
+        later: list[pd.Series] = []
         if row["how"] == "printed_global":  # checked against another printed figure of the
-            # job, else against the ranks' figures (per-device x world size)
+            # job, else against a per-step one, else the ranks' (per-device x world size)
             later = [r for p, _, r in ranked[1:] if p[0] == 0] + \
+                [r for p, _, r in ranked[1:] if p[0] == 1][:1] + \
                 [r for p, _, r in ranked[1:] if p[0] >= 2]
-            if later:
-                chk = later[0]
-                other = _figure(chk, _instances(inst, chk), partial(_rows, train, chk), w,
-                                str(metric))
-                other.pop("_copies", None)
-                rng = ranges.get((str(run), str(best["name"])))
-                row.update(check_name=f"{_series_name(chk)} ({other['how']})",
-                           check_value=other["value"], check_range=rng,
-                           check_agrees=_agrees(other["value"], row["value"], rng))
+        elif row["how"] == "steady_global":  # against the ranks' figures (not against
+            # another timer's per-step figure: Megatron's and DeepSpeed's measure differently)
+            later = [r for p, _, r in ranked[1:] if p[0] >= 2]
+        if later:
+            chk = later[0]
+            other = _figure(chk, _instances(inst, chk), partial(_rows, train, chk), w,
+                            str(metric))
+            other.pop("_copies", None)
+            rng = ranges.get((str(run), str(best["name"])))
+            row.update(check_name=f"{_series_name(chk)} ({other['how']})",
+                       check_value=other["value"], check_range=rng,
+                       check_agrees=_agrees(other["value"], row["value"], rng))
         row.pop("_copies", None)
         row.pop("_factor", None)
         out.append({RUN: run, "metric": metric, **row})
@@ -256,12 +265,18 @@ def _stepped(inst: pd.DataFrame) -> bool:
 def _priority(row: pd.Series, inst: pd.DataFrame) -> tuple[int, int]:
     mine = _instances(inst, row)
     if row["scope"] == "global":
-        if not _stepped(mine) and str(row["pattern"]) not in _STEPPED_GLOBAL_ONLY:
+        if _end_of_run(row, mine):
             return (0, 0)
         return (1, _STEPPED_GLOBAL.get(str(row["pattern"]), 9)
                 + (5 if str(row["name"]).startswith("RunningAvg") else 0))
     known = mine["instance"].notna().any()
     return (2, 0) if known else (3, 0)
+
+
+def _end_of_run(row: pd.Series, inst: pd.DataFrame) -> bool:
+    """A figure printed once at the end of the run (by each printer): no step, and a
+    pattern of :data:`END_OF_RUN_PATTERNS`."""
+    return not _stepped(inst) and str(row["pattern"]) in END_OF_RUN_PATTERNS
 
 
 def _series_name(row: pd.Series) -> str:
@@ -273,10 +288,14 @@ def _series_name(row: pd.Series) -> str:
 
 
 def _global_value(inst: pd.DataFrame, rows_of: Callable[[], pd.DataFrame],
-                  copies: list[float] | None = None) -> tuple[float, bool, str]:
-    """(value, copies agree, what) of a global series: the first printed copy (the first
-    rank's steady mean for per-step series)."""
-    if not _stepped(inst):
+                  copies: list[float] | None = None, end_of_run: bool | None = None,
+                  ) -> tuple[float, bool, str]:
+    """(value, copies agree, what) of a global series: the first printed copy of an
+    end-of-run figure; else the first printer's (in rank order) mean after warm-up, the
+    other printers' being copies."""
+    if end_of_run is None:
+        end_of_run = not _stepped(inst)
+    if end_of_run:
         values = rows_of().sort_values("lineno", kind="stable")["value"].astype("float64").dropna()
     else:
         values = inst["value"].astype("float64").dropna()
@@ -314,11 +333,14 @@ def _figure(row: pd.Series, inst: pd.DataFrame, rows_of: Callable[[], pd.DataFra
     alls = inst["value_all"].astype("float64")
     if row["scope"] == "global":
         found: list[float] = []
-        value, agree, copies = _global_value(inst, rows_of, found)
+        once = _end_of_run(row, inst)
+        value, agree, copies = _global_value(inst, rows_of, found, once)
         out["_copies"] = found
-        how = "steady_global" if stepped else "printed_global"
-        rule = (f"{warm} (a figure for the whole job)" if stepped
-                else f"{name}, printed for the whole job")
+        how = "printed_global" if once else "steady_global"
+        if not once and not stepped:
+            warm = f"mean over the lines after warm-up of {name}"
+        rule = (f"{name}, printed for the whole job" if once
+                else f"{warm} (a figure for the whole job)")
         if copies:
             rule += f"; {copies}"
         out.update(value=value, value_all_steps=float(alls.iloc[0]) if len(alls) else value,

@@ -59,13 +59,21 @@ def mark_warmup(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION) -> pd.Serie
     """Boolean Series, True for the warm-up rows of each (series, instance).
 
     The first ``max(1, floor(fraction * n))`` steps (ordered by ``step``) of an instance
-    with n >= 3 stepped rows are warm-up; rows without a step never are.
+    with n >= 3 stepped rows are warm-up. In a series that prints no step, the rows count
+    in order of appearance (a figure printed every N steps without its step); rows without
+    a step in a series that has steps never are warm-up.
     """
     if tp.empty:
         return pd.Series(False, index=tp.index, dtype=bool)
     tp = _phased(tp)
-    stepped = tp[tp["step"].notna()]
-    ordered = stepped.assign(_s=stepped["step"].astype("float64")).sort_values("_s", kind="stable")
+    # rows without a step count in order of appearance (a line printed every N steps
+    # without its step), within series that print no step at all
+    step = tp["step"].astype("float64")
+    has_step = step.notna().groupby([tp[c] for c in keys(tp, *SERIES)], sort=False,
+                                    dropna=False, observed=True).transform("any")
+    order = step.where(has_step, tp["lineno"].astype("float64"))
+    stepped = tp[order.notna()]
+    ordered = stepped.assign(_s=order[order.notna()]).sort_values("_s", kind="stable")
     groups = _group(ordered, keys(ordered, *SERIES, "instance"))
     pos = groups.cumcount()
     size = groups["_s"].transform("size")

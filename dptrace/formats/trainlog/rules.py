@@ -374,21 +374,13 @@ HEADERS: dict[str, str] = {
 }
 #: pattern of a ``world_size`` train_metrics row -> what the log said
 WORLD_SIZE_FROM: dict[str, str] = {
-    "horovod_benchmark": "Horovod benchmark: 'Number of GPUs: N' / 'Number of CPUs: N' or "
-                         "'Total img/sec on N GPU(s)'",
-    "launcher": "launcher: 'Running on N tasks'",
-    "env": "environment or arguments: WORLD_SIZE=N, OMPI_COMM_WORLD_SIZE=N, SLURM_NTASKS=N, "
-           "SLURM_NPROCS=N, world_size=N, 'world size: N' (Megatron's 'using world size: N')",
-    "hf_trainer": "HF: 'Num processes = N' (accelerate), or the Trainer's 'Total train batch "
-                  "size (w. parallel, distributed & accumulation)' / ('Instantaneous batch size "
-                  "per device' x 'Gradient Accumulation steps')",
-    "deepspeed": "DeepSpeed: the launcher's 'dist_world_size=N', 'Discovered MPI settings of "
-                 "... world_size=N'",
-    "rank_of": "a rank's 'worker 3 of 8' (Horovod examples), Lightning's 'GLOBAL_RANK: 14, "
-               "MEMBER: 15/16', torch.distributed's 'Completed store-based barrier ... with 16 "
-               "nodes'",
-    "command": "the launch command echoed in the log: 'mpiexec ... --np=24', 'mpirun -np 8', "
-               "'srun -n 64', 'torchrun --nproc_per_node 8' (one node)",
+    "horovod_benchmark": "Horovod benchmark: 'Number of GPUs' / 'Total img/sec on N GPU(s)'",
+    "launcher": "'Running on N tasks'",
+    "env": "WORLD_SIZE= / world_size= / 'world size: N'",
+    "hf_trainer": "HF: 'Num processes' / total train batch size",
+    "deepspeed": "DeepSpeed launcher: dist_world_size / MPI settings",
+    "rank_of": "'worker N of M' / 'MEMBER: N/M' / store-based barrier 'with N nodes'",
+    "command": "launch command: -np / -n / --ntasks",
 }
 
 _HF_RUN = re.compile(r"\*{3,}\s*Running training\s*\*{3,}")
@@ -639,7 +631,7 @@ def _tqdm_count(n: str) -> int | float:
 #: ``Epoch 1/4  ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ 63/63 0:00:01 • 0:00:00 52.68it/s v_num: 1 train_loss: 0.28``
 _RICH = re.compile(
     r"(?P<desc>[^\u2500-\u257f]*?)[\u2500-\u257f]+\s+(?P<n>\d+)/(?:\d+|--)\s+[^\u2022]{1,40}"
-    r"\u2022\s*[^\u2022\s]{1,40}?(?:,? [^\u2022\s]{1,20}){0,3}\s+(?P<rate>" + NUM
+    r"\u2022\s*(?:[^\u2022\s]{1,40}?(?:,? [^\u2022\s]{1,20}){0,3}\s+)?(?P<rate>" + NUM
     + r")it/s(?=\s|$)(?P<post>.*)")
 _RICH_METRIC = re.compile(r"([A-Za-z_][\w/.-]*):\s*(" + NUM + r")(?=\s|$)")
 _RICH_EPOCH = re.compile(r"^(\s*Epoch\s+\d+)/\d+")
