@@ -223,41 +223,58 @@ def add_run(df: pd.DataFrame, run_of: Mapping[str, str], order: Sequence[str]) -
 def split_parts(tables: dict[str, pd.DataFrame], order: list[str], labels: dict[str, str],
                 ) -> tuple[dict[str, pd.DataFrame], list[str], dict[str, str], dict[str, str]]:
     """Runs inside one file: rows of a table's ``part`` k > 0 (a training log whose run
-    headers repeat after training figures, see the trainlog format) move to run
-    ``<run>/<k+1>``, placed right after their run. Returns the tables, the run order, the
-    labels and, for each new run, the run it was split from."""
-    found: dict[str, set[int]] = {}
+    headers repeat after training figures, see the trainlog format) move to a run of their
+    own, placed right after their run: ``<run>/<k+1>`` when the run has that one input, else
+    ``<run>/<file name>/<k+1>`` (a directory of several logs: each log's parts apart).
+    Returns the tables, the run order, the labels and, for each new run, the run it was
+    split from."""
+    found: dict[str, dict[str, set[int]]] = {}   # run -> source -> parts > 0
+    inputs: dict[str, set[str]] = {}             # run -> its sources (any table)
     for df in tables.values():
-        if "part" not in df.columns or "run" not in df.columns or not len(df):
+        if "run" not in df.columns or "source" not in df.columns or not len(df):
+            continue
+        pairs = df[["run", "source"]].drop_duplicates()
+        for run, src in zip(pairs["run"].astype("object"), pairs["source"].astype("object"),
+                            strict=True):
+            inputs.setdefault(str(run), set()).add(str(src))
+        if "part" not in df.columns:
             continue
         part = df["part"].fillna(0).to_numpy(dtype="int64")
         if not (part > 0).any():
             continue
-        sub = pd.DataFrame({"run": df["run"].astype("object").to_numpy()[part > 0],
-                            "part": part[part > 0]}).drop_duplicates()
-        for run, k in zip(sub["run"], sub["part"], strict=True):
-            if isinstance(run, str):
-                found.setdefault(run, set()).add(int(k))
+        sub = df.loc[part > 0, ["run", "source", "part"]].drop_duplicates()
+        for run, src, k in zip(sub["run"].astype("object"), sub["source"].astype("object"),
+                               sub["part"], strict=True):
+            found.setdefault(str(run), {}).setdefault(str(src), set()).add(int(k))
     if not found:
         return tables, order, labels, {}
     parent: dict[str, str] = {}
     new_order: list[str] = []
     new_labels = dict(labels)
+    ids: dict[tuple[str, str, int], str] = {}
     for run in order:
         new_order.append(run)
-        for k in sorted(found.get(run, ())):
-            rid = f"{run}/{k + 1}"
-            new_order.append(rid)
-            new_labels[rid] = f"{labels.get(run, run)}/{k + 1}"
-            parent[rid] = run
+        alone = len(inputs.get(run, ())) <= 1
+        for src, parts in found.get(run, {}).items():
+            for k in sorted(parts):
+                tail = f"{k + 1}" if alone else f"{display_name(os.path.basename(src))}/{k + 1}"
+                rid = f"{run}/{tail}"
+                ids[(run, src, k)] = rid
+                new_order.append(rid)
+                new_labels[rid] = f"{labels.get(run, run)}/{tail}"
+                parent[rid] = run
     out = {}
     for name, df in tables.items():
         if "part" in df.columns and "run" in df.columns and len(df):
             part = df["part"].fillna(0).to_numpy(dtype="int64")
             base = df["run"].astype("object").to_numpy()
-            ids = np.where(part > 0, [f"{r}/{k + 1}" for r, k in zip(base, part, strict=True)],
-                           base) if (part > 0).any() else base
-            df = df.assign(run=pd.Categorical(ids, categories=new_order))
+            moved = part > 0
+            if moved.any():  # only the rows of later parts are looked up
+                src = df["source"].astype("object").to_numpy()[moved]
+                base = base.copy()
+                base[moved] = [ids.get((r, s, int(k)), r) for r, s, k in
+                               zip(base[moved], src, part[moved], strict=True)]
+            df = df.assign(run=pd.Categorical(base, categories=new_order))
         elif "run" in df.columns:
             df = df.assign(run=pd.Categorical(df["run"].astype("object"), categories=new_order))
         out[name] = df

@@ -87,7 +87,9 @@ def test_a_file_beside_one_jobs_files_joins_it_and_a_lone_file_is_its_own_run(tm
     shutil.copy(BAGUA, elsewhere / "bagua.md")
     ds = dptrace.load([str(job / "slurm-359819.out"), str(job / "timeline.json"),
                        str(elsewhere / "bagua.md")])
-    assert ds.run_ids == ["job 359819", "bagua.md"]
+    # the Bagua doc holds two benchmark runs ('Running benchmark...' again after the NCCL
+    # run's figures): its second is a run of its own
+    assert ds.run_ids == ["job 359819", "bagua.md", "bagua.md/2"]
     run_of = dict(zip(ds.sources["source"].map(lambda s: Path(s).name), ds.sources["run"],
                       strict=True))
     assert run_of == {"slurm-359819.out": "job 359819", "timeline.json": "job 359819",
@@ -98,17 +100,20 @@ def test_a_file_beside_one_jobs_files_joins_it_and_a_lone_file_is_its_own_run(tm
         "Horovod timeline ranks"
     # 'Total img/sec on 8 GPU(s)'-style statements give a log's world size
     bagua = ds.runs.set_index("run").loc["bagua.md"]
-    assert bagua["world_size_from"].startswith("Horovod benchmark: Total img/sec on")
+    assert bagua["world_size_from"] == ("Horovod benchmark: 'Number of GPUs' / 'Total img/sec "
+                                        "on N GPU(s)' (bagua.md line 23)")
 
 
 def test_labelled_runs_from_a_mapping_split_and_concat(tmp_path):
     ds = dptrace.load({"base": str(RUN4), "logs": [str(HF_LOG), str(BAGUA)]})
-    assert ds.run_ids == ["base", "logs"]
-    assert ds.runs["label"].tolist() == ["base", "logs"]
-    assert ds.runs["sources"].tolist() == [8, 2]
+    # the Bagua doc's second benchmark run is a run of its own, named after the file
+    bagua2 = f"logs/{BAGUA.name}/2"
+    assert ds.run_ids == ["base", "logs", bagua2]
+    assert ds.runs["label"].tolist() == ["base", "logs", bagua2]
+    assert ds.runs["sources"].tolist() == [8, 2, 1]
     _every_table_has_runs(ds)
     parts = ds.by_run()
-    assert list(parts) == ["base", "logs"]
+    assert list(parts) == ["base", "logs", bagua2]
     assert parts["base"].tables == [t for t in ds.tables if t.startswith("mpi_")]
     assert "throughput" in parts["logs"].tables and "mpi_ranks" not in parts["logs"].tables
     assert ds.run("logs").sources["run"].tolist() == ["logs", "logs"]
@@ -150,8 +155,8 @@ def test_two_directories_with_one_name_get_two_ids(tmp_path):
     shutil.copy(HF_LOG, tmp_path / "a" / "run" / "x.out")
     shutil.copy(BAGUA, tmp_path / "b" / "run" / "y.md")
     ds = dptrace.load([tmp_path / "a" / "run", tmp_path / "b" / "run"])
-    assert ds.run_ids == ["run", "run#2"]
-    assert ds.runs["label"].tolist() == ["run", "run"]
+    assert ds.run_ids == ["run", "run#2", "run#2/2"]  # y.md's second benchmark run
+    assert ds.runs["label"].tolist() == ["run", "run", "run/2"]
 
 
 @pytest.mark.parametrize(("line", "instance", "rank"), [

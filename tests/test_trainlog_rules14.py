@@ -69,8 +69,13 @@ TITAN = ("[rank0]:[titan] 2025-06-16 22:30:50,322 - root - INFO - step: 200  los
 def test_rank_colon_prefix_is_a_global_rank(tmp_path, engine):
     text = TITAN + TITAN.replace("[rank0]", "[rank3]").replace("6.1384", "6.2")
     tm = read(tmp_path, text, engine)["train_metrics"]
-    assert records(tm, "instance", "rank", "name", "value") == [
+    loss = tm[tm["name"] == "loss"]
+    assert records(loss, "instance", "rank", "name", "value") == [
         ("0", 0, "loss", 6.1384), ("3", 3, "loss", 6.2)]
+    tp = read(tmp_path, text, engine)["throughput"]  # torchtitan's tps: tokens/s per device
+    assert records(tp, "instance", "rank", "metric", "value", "scope", "step") == [
+        ("0", 0, "tokens_per_s", 5856.0, "device", 200),
+        ("3", 3, "tokens_per_s", 5856.0, "device", 200)]
 
 
 def test_rank_space_prefix_and_torchrun_role_kept(tmp_path, engine):
@@ -258,7 +263,7 @@ def test_modded_nanogpt_real_log(engine):
     if not path.exists():
         pytest.skip("shared/realdata not there")
     tm = dptrace.read_trainlog(path, engine=engine)["train_metrics"]
-    st = tm[tm["name"] == "step_time_s"]
+    st = tm[tm["name"] == "step_time_avg_s"]  # step_avg: a running average
     assert len(st) == 1845  # step:1/1845 .. step:1845/1845
     assert st["value"].iloc[-1] == pytest.approx(0.06174)  # L3734 step_avg:61.74ms
 
@@ -393,7 +398,7 @@ def test_hf_trainer_blocks_kept_per_printer(tmp_path, engine):
 
 def test_world_size_from_is_described():
     assert set(rules.WORLD_SIZE_FROM) == {"horovod_benchmark", "launcher", "env", "hf_trainer",
-                                          "deepspeed"}
+                                          "deepspeed", "rank_of", "command"}
     assert all(isinstance(v, str) and v for v in rules.WORLD_SIZE_FROM.values())
 
 
@@ -432,7 +437,10 @@ def test_ezpz_doc_hf_header():
         pytest.skip("shared/realdata not there")
     rows = scan(path.read_text())
     assert rows.headers == [(None, 1185, "hf_trainer")]
-    assert [(r[1], r[5]) for r in rows.tm if r[4] == "world_size"] == [(1190, 24.0)]
+    # the echoed launch commands (L140 'mpiexec ... -n 24', L494/498/939/943 '--np=24') and
+    # the HF block's total batch (L1190)
+    assert [(r[1], r[5]) for r in rows.tm if r[4] == "world_size"] == [
+        (140, 24.0), (494, 24.0), (498, 24.0), (939, 24.0), (943, 24.0), (1190, 24.0)]
 
 
 def test_megatron_header_per_printed_line():
