@@ -30,12 +30,14 @@ figure is checked against it (``check_*``): they agree when within the printed +
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from functools import partial
 
 import numpy as np
 import pandas as pd
 
+from ..runs import per_rank_root
 from . import throughput as thr
 from .keys import RUN, run_first
 
@@ -56,7 +58,7 @@ _STEPPED_GLOBAL = {"megatron": 0, "horovod_benchmark": 1, "deepspeed": 2, "deeps
 END_OF_RUN_PATTERNS = frozenset({"hf_trainer", "hf_metrics_table", "transformers_hook",
                                  "horovod_benchmark", "py_dict"})
 
-COLUMNS = ["run", "metric", "value", "how", "rule", "ranks", "printers", "world_size",
+COLUMNS = ["run", "input", "metric", "value", "how", "rule", "ranks", "printers", "world_size",
            "source", "pattern", "name", "label", "scope", "rows", "value_all_steps",
            "copies_agree", "check_name", "check_value", "check_range", "check_agrees",
            "first_lineno"]
@@ -66,7 +68,103 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
                 fraction: float = thr.WARMUP_FRACTION,
                 check_ranges: Mapping[tuple[str, str], float] | None = None,
                 metrics: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per run and metric: the job figure (see the module's docstring).
+    """One row per run, input and metric: the job figure (see the module's docstring).
+
+    ``input`` is the training log the figure comes from, or the directory of a job's
+    per-rank logs: a run of several logs that are not one job's rank files (a directory of
+    unrelated logs is one run) gets a job figure per log, each from its own lines and
+    checked only against them, with the world size its own lines state (the run's world
+    size only when the run has that one log).
+    """
+    groups_tp = _groups(tp)
+    groups_m = _groups(metrics) if metrics is not None else None
+    every = pd.concat([g for g in (groups_tp, groups_m) if g is not None and len(g)])
+    if every.empty or not (every.groupby(every.index.get_level_values(0), observed=True)
+                           .nunique() > 1).any():
+        out = _job_figures(tp, _world_sizes(runs), fraction, check_ranges, metrics)
+        return _with_input(out, tp, metrics)
+    world = _world_sizes(runs)
+    single = set(every.groupby(every.index.get_level_values(0), observed=True).nunique()
+                 .loc[lambda n: n == 1].index.astype(str))
+    parts = []
+    for group in pd.unique(every.to_numpy()):
+        sub_tp = tp[_in_group(tp, group)]
+        sub_m = metrics[_in_group(metrics, group)] if metrics is not None else None
+        w = {r: n for r, n in world.items() if r in single}
+        w.update(_stated_world(sub_m))
+        part = _job_figures(sub_tp, w, fraction, check_ranges, sub_m)
+        if len(part):
+            parts.append(part.assign(input=_display(group)))
+    if not parts:
+        return pd.DataFrame(columns=COLUMNS)
+    out = pd.concat(parts, ignore_index=True)
+    return _with_steps(out, pd.DataFrame(columns=COLUMNS), tp if RUN in tp else out)
+
+
+def _group_of(source: str) -> str:
+    """The input a figure belongs to: a per-rank layout's directory, else the file."""
+    root = per_rank_root(source)
+    return root if root is not None else source
+
+
+def _groups(df: pd.DataFrame | None) -> pd.Series | None:
+    """Each (run, source)'s input group, indexed by (run, source)."""
+    if df is None or df.empty or "source" not in df:
+        return None
+    cols = [c for c in (RUN, "source") if c in df]
+    pairs = df[cols].drop_duplicates()
+    if RUN not in pairs:
+        pairs = pairs.assign(**{RUN: "run"})
+    idx = pd.MultiIndex.from_arrays([pairs[RUN].astype(str), pairs["source"].astype(str)])
+    return pd.Series([_group_of(str(s)) for s in pairs["source"]], index=idx, dtype="object")
+
+
+def _in_group(df: pd.DataFrame, group: str) -> pd.Series:
+    src = df["source"].astype("object")
+    uniq = pd.unique(src)
+    hit = {s for s in uniq if _group_of(str(s)) == group}
+    return src.isin(hit)
+
+
+def _display(group: str) -> str:
+    return os.path.basename(group.rstrip("/")) or group
+
+
+def _stated_world(metrics: pd.DataFrame | None) -> dict[str, int]:
+    """Per run, the world size the input's own lines state (``world_size`` rows), when they
+    agree."""
+    if metrics is None or metrics.empty or "name" not in metrics:
+        return {}
+    said = metrics[metrics["name"] == "world_size"]
+    out: dict[str, int] = {}
+    if RUN not in said:
+        said = said.assign(**{RUN: "run"})
+    for run, g in said.groupby(RUN, observed=True, sort=False):
+        sizes = {int(v) for v in g["value"].dropna() if float(v).is_integer() and v > 0}
+        if len(sizes) == 1:
+            out[str(run)] = sizes.pop()
+    return out
+
+
+def _with_input(out: pd.DataFrame, tp: pd.DataFrame, metrics: pd.DataFrame | None,
+                ) -> pd.DataFrame:
+    """The ``input`` column of a table made for runs of one input each."""
+    if out.empty:
+        return out
+    names = pd.concat([df[[c for c in (RUN, "source") if c in df]].drop_duplicates()
+                       for df in (tp, metrics) if df is not None and len(df)])
+    if RUN not in names:
+        names = names.assign(**{RUN: "run"})
+    first = {str(r): _display(_group_of(str(s)))
+             for r, s in zip(names[RUN].astype(str), names["source"].astype(str), strict=True)}
+    return out.assign(input=out[RUN].astype(str).map(first))
+
+
+def _job_figures(tp: pd.DataFrame, world: dict[str, int],
+                 fraction: float = thr.WARMUP_FRACTION,
+                 check_ranges: Mapping[tuple[str, str], float] | None = None,
+                 metrics: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The job figures of runs of one input each (see :func:`job_figures`).
 
     ``tp``: the ``throughput`` table (``run`` optional); ``runs``: the ``runs`` table, for
     the world sizes; ``check_ranges``: +- ranges printed beside global figures, by (run,
@@ -84,7 +182,6 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
         train = train.assign(**{RUN: "run"})
     inst = thr.per_instance(train, fraction)
     summary = thr.throughput_summary(train, fraction)
-    world = _world_sizes(runs)
     ranges = dict(check_ranges or {})
     out = []
     summary = summary.assign(_pos=np.arange(len(summary)))
@@ -134,8 +231,10 @@ def _with_steps(df: pd.DataFrame, steps: pd.DataFrame, like: pd.DataFrame) -> pd
         order = runs.map(lambda r: place.get(r, len(place)))
     else:
         order = pd.Series(pd.factorize(runs)[0], index=df.index)
-    df = df.assign(_run=order.to_numpy()).sort_values(["_run", "_head"], kind="stable")
-    out = df.drop(columns=["_head", "_run"]).reset_index(drop=True)
+    inputs = df["input"] if "input" in df else pd.Series("", index=df.index)
+    df = df.assign(_run=order.to_numpy(), _input=pd.factorize(inputs.astype("object"))[0])
+    df = df.sort_values(["_run", "_input", "_head"], kind="stable")
+    out = df.drop(columns=["_head", "_run", "_input"]).reset_index(drop=True)
     return run_first(out, like) if RUN in like else out
 
 

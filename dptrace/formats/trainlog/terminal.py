@@ -53,17 +53,21 @@ def draw_throughput(section: Section, opts: Mapping[str, Any] | None = None) -> 
 #: what ``how`` means, in a few words
 _HOW = {"printed_global": "printed for the job", "steady_global": "job figure per step",
         "sum_of_ranks": "sum over ranks", "mean_of_ranks": "a rank's rate",
-        "sum_of_instances": "sum over instances", "rank0_times_world": "estimated",
-        "one_printer": "one process"}
+        "mean_of_instances": "mean of instances", "rank0_times_world": "estimated",
+        "one_printer": "one process", "steady_step_time": "step time",
+        "running_average": "step time, whole run"}
 
 
 def _job_table(jobs: pd.DataFrame) -> Table:
     """The job figure per run and metric: the number, how it was made, its check."""
     several = jobs["run"].nunique() > 1 if "run" in jobs else False
+    inputs = jobs["input"].nunique() > 1 if "input" in jobs else False
     t = Table(title="Job throughput", title_justify="left", title_style="bold", box=None,
               pad_edge=False)
     if several:
         t.add_column("run", overflow="fold")
+    if inputs:
+        t.add_column("input", overflow="fold")
     for col, just in (("metric", "left"), ("job", "right"), ("how", "left"),
                       ("ranks", "left"), ("rule / check", "left")):
         t.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
@@ -83,10 +87,17 @@ def _job_table(jobs: pd.DataFrame) -> Table:
         cells = [fmt(r["value"]), _HOW.get(str(r["how"]), str(r["how"])), str(r["ranks"]),
                  note]
         row = [str(r["metric"]), *cells]
+        if inputs:
+            row = [str(r["input"]), *row]
         if several:
             row = [str(r["run"]), *row]
         t.add_row(*row, style=style)
     return t
+
+
+def _who(instance: object) -> str:
+    """An instance as shown: '?' when no prefix or path said who printed the line."""
+    return "?" if instance is None or instance is pd.NA or pd.isna(instance) else str(instance)
 
 
 def _phase(summary: pd.DataFrame) -> pd.Series:
@@ -174,7 +185,7 @@ def _instance_table(row: pd.Series, inst: pd.DataFrame) -> Table:
         bar = Bar(size=1.0, begin=0, end=_bar_fraction(r.value, top), width=28,
                   color="red" if r.straggler else "green")
         steps = f"{r.rows} ({r.warmup_rows} warm-up)" if r.warmup_rows else str(r.rows)
-        table.add_row(Text(str(r.instance), style=style), Text(fmt(r.value), style=style), bar,
+        table.add_row(Text(_who(r.instance), style=style), Text(fmt(r.value), style=style), bar,
                       steps, vs_median(r.below_median_pct), fmt(r.first_lineno))
     return table
 
@@ -225,7 +236,7 @@ def _aggregate_table(row: pd.Series, inst: pd.DataFrame) -> Table:
             steps += f" ({warm} warm-up)" if warm else ""
         else:
             steps = f"{rows} line{'s' if rows != 1 else ''}"
-        t.add_row("instance", str(one["instance"]),
+        t.add_row("instance", _who(one["instance"]),
                   f"{steps}, from line {fmt(one['first_lineno'])}")
     if row["scope"] == "global" and row["instances"] > 1:
         lines = inst["first_lineno"]
