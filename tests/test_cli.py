@@ -23,8 +23,9 @@ def test_report_terminal(log, capsys):
     assert main(["report", str(log), "--width", "120"]) == 0
     out = capsys.readouterr().out
     assert "e2e samples_per_sec" in out
-    assert "1,800.00" in out and "sum over 3 instances" in out
-    assert "600.00" in out and "SambaNova convention" in out
+    # SambaNova's docs average the instances' lines: the job figure is the mean
+    assert "600.00" in out and "mean over 3 SambaNova instances" in out
+    assert "(their sum: 1,800)" in out and "SambaNova convention" in out
 
 
 def test_report_json_to_stdout(log, capsys):
@@ -32,7 +33,10 @@ def test_report_json_to_stdout(log, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["exit_code"] == 0
     summary = doc["sections"]["throughput"]["tables"]["summary"]
-    assert summary[0]["job_value"] == 1800.0 and summary[0]["mean"] == 600.0
+    assert summary[0]["job_value"] == 600.0 and summary[0]["sum"] == 1800.0
+    job = doc["sections"]["throughput"]["tables"]["job"]
+    assert [(r["metric"], r["value"], r["how"]) for r in job] == [
+        ("samples_per_s", 600.0, "mean_of_instances")]
     assert summary[0]["slowest_instance"] == "0"
     assert [r["value"] for r in doc["sections"]["throughput"]["tables"]["instances"]] == [
         500.0, 600.0, 700.0]
@@ -59,7 +63,7 @@ def test_forced_format(tmp_path, capsys):
     capsys.readouterr()
     assert main(["report", str(odd), "--format", "trainlog", "--json", "-"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["sections"]["throughput"]["tables"]["summary"][0]["job_value"] == 1800.0
+    assert doc["sections"]["throughput"]["tables"]["summary"][0]["job_value"] == 600.0
 
 
 def test_nothing_parsed_is_failure(tmp_path):
@@ -88,5 +92,5 @@ def test_report_on_the_sambanova_seed_shows_the_done_when_numbers(capsys):
     out = capsys.readouterr().out
     # the 8 'e2e samples_per_sec' lines (seed lines 82-89): sum 5278.34, mean 659.79,
     # slowest the first, 563.97
-    assert "sum over 8 instances" in out and "5,278.34" in out and "659.79" in out
+    assert "mean over 8 SambaNova instances" in out and "5,278" in out and "659.79" in out
     assert "instance 0  563.97, 12.3% below median" in out

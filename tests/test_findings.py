@@ -25,6 +25,7 @@ import pytest
 from rich.console import Console
 
 import dptrace
+from dptrace.analysis import job
 from dptrace import schema
 from dptrace.analysis import communication as comm
 from dptrace.analysis import horovod as hv
@@ -117,6 +118,15 @@ def _today(ds: dptrace.Dataset) -> list[tuple[str, str, str, str]]:
             out.append(("throughput_straggler", f"instance {s.slowest_instance}",
                         f"source={s.source} name={s.name}",
                         f"{s.instances} {s.slowest_below_median_pct:.1f}% {s.stragglers} 5%"))
+        # the job table (issue 14): copies of a job figure that disagree, checks that fail
+        jobs = job.job_figures(tp, ds.runs, check_ranges=job.printed_ranges(
+            ds["train_metrics"]), metrics=ds["train_metrics"])
+        for j in jobs[jobs["copies_agree"].astype("object") == False].itertuples():  # noqa: E712
+            out.append(("job_copies_disagree", f"run {j.run}",
+                        f"run={j.run} metric={j.metric}", f"{j.name}"))
+        for j in jobs[jobs["check_agrees"].astype("object") == False].itertuples():  # noqa: E712
+            out.append(("job_check_failed", f"run {j.run}", f"run={j.run} metric={j.metric}",
+                        f"{j.name} {j.check_name}"))
     tiles = ds["tiles"]
     if not tiles.empty:
         out += _tile_warnings(tiles)
@@ -470,7 +480,7 @@ def test_lowest_exec_instance_needs_two_instances(pids, fires):
 
 
 def test_every_rule_is_listed_once():
-    assert len(rules.KINDS) == len(set(rules.KINDS)) == 12
+    assert len(rules.KINDS) == len(set(rules.KINDS)) == 14
     doc = rules.__doc__ or ""
     for kind in rules.KINDS:
         kinds_doc = next(c.doc for c in schema.TABLES["findings"].columns if c.name == "kind")

@@ -76,6 +76,8 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
     checked only against them, with the world size its own lines state (the run's world
     size only when the run has that one log).
     """
+    tp = _by_input(tp)
+    metrics = _by_input(metrics)
     groups_tp = _groups(tp)
     groups_m = _groups(metrics) if metrics is not None else None
     every = pd.concat([g for g in (groups_tp, groups_m) if g is not None and len(g)])
@@ -99,6 +101,21 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
         return pd.DataFrame(columns=COLUMNS)
     out = pd.concat(parts, ignore_index=True)
     return _with_steps(out, pd.DataFrame(columns=COLUMNS), tp if RUN in tp else out)
+
+
+def _by_input(df: pd.DataFrame | None) -> pd.DataFrame | None:
+    """``df`` with each per-rank file's ``source`` replaced by its layout's directory, so
+    that one kind of line printed to every rank's file is one series, its printers the
+    ranks (the figure's ``source`` then names the directory)."""
+    if df is None or df.empty or "source" not in df:
+        return df
+    src = df["source"]
+    codes, uniques = pd.factorize(src.astype("object"))
+    mapped = [_group_of(str(u)) for u in uniques]
+    if all(m == str(u) for m, u in zip(mapped, uniques, strict=True)):
+        return df
+    return df.assign(source=pd.Series(np.asarray(mapped, dtype=object)[codes],
+                                      index=df.index, dtype="string"))
 
 
 def _group_of(source: str) -> str:
@@ -394,8 +411,12 @@ def _global_value(inst: pd.DataFrame, rows_of: Callable[[], pd.DataFrame],
     other printers' being copies."""
     if end_of_run is None:
         end_of_run = not _stepped(inst)
-    if end_of_run:
-        values = rows_of().sort_values("lineno", kind="stable")["value"].astype("float64").dropna()
+    if end_of_run:  # rank 0's copy first (then the others by rank), each in line order
+        rows = rows_of()
+        keys = thr.rank_keys(rows["instance"]).assign(
+            _na=rows["instance"].isna().to_numpy(), _line=rows["lineno"].to_numpy())
+        order = keys.sort_values(["_na", "text", "number", "rest", "_line"], kind="stable")
+        values = rows.loc[order.index, "value"].astype("float64").dropna()
     else:
         values = inst["value"].astype("float64").dropna()
     if values.empty:

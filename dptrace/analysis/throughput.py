@@ -89,7 +89,8 @@ def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
     Columns: the series columns, ``instance``, ``rows``, ``warmup_rows``, ``first_step``,
     ``last_step``, ``value_all`` (mean over all rows), ``value`` (mean after warm-up),
     ``below_median_pct`` (how far ``value`` is below the series median, in %), ``straggler``
-    (more than ``straggler`` below the median), ``first_lineno``. Series come in
+    (more than ``straggler`` below the median, for a named printer in a series that is not
+    a global figure), ``first_lineno``. Series come in
     :func:`series_order`; the instances of a series in rank order (:func:`rank_keys`).
     """
     if tp.empty:
@@ -111,7 +112,11 @@ def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
     }).reset_index()
     median = _group(out, keys(out, *SERIES))["value"].transform("median")
     out["below_median_pct"] = (median - out["value"]) / median * 100.0
-    out["straggler"] = out["below_median_pct"] > straggler * 100.0
+    # a straggler is a printer the log names (a rank, an instance), in a series whose
+    # printers are separate processes: copies of a global figure are no stragglers (the job
+    # figure compares them), and an unknown printer cannot be named
+    named = out["instance"].notna() & (out["scope"].astype("object") != "global")
+    out["straggler"] = (out["below_median_pct"] > straggler * 100.0) & named
     return _in_order(run_first(out, tp))
 
 

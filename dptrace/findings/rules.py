@@ -219,10 +219,11 @@ def throughput_stragglers(instances: pd.DataFrame,
     for key, g in groups:
         v = g["value"].astype("float64")
         below = g["below_median_pct"].astype("float64")
-        n_slow = int((below > straggler * 100.0).sum())
+        named = g["instance"].notna()  # an unknown printer cannot be named
+        n_slow = int(((below > straggler * 100.0) & named).sum())
         if not n_slow or not v.notna().any():
             continue
-        slow = g.loc[v.idxmin()]
+        slow = g.loc[v.where(named).idxmin()]
         k = dict(zip(thr.SERIES, key, strict=True))
         unit = _unit(k["metric"])
         label = f" ({k['label']})" if not _na(k["label"]) else ""
@@ -455,7 +456,8 @@ def tables(ds: Dataset, names: set[str], **opts: Any) -> dict[str, pd.DataFrame]
     if "throughput.job" in names and not tp.empty:
         fraction = float(opts.get("warmup", th.WARMUP_FRACTION))
         out["throughput.job"] = jobfig.job_figures(
-            tp, ds.runs, fraction, jobfig.printed_ranges(ds["train_metrics"]))
+            tp, ds.runs, fraction, jobfig.printed_ranges(ds["train_metrics"]),
+            ds["train_metrics"])
     if "horovod.runs" in names and not ds["hvd_runs"].empty:
         out["horovod.runs"] = ds["hvd_runs"]
     if "horovod.stragglers" in names and not ds["hvd_runs"].empty:
