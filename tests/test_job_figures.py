@@ -99,3 +99,13 @@ def test_world_size_is_read_where_the_log_states_it(case):
     assert got == r["world_size"], (f"{key}: world size {got} "
                                    f"({runs['world_size_from'].tolist()}); the log: "
                                    f"{r['world_size_evidence']}")
+
+
+def test_the_docs_table_is_current():
+    """docs/trainlog.md's table of real logs is what scripts/job_figures_table.py makes now."""
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "job_figures_table.py"),
+                           "--check"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, ("docs/trainlog.md is behind: run python "
+                                  "scripts/job_figures_table.py\n" + proc.stderr[-2000:])

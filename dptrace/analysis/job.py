@@ -80,7 +80,8 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
     metrics = _by_input(metrics)
     groups_tp = _groups(tp)
     groups_m = _groups(metrics) if metrics is not None else None
-    every = pd.concat([g for g in (groups_tp, groups_m) if g is not None and len(g)])
+    found = [g for g in (groups_tp, groups_m) if g is not None and len(g)]
+    every = pd.concat(found) if found else pd.Series(dtype="object")
     if every.empty or not (every.groupby(every.index.get_level_values(0), observed=True)
                            .nunique() > 1).any():
         out = _job_figures(tp, _world_sizes(runs), fraction, check_ranges, metrics)
