@@ -213,10 +213,10 @@ def _job_figures(tp: pd.DataFrame, world: dict[str, int],
             _confirmed_copy(row, [r for _, _, r in ranked[1:]], inst, train, w, str(metric))
         later: list[pd.Series] = []
         if row["how"] == "printed_global":  # checked against another printed figure of the
-            # job, else against a per-step one, else the ranks' (per-device x world size)
+            # job, else the ranks' (per-device x world size), else a per-step one
             later = [r for p, _, r in ranked[1:] if p[0] == 0] + \
-                [r for p, _, r in ranked[1:] if p[0] == 1][:1] + \
-                [r for p, _, r in ranked[1:] if p[0] >= 2]
+                [r for p, _, r in ranked[1:] if p[0] >= 2] + \
+                [r for p, _, r in ranked[1:] if p[0] == 1][:1]
         elif row["how"] == "steady_global":  # against the ranks' figures (not against
             # another timer's per-step figure: Megatron's and DeepSpeed's measure differently)
             later = [r for p, _, r in ranked[1:] if p[0] >= 2]

@@ -328,7 +328,8 @@ def nanogpt(text: str, rows: Rows) -> bool:
 
 _HVD_ITER = re.compile(r"Iter #(\d+):\s*(" + NUM + r")\s*img/sec\s+(per\s+)?(GPU|CPU|\w+)")
 _HVD_MEAN = re.compile(r"Img/sec per (GPU|CPU|\w+):\s*(" + NUM + r")(?:\s*\+-\s*(" + NUM + "))?")
-_HVD_TOTAL = re.compile(r"Total img/sec on (\d+) (GPU|CPU|\w+)\(s\):\s*(" + NUM + ")")
+_HVD_TOTAL = re.compile(r"Total img/sec on (\d+) (GPU|CPU|\w+)\(s\):\s*(" + NUM + r")"
+                        r"(?:\s*\+-\s*(" + NUM + "))?")
 _TFCNN_STEP = re.compile(r"^\s*(\d+)\s+images/sec:\s*(" + NUM + ")")
 _TFCNN_TOTAL = re.compile(r"^\s*total images/sec:\s*(" + NUM + ")")
 
@@ -346,6 +347,8 @@ def horovod_benchmark(text: str, rows: Rows) -> bool:
                   _F(m.group(2)), "device")
     elif m := _HVD_TOTAL.search(text):
         rows.rate("horovod_benchmark", "Total img/sec", "images_per_s", _F(m.group(3)), "global")
+        if m.group(4):  # '+-122.3': 1.96 standard deviations of the timed iterations' rates
+            rows.metric("horovod_benchmark", "total_img_sec_ci", _F(m.group(4)))
         rows.metric("horovod_benchmark", "devices", _F(m.group(1)))
         rows.metric("horovod_benchmark", "world_size", _F(m.group(1)))
     elif m := _TFCNN_STEP.search(text):
