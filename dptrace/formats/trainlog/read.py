@@ -86,7 +86,7 @@ def _scan_range(buf: Any, name: str, start: int, end: int, last: bool,
     the range ends the file without a newline, a number that touches the end is cut short
     (a killed job, a truncated copy): the scan stops before it (see :func:`_cut_number`).
     """
-    rows = rules.Rows()
+    rows = (fast.new_rows() if _cr_line(use_c) else None) or rules.Rows()
     problems: list[Problem] = []
     if buf.find(b"\0", start, end) < 0:  # one memchr pass; holes of NULs are rare
         stop = _cut_number(buf, start, end) if last else end
@@ -96,8 +96,7 @@ def _scan_range(buf: Any, name: str, start: int, end: int, last: bool,
         newlines = scanner.newlines
     else:
         newlines = _scan_around_holes(buf, name, rows, problems, start, end, last, use_c)
-    tp = pd.DataFrame.from_records(rows.tp, columns=rules.TP_COLS)
-    tm = pd.DataFrame.from_records(rows.tm, columns=rules.TM_COLS)
+    tp, tm = fast.frame(rows.tp, rules.TP_COLS), fast.frame(rows.tm, rules.TM_COLS)
     tp, tm = _collapse_tqdm_repeats(tp, tm)  # in the worker; _merge checks the boundaries
     return tp, tm, problems, newlines
 
@@ -299,12 +298,55 @@ def _merge(parts: list[_Part], problems: list[Problem]) -> tuple[pd.DataFrame, p
         tms.append(tm)
         offset += newlines
     if len(parts) == 1:
-        return tps[0], tms[0]
+        return _tidy_categories(tps[0]), _tidy_categories(tms[0])
+    tps, tms = _same_categories(tps), _same_categories(tms)
     drop = _boundary_repeats(tps)
     tp, tm = pd.concat(tps, ignore_index=True), pd.concat(tms, ignore_index=True)
     if drop:
         tp, tm = tp[~tp["seg"].isin(drop)], tm[~tm["seg"].isin(drop)]
-    return tp, tm
+    return _tidy_categories(tp), _tidy_categories(tm)
+
+
+def _categorical(s: pd.Series) -> bool:
+    return isinstance(s.dtype, pd.CategoricalDtype)
+
+
+def _same_categories(frames: list[pd.DataFrame]) -> list[pd.DataFrame]:
+    """The ranges' frames with the same categories in each column that is categorical in
+    every range with rows (the fast engine's strings), so that they concatenate without
+    becoming objects (a range without rows has object columns: they become categorical)."""
+    full = [df for df in frames if len(df)]
+    cols = [c for c in frames[0].columns if full and all(_categorical(df[c]) for df in full)]
+    if not cols:
+        return frames
+    out = [df.copy(deep=False) for df in frames]
+    for col in cols:
+        union = pd.CategoricalDtype(pd.Index(dict.fromkeys(
+            v for df in full for v in df[col].cat.categories)))
+        for df in out:
+            df[col] = (df[col].cat.set_categories(union.categories) if len(df)
+                       else df[col].astype(union))
+    return out
+
+
+def _tidy_categories(df: pd.DataFrame) -> pd.DataFrame:
+    """Categorical columns with only the values they hold, sorted: the categories pandas
+    gives strings made categorical (what the schema makes of the general engine's)."""
+    for col in df:
+        s = df[col]
+        if not _categorical(s):
+            continue
+        cats = s.cat.categories
+        codes = s.cat.codes.to_numpy()
+        used = np.bincount(codes.astype(np.intp) + 1, minlength=len(cats) + 1)[1:] > 0
+        keep = sorted(cats[used])
+        if len(keep) == len(cats) and list(cats) == keep:
+            continue
+        recode = np.full(len(cats) + 1, -1, dtype=np.int64)  # the last: code -1 stays -1
+        recode[cats.get_indexer(keep)] = np.arange(len(keep))
+        df[col] = pd.Series(pd.Categorical.from_codes(
+            recode[codes], categories=pd.Index(keep, dtype=cats.dtype)), index=s.index)
+    return df
 
 
 _BAR = ["prefix", "label"]
@@ -363,8 +405,13 @@ def _finish(df: pd.DataFrame, source: str, table: schema.Table, problems: list[P
     df = df.reset_index(drop=True)
     _fit_numbers(df, source, problems)
     key = [c for c in _KEY if c in df]
-    order = df.groupby(key, sort=False, dropna=False).cumcount().astype(str)
-    df["instance"] = df["prefix"].where(df["prefix"].notna(), order)
+    prefix = df["prefix"]
+    if prefix.isna().any():  # else every row has its launcher's instance
+        order = df.groupby(key, sort=False, dropna=False).cumcount().astype(str)
+        if _categorical(prefix):
+            prefix = prefix.astype(object)
+        prefix = prefix.where(prefix.notna(), order)
+    df["instance"] = prefix
     df["rank"] = _prefix_rank(df["prefix"])
     df["source"] = source
     if "label" in df:  # throughput: from the bar label and name, after the rows (C path too)
@@ -439,7 +486,30 @@ def _bad_rows(df: pd.DataFrame, bad: np.ndarray, col: pd.Series, source: str,
 
 
 def _variant(tp: pd.DataFrame, tm: pd.DataFrame) -> str | None:
+    """The patterns found, most rows first (ties: in order of appearance)."""
+    patterns = [df["pattern"] for df in (tp, tm) if "pattern" in df]
+    if any(_categorical(s) for s in patterns):
+        return _variant_of_codes(patterns)
     counts = pd.concat([tp.get("pattern", pd.Series(dtype=object)),
                         tm.get("pattern", pd.Series(dtype=object))]).value_counts()
     names: Sequence[str] = [str(k) for k in counts.index]
+    return "+".join(names) or None
+
+
+def _variant_of_codes(patterns: list[pd.Series]) -> str | None:
+    """:func:`_variant` of categorical columns, from their codes: what ``value_counts`` of
+    the strings gives (in order of first appearance, then stably by count, descending)."""
+    counts: dict[str, int] = {}
+    for s in patterns:
+        if not _categorical(s):
+            for k, v in s.value_counts(sort=False).items():
+                counts[str(k)] = counts.get(str(k), 0) + int(v)
+            continue
+        codes = s.cat.codes.to_numpy()
+        codes = codes[codes >= 0]
+        per_code = np.bincount(codes, minlength=len(s.cat.categories))
+        for code in pd.unique(codes).tolist():
+            name = str(s.cat.categories[code])
+            counts[name] = counts.get(name, 0) + int(per_code[code])
+    names = sorted(counts, key=lambda k: -counts[k])  # stable: ties keep their order
     return "+".join(names) or None

@@ -56,10 +56,13 @@ TM_COLS = ("prefix", "lineno", "seg", "pattern", "name", "value", "step", "epoch
 
 @dataclass
 class Rows:
-    """Row collector for the two tables a training log fills (tuples; one frame at the end)."""
+    """Row collector for the two tables a training log fills (tuples; one frame at the end).
 
-    tp: list[tuple[Any, ...]] = field(default_factory=list)
-    tm: list[tuple[Any, ...]] = field(default_factory=list)
+    ``tp`` and ``tm`` are lists of tuples, or (the fast engine's) columnar Tables of the C
+    extension, which take the same tuples through ``append`` (see :mod:`.fast`)."""
+
+    tp: Any = field(default_factory=list)
+    tm: Any = field(default_factory=list)
     #: where the current segment is: (launcher instance, lineno, segment number); set by the
     #: scanner before the recognisers run
     seg: tuple[str | None, int, int] = (None, 0, 0)
