@@ -62,12 +62,15 @@ def parse(source: Source, *, engine: str = "auto", executor: Executor | None = N
         else:
             parts = [_scan_range(buf, source.name, 0, n, last=True, use_c=use_c)]
         tp, tm = _merge(parts, problems)
+        del parts  # merged: the ranges' frames can go
         _flag_cut_number(buf, source.name, problems)
-    tables = {
-        "throughput": _finish(tp, source.name, THROUGHPUT, problems),
-        "train_metrics": _finish(tm, source.name, TRAIN_METRICS, problems),
-    }
-    return ParseResult(tables, problems, _variant(tp, tm))
+    variant = _variant(tp, tm)
+    # each table's rows go as soon as its frame is made (millions of rows in dense logs)
+    throughput = _finish(tp, source.name, THROUGHPUT, problems)
+    del tp
+    tables = {"throughput": throughput,
+              "train_metrics": _finish(tm, source.name, TRAIN_METRICS, problems)}
+    return ParseResult(tables, problems, variant)
 
 
 _Part = tuple[pd.DataFrame, pd.DataFrame, list[Problem], int]
