@@ -324,8 +324,8 @@ def _same_categories(frames: list[pd.DataFrame]) -> list[pd.DataFrame]:
         return frames
     out = [df.copy(deep=False) for df in frames]
     for col in cols:
-        union = pd.CategoricalDtype(pd.Index(dict.fromkeys(
-            v for df in full for v in df[col].cat.categories)))
+        union = pd.CategoricalDtype(pd.Index(sorted(set().union(
+            *(df[col].cat.categories for df in full)))))
         for df in out:
             df[col] = (df[col].cat.set_categories(union.categories) if len(df)
                        else df[col].astype(union))

@@ -81,8 +81,10 @@ class Rows:
 Recogniser = Callable[[str, Rows], bool]
 
 
+@functools.lru_cache(maxsize=4096)
 def _snake(key: str) -> str:
-    """'elapsed time per iteration (ms)' -> 'elapsed_time_per_iteration_ms'."""
+    """'elapsed time per iteration (ms)' -> 'elapsed_time_per_iteration_ms' (a few keys
+    repeat on every line: cached)."""
     return re.sub(r"[^0-9a-z]+", "_", key.lower()).strip("_")
 
 
