@@ -1,28 +1,36 @@
 /*
  * dptrace.formats.trainlog._tqdm_fast: trainlog.general._tqdm_updates in C (optional; see setup.py).
  *
- *     configure(pre_cache, pre_info, unit_cache, unit_kind, tqdm_count, postfix, scan_text)
+ *     configure(pre_cache, pre_info, unit_cache, unit_kind, tqdm_count, postfix, scan_text,
+ *               snake)
  *     tqdm_updates(text, line_prefix, line, start, rows) -> bool
+ *     cr_line(raw, whole_start, line, start, rows) -> bool
+ *     Table(kinds): rows kept as columns (the fast engine's rows.tp and rows.tm)
  *
- * tqdm_updates() appends to rows.tp / rows.tm exactly the tuples that the pure-Python
- * trainlog._tqdm_updates() appends and returns True, or appends nothing and returns False
+ * tqdm_updates() adds to rows.tp / rows.tm exactly the rows that the pure-Python
+ * trainlog._tqdm_updates() appends and returns True, or adds nothing and returns False
  * ("decline": the caller then runs the Python function). It declines whenever it is not
- * sure, and it only appends once the whole line has been read without a doubt, so a decline
- * never leaves half a line behind.
+ * sure, and it only adds rows once the whole line has been read without a doubt, so a decline
+ * never leaves half a line behind. rows.tp / rows.tm are lists (then it appends the very
+ * tuples Python would) or Tables (then it writes the values into their columns, with no
+ * tuple, int or float object made per row).
  *
  * What is done in C: cutting the line at '\r', matching each segment against
  * trainlog._UPDATES (= _trainlog_rules.TQDM_SEGMENT anchored at a segment start), the rate's
  * float(), the count's int() when it is plain digits, the dict look-ups in _PRE and _UNIT,
- * and building the row tuples. Everything else is the very same Python code, called back:
- * _pre_info(pre) and rules.rate_unit(scale, unit, per) on cache misses, rules._tqdm_count(count)
- * for counts like '1.5k', the postfix reader for a postfix containing '=' (rules._POSTFIX,
- * rules._snake, float), and _SCAN_TEXT.search for an unmatched first segment.
+ * the key=value pairs of an ASCII postfix (rules.postfix_pairs: rules._POSTFIX and float; the
+ * names from a cache of rules._snake), and the rows. Everything else is the very same Python
+ * code, called back: _pre_info(pre) and rules.rate_unit(scale, unit, per) on cache misses,
+ * rules._tqdm_count(count) for counts like '1.5k', rules._snake(key) for a key not in the
+ * cache, rules.postfix_pairs(post) for a postfix with non-ASCII characters, and
+ * _SCAN_TEXT.search for an unmatched first segment.
  *
  * Declines: a non-ASCII character that Unicode calls numeric anywhere in the line (Python's
  * \d, str.isdigit, int() and float() accept Unicode digits; this code only knows 0-9), a
- * plain-digit count of more than 18 digits, a rate longer than 300 characters, any
- * exception raised by a callback (the Python path then raises it, or not, itself),
- * unexpected types in the caches, rows.tp / rows.tm not lists, text not a str.
+ * plain-digit count of more than 18 digits, a rate or postfix value longer than 300
+ * characters, any exception raised by a callback (the Python path then raises it, or not,
+ * itself), unexpected types in the caches, rows.tp / rows.tm neither lists nor Tables, text
+ * not a str.
  *
  * The grammar, TQDM_SEGMENT (NUM = [-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?):
  *
@@ -81,9 +89,10 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <float.h>
 
 static PyObject *pre_cache, *pre_info, *unit_cache, *unit_kind, *tqdm_count, *postfix,
-    *scan_text, *s_tqdm, *s_instance, *s_tp, *s_tm;
+    *scan_text, *snake, *s_tqdm, *s_instance, *s_tp, *s_tm;
 
 /* The last (scale, unit, per) and pre looked up, with what _UNIT / _PRE gave for them
  * (strong references; reset by configure()). rate_unit and _pre_info are pure functions of
@@ -273,10 +282,476 @@ callback_failed(void)
     return -1;
 }
 
+/* --- Table: rows kept as columns ------------------------------------------------------------
+ *
+ *     Table(kinds) ; kinds: one letter a column, 'c' a string or None (codes into the
+ *                    distinct values), 'i' an int of 64 bits, 'd' a float, 's' an int of 64
+ *                    bits or None, 'e' a float or None
+ *     table.append(row)  one tuple, as Rows appends them to a list
+ *     len(table), table.rows() (the tuples back), table.take() (the columns; empties it)
+ *
+ * The fast engine's Rows holds two of these instead of lists of tuples: cr_line() writes its
+ * rows straight into them (no tuple, int or float object per row), the Python recognisers
+ * append tuples, and read.py builds the frames from whole columns. A value of another type
+ * than its column's letter (a step that is a float or does not fit 64 bits, say) turns that
+ * column into a list of the Python objects, from then on: take() gives those, and the frame
+ * gets them as pandas gets them from a list of tuples, so any row the general engine's lists
+ * can hold is held here too, to the same frame. */
+
+#define MAX_COLS 16
+
 typedef struct {
-    PyObject *text, *line_prefix, *line, *tp, *tm;
+    char kind;
+    PyObject *data;    /* bytearray: int32 codes ('c'), int64 ('i', 's'), double ('d', 'e') */
+    PyObject *nulls;   /* bytearray of 0/1, 's' and 'e' */
+    PyObject *index;   /* 'c': dict value -> code */
+    PyObject *values;  /* 'c': list of the distinct values, by code */
+    PyObject *memo;    /* 'c': the last value put, and its code */
+    int32_t memo_code;
+    PyObject *objs;    /* the column as a list of objects, once a value did not fit; else NULL */
+} Col;
+
+typedef struct {
+    PyObject_HEAD
+    int ncols;
+    Py_ssize_t n, cap;
+    Col cols[MAX_COLS];
+} Table;
+
+static PyTypeObject TableType;
+
+static int
+width(char kind)
+{
+    return kind == 'c' ? 4 : 8;
+}
+
+static void
+col_clear(Col *c)
+{
+    Py_CLEAR(c->data);
+    Py_CLEAR(c->nulls);
+    Py_CLEAR(c->index);
+    Py_CLEAR(c->values);
+    Py_CLEAR(c->memo);
+    Py_CLEAR(c->objs);
+}
+
+/* empty columns of the table's kinds (existing ones released); -1 on error */
+static int
+table_reset(Table *T)
+{
+    int k;
+
+    T->n = T->cap = 0;
+    for (k = 0; k < T->ncols; k++) {
+        Col *c = &T->cols[k];
+        char kind = c->kind;
+        col_clear(c);
+        c->kind = kind;
+        c->memo_code = -1;
+        if (!(c->data = PyByteArray_FromStringAndSize(NULL, 0)))
+            return -1;
+        if ((kind == 's' || kind == 'e') && !(c->nulls = PyByteArray_FromStringAndSize(NULL, 0)))
+            return -1;
+        if (kind == 'c' && (!(c->index = PyDict_New()) || !(c->values = PyList_New(0))))
+            return -1;
+    }
+    return 0;
+}
+
+/* room for one more row: the row's index, or -1 on error */
+static Py_ssize_t
+table_room(Table *T)
+{
+    int k;
+    Py_ssize_t cap;
+
+    if (T->n < T->cap)
+        return T->n;
+    cap = T->cap < 1024 ? 1024 : T->cap + T->cap / 2;
+    for (k = 0; k < T->ncols; k++) {
+        Col *c = &T->cols[k];
+        if (c->objs)
+            continue;
+        if (PyByteArray_Resize(c->data, cap * width(c->kind)) < 0 ||
+            (c->nulls && PyByteArray_Resize(c->nulls, cap) < 0))
+            return -1;
+    }
+    T->cap = cap;
+    return T->n;
+}
+
+#define COL_I64(c) ((long long *)PyByteArray_AS_STRING((c)->data))
+#define COL_F64(c) ((double *)PyByteArray_AS_STRING((c)->data))
+#define COL_I32(c) ((int32_t *)PyByteArray_AS_STRING((c)->data))
+#define COL_NULL(c) ((unsigned char *)PyByteArray_AS_STRING((c)->nulls))
+
+/* the value of row i of a typed column as a new reference */
+static PyObject *
+col_value(Col *c, Py_ssize_t i)
+{
+    int32_t code;
+
+    if (c->objs)
+        return Py_NewRef(PyList_GET_ITEM(c->objs, i));
+    if (c->nulls && COL_NULL(c)[i])
+        Py_RETURN_NONE;
+    switch (c->kind) {
+    case 'c':
+        code = COL_I32(c)[i];
+        if (code < 0)
+            Py_RETURN_NONE;
+        return Py_NewRef(PyList_GET_ITEM(c->values, code));
+    case 'i':
+    case 's':
+        return PyLong_FromLongLong(COL_I64(c)[i]);
+    default:
+        return PyFloat_FromDouble(COL_F64(c)[i]);
+    }
+}
+
+/* turn a column into a list of objects (its first n rows); -1 on error */
+static int
+col_to_objects(Col *c, Py_ssize_t n)
+{
+    PyObject *objs = PyList_New(n), *v;
+    Py_ssize_t i;
+
+    if (!objs)
+        return -1;
+    for (i = 0; i < n; i++) {
+        if (!(v = col_value(c, i))) {
+            Py_DECREF(objs);
+            return -1;
+        }
+        PyList_SET_ITEM(objs, i, v);
+    }
+    c->objs = objs;
+    return 0;
+}
+
+/* row i (== T->n: rows are written in order) of column c is v (any object); -1 on error */
+static int
+put_obj(Table *T, Col *c, Py_ssize_t i, PyObject *v)
+{
+    long long x;
+    int overflow;
+
+    if (c->objs)
+        return PyList_Append(c->objs, v);
+    if (c->nulls)
+        COL_NULL(c)[i] = v == Py_None;
+    switch (c->kind) {
+    case 'c':
+        if (v == Py_None) {
+            COL_I32(c)[i] = -1;
+            return 0;
+        }
+        if (v == c->memo) {
+            COL_I32(c)[i] = c->memo_code;
+            return 0;
+        }
+        if (PyUnicode_CheckExact(v)) {
+            PyObject *code = PyDict_GetItemWithError(c->index, v);
+            long k;
+            if (code) {
+                k = PyLong_AsLong(code);
+            }
+            else if (PyErr_Occurred())
+                return -1;
+            else {
+                k = (long)PyList_GET_SIZE(c->values);
+                if (k >= INT32_MAX)
+                    goto fallback;
+                if (!(code = PyLong_FromLong(k)))
+                    return -1;
+                if (PyDict_SetItem(c->index, v, code) < 0 || PyList_Append(c->values, v) < 0) {
+                    Py_DECREF(code);
+                    return -1;
+                }
+                Py_DECREF(code);
+            }
+            COL_I32(c)[i] = (int32_t)k;
+            Py_XSETREF(c->memo, Py_NewRef(v));
+            c->memo_code = (int32_t)k;
+            return 0;
+        }
+        break;
+    case 'i':
+    case 's':
+        if (c->kind == 's' && v == Py_None) {
+            COL_I64(c)[i] = 0;
+            return 0;
+        }
+        if (PyLong_CheckExact(v)) {
+            x = PyLong_AsLongLongAndOverflow(v, &overflow);
+            if (x == -1 && PyErr_Occurred())
+                return -1;
+            if (!overflow) {
+                COL_I64(c)[i] = x;
+                return 0;
+            }
+        }
+        break;
+    default: /* 'd', 'e' */
+        if (c->kind == 'e' && v == Py_None) {
+            COL_F64(c)[i] = Py_NAN;
+            return 0;
+        }
+        if (PyFloat_CheckExact(v)) {
+            COL_F64(c)[i] = PyFloat_AS_DOUBLE(v);
+            return 0;
+        }
+    }
+fallback:
+    if (col_to_objects(c, i) < 0)
+        return -1;
+    return PyList_Append(c->objs, v);
+}
+
+static int
+put_i64(Table *T, Col *c, Py_ssize_t i, long long x)
+{
+    PyObject *v;
+    int r;
+
+    if (!c->objs && (c->kind == 'i' || c->kind == 's')) {
+        COL_I64(c)[i] = x;
+        if (c->nulls)
+            COL_NULL(c)[i] = 0;
+        return 0;
+    }
+    if (!(v = PyLong_FromLongLong(x)))
+        return -1;
+    r = put_obj(T, c, i, v);
+    Py_DECREF(v);
+    return r;
+}
+
+static int
+put_f64(Table *T, Col *c, Py_ssize_t i, double x)
+{
+    PyObject *v;
+    int r;
+
+    if (!c->objs && (c->kind == 'd' || c->kind == 'e')) {
+        COL_F64(c)[i] = x;
+        if (c->nulls)
+            COL_NULL(c)[i] = 0;
+        return 0;
+    }
+    if (!(v = PyFloat_FromDouble(x)))
+        return -1;
+    r = put_obj(T, c, i, v);
+    Py_DECREF(v);
+    return r;
+}
+
+static int
+Table_init(Table *T, PyObject *args, PyObject *kwds)
+{
+    const char *kinds;
+    Py_ssize_t len, k;
+
+    if (!PyArg_ParseTuple(args, "s#:Table", &kinds, &len))
+        return -1;
+    if (len < 1 || len > MAX_COLS) {
+        PyErr_SetString(PyExc_ValueError, "Table(kinds): 1 to 16 columns");
+        return -1;
+    }
+    for (k = 0; k < T->ncols; k++)
+        col_clear(&T->cols[k]);
+    for (k = 0; k < len; k++) {
+        if (!strchr("cidse", kinds[k]) || kinds[k] == '\0') {
+            PyErr_Format(PyExc_ValueError, "Table(kinds): unknown kind %c", kinds[k]);
+            return -1;
+        }
+        T->cols[k].kind = kinds[k];
+    }
+    T->ncols = (int)len;
+    return table_reset(T);
+}
+
+static int
+Table_traverse(Table *T, visitproc visit, void *arg)
+{
+    int k;
+
+    for (k = 0; k < T->ncols; k++) {
+        Py_VISIT(T->cols[k].index);
+        Py_VISIT(T->cols[k].values);
+        Py_VISIT(T->cols[k].memo);
+        Py_VISIT(T->cols[k].objs);
+    }
+    return 0;
+}
+
+static int
+Table_clear(Table *T)
+{
+    int k;
+
+    for (k = 0; k < T->ncols; k++)
+        col_clear(&T->cols[k]);
+    T->n = T->cap = 0;
+    return 0;
+}
+
+static void
+Table_dealloc(Table *T)
+{
+    PyObject_GC_UnTrack(T);
+    Table_clear(T);
+    Py_TYPE(T)->tp_free((PyObject *)T);
+}
+
+static Py_ssize_t
+Table_len(Table *T)
+{
+    return T->n;
+}
+
+/* append(row): a tuple of one value per column */
+static PyObject *
+Table_append(Table *T, PyObject *row)
+{
+    Py_ssize_t i;
+    int k;
+
+    if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != T->ncols) {
+        PyErr_Format(PyExc_TypeError, "Table.append: a tuple of %d values", T->ncols);
+        return NULL;
+    }
+    if ((i = table_room(T)) < 0)
+        return NULL;
+    for (k = 0; k < T->ncols; k++) {
+        if (put_obj(T, &T->cols[k], i, PyTuple_GET_ITEM(row, k)) < 0)
+            return NULL;
+    }
+    T->n++;
+    Py_RETURN_NONE;
+}
+
+/* rows(): the rows as a list of tuples (what a list would hold) */
+static PyObject *
+Table_rows(Table *T, PyObject *unused)
+{
+    PyObject *out = PyList_New(T->n), *row, *v;
+    Py_ssize_t i;
+    int k;
+
+    if (!out)
+        return NULL;
+    for (i = 0; i < T->n; i++) {
+        if (!(row = PyTuple_New(T->ncols))) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, row);
+        for (k = 0; k < T->ncols; k++) {
+            if (!(v = col_value(&T->cols[k], i))) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(row, k, v);
+        }
+    }
+    return out;
+}
+
+/* take(): the columns, and the table is empty again. Each column is (kind, data, nulls,
+ * values): kind 'o' with data a list of objects (a column that fell back), else data is a
+ * bytearray of int32 codes ('c'), int64 ('i', 's') or double ('d', 'e'), one per row; nulls
+ * a bytearray of 0/1 per row ('s', 'e') or None; values the list of distinct strings the
+ * codes of a 'c' column point into, else None. */
+static PyObject *
+Table_take(Table *T, PyObject *unused)
+{
+    PyObject *out = PyList_New(T->ncols), *item;
+    int k;
+
+    if (!out)
+        return NULL;
+    for (k = 0; k < T->ncols; k++) {
+        Col *c = &T->cols[k];
+        if (c->objs)
+            item = Py_BuildValue("(sOOO)", "o", c->objs, Py_None, Py_None);
+        else {
+            if (PyByteArray_Resize(c->data, T->n * width(c->kind)) < 0 ||
+                (c->nulls && PyByteArray_Resize(c->nulls, T->n) < 0)) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            item = Py_BuildValue("(COOO)", c->kind, c->data, c->nulls ? c->nulls : Py_None,
+                                 c->values ? c->values : Py_None);
+        }
+        if (!item) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, k, item);
+    }
+    if (table_reset(T) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+static PyMethodDef Table_methods[] = {
+    {"append", (PyCFunction)Table_append, METH_O, "append(row): add one row (a tuple)."},
+    {"rows", (PyCFunction)Table_rows, METH_NOARGS, "rows(): the rows as tuples."},
+    {"take", (PyCFunction)Table_take, METH_NOARGS,
+     "take(): the columns [(kind, data, nulls, values)], emptying the table."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods Table_as_sequence = {
+    .sq_length = (lenfunc)Table_len,
+};
+
+static PyTypeObject TableType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dptrace.formats.trainlog._tqdm_fast.Table",
+    .tp_basicsize = sizeof(Table),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Table(kinds): rows kept as columns (see _tqdm_fast.c).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Table_init,
+    .tp_dealloc = (destructor)Table_dealloc,
+    .tp_traverse = (traverseproc)Table_traverse,
+    .tp_clear = (inquiry)Table_clear,
+    .tp_methods = Table_methods,
+    .tp_as_sequence = &Table_as_sequence,
+};
+
+/* --- the rows of one line, staged until the whole line is read ----------------------------- */
+
+/* one update: its rows are written when the whole line has been read (a decline adds none) */
+typedef struct {
+    PyObject *info, *kind, *step_obj; /* strong; step_obj NULL when the step is in step */
+    long long step;
+    double value;
+    Py_ssize_t seg, pairs_end; /* its postfix pairs: pairs[previous update's pairs_end:pairs_end] */
+} Upd;
+
+typedef struct {
+    PyObject *name; /* strong */
+    double value;
+} Pair;
+
+typedef struct {
+    Upd *upd;
+    Pair *pairs;
+    Py_ssize_t nupd, capupd, npairs, cappairs;
+} Stage;
+
+typedef struct {
+    PyObject *text, *line_prefix, *line;
     Text t;
     Py_ssize_t start;
+    Stage stage; /* the rows read so far */
 } Line;
 
 /* whether text[s:e] == str */
@@ -352,15 +827,61 @@ done:
     return kind;
 }
 
+/* What _PRE held for the pres seen last, by a hash of their text (FNV-1a of the code points):
+ * a pre changes with every update (its percentage and bar), and a look-up in _PRE (tens of
+ * thousands of pres in a dense log) first makes a str of it, then misses the processor's
+ * caches; this table is small and needs no str. Each slot keeps a pre and its info (strong
+ * references), replaced by the next pre of its hash; _pre_info is a pure function of the pre,
+ * so the info is what _PRE has or would recompute (see memo_pre). Cleared by configure(). */
+#define PRE_SLOTS 8192
+static struct {
+    Py_uhash_t hash;
+    PyObject *pre, *info;
+} pre_slots[PRE_SLOTS];
+
+static Py_uhash_t
+span_hash(const Text *t, Py_ssize_t s, Py_ssize_t e)
+{
+    Py_uhash_t h = (Py_uhash_t)14695981039346656037ULL;
+    Py_ssize_t i;
+
+    for (i = s; i < e; i++) {
+        h ^= CH(t, i);
+        h *= (Py_uhash_t)1099511628211ULL;
+    }
+    return h;
+}
+
+static void
+pre_slots_clear(void)
+{
+    int k;
+
+    for (k = 0; k < PRE_SLOTS; k++) {
+        Py_CLEAR(pre_slots[k].pre);
+        Py_CLEAR(pre_slots[k].info);
+    }
+}
+
 /* _PRE.get(pre) or _pre_info(pre) (a new reference); NULL with *ret set as unit_of */
 static PyObject *
 info_of(Line *L, Py_ssize_t s, Py_ssize_t e, int *ret)
 {
     PyObject *pre, *info;
+    Py_uhash_t hash;
+    int slot;
 
     *ret = -1;
     if (span_eq(&L->t, s, e, memo_pre))
         return Py_NewRef(memo_info);
+    hash = span_hash(&L->t, s, e);
+    slot = (int)(hash & (PRE_SLOTS - 1));
+    if (pre_slots[slot].pre && pre_slots[slot].hash == hash &&
+        span_eq(&L->t, s, e, pre_slots[slot].pre)) {
+        Py_XSETREF(memo_pre, Py_NewRef(pre_slots[slot].pre));
+        Py_XSETREF(memo_info, Py_NewRef(pre_slots[slot].info));
+        return Py_NewRef(memo_info);
+    }
     if (!(pre = PyUnicode_Substring(L->text, s, e)))
         return NULL;
     info = PyDict_GetItemWithError(pre_cache, pre);
@@ -379,6 +900,9 @@ info_of(Line *L, Py_ssize_t s, Py_ssize_t e, int *ret)
     }
     Py_XSETREF(memo_pre, Py_NewRef(pre));
     Py_XSETREF(memo_info, Py_NewRef(info));
+    pre_slots[slot].hash = hash;
+    Py_XSETREF(pre_slots[slot].pre, Py_NewRef(pre));
+    Py_XSETREF(pre_slots[slot].info, Py_NewRef(info));
 done:
     Py_DECREF(pre);
     return info;
@@ -415,18 +939,314 @@ append_row(PyObject *list, PyObject *row)
     return r;
 }
 
-/* the rows of one update into L->tp / L->tm: 1 done, 0 decline, -1 error */
+static void
+stage_free(Stage *S)
+{
+    Py_ssize_t i;
+
+    for (i = 0; i < S->nupd; i++) {
+        Py_XDECREF(S->upd[i].info);
+        Py_XDECREF(S->upd[i].kind);
+        Py_XDECREF(S->upd[i].step_obj);
+    }
+    for (i = 0; i < S->npairs; i++)
+        Py_XDECREF(S->pairs[i].name);
+    PyMem_Free(S->upd);
+    PyMem_Free(S->pairs);
+    memset(S, 0, sizeof(*S));
+}
+
+/* a new staged update (zeroed), NULL (MemoryError) on failure */
+static Upd *
+stage_update(Stage *S)
+{
+    Upd *u;
+
+    if (S->nupd == S->capupd) {
+        Py_ssize_t cap = S->capupd ? 2 * S->capupd : 16;
+        Upd *more = PyMem_Realloc(S->upd, cap * sizeof(Upd));
+        if (!more) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        S->upd = more;
+        S->capupd = cap;
+    }
+    u = &S->upd[S->nupd++];
+    memset(u, 0, sizeof(*u));
+    u->pairs_end = S->npairs;
+    return u;
+}
+
+/* stage a postfix pair (takes the reference to name); -1 on error */
+static int
+stage_pair(Stage *S, PyObject *name, double value)
+{
+    if (S->npairs == S->cappairs) {
+        Py_ssize_t cap = S->cappairs ? 2 * S->cappairs : 32;
+        Pair *more = PyMem_Realloc(S->pairs, cap * sizeof(Pair));
+        if (!more) {
+            Py_DECREF(name);
+            PyErr_NoMemory();
+            return -1;
+        }
+        S->pairs = more;
+        S->cappairs = cap;
+    }
+    S->pairs[S->npairs].name = name;
+    S->pairs[S->npairs].value = value;
+    S->npairs++;
+    S->upd[S->nupd - 1].pairs_end = S->npairs;
+    return 0;
+}
+
+/* rules._snake of the last postfix keys seen: (key, name) pairs, replaced in turn */
+#define SNAKES 32
+static PyObject *snake_key[SNAKES], *snake_name[SNAKES];
+static int snake_next;
+
+/* rules._snake(text[s:e]) as a new reference, from the cache or the Python helper; NULL with
+ * *ret set as unit_of */
+static PyObject *
+snake_of(Line *L, Py_ssize_t s, Py_ssize_t e, int *ret)
+{
+    PyObject *key, *name;
+    int k;
+
+    *ret = -1;
+    for (k = 0; k < SNAKES; k++) {
+        if (snake_key[k] && span_eq(&L->t, s, e, snake_key[k]))
+            return Py_NewRef(snake_name[k]);
+    }
+    if (!(key = PyUnicode_Substring(L->text, s, e)))
+        return NULL;
+    if (!(name = PyObject_CallOneArg(snake, key))) {
+        Py_DECREF(key);
+        *ret = callback_failed();
+        return NULL;
+    }
+    Py_XSETREF(snake_key[snake_next], key);
+    Py_XSETREF(snake_name[snake_next], Py_NewRef(name));
+    snake_next = (snake_next + 1) % SNAKES;
+    return name;
+}
+
+static void
+snakes_clear(void)
+{
+    int k;
+
+    for (k = 0; k < SNAKES; k++) {
+        Py_CLEAR(snake_key[k]);
+        Py_CLEAR(snake_name[k]);
+    }
+    snake_next = 0;
+}
+
+#define IS_ALNUM_(c) (IS_WORD(c) || IS_DIGIT(c))
+
+/* 10**k, each exactly a double */
+static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* float() of a NUM (rules.NUM: [-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?) text[s:e] without
+ * strtod when that is exact: its digits as an integer m <= 2**53 and a power of ten 10**k
+ * with |k| <= 22 are both doubles, and one IEEE multiplication or division rounds their exact
+ * product or quotient correctly, as float() does (Clinger's fast path). 1 (*v set), or 0:
+ * not such a number. Only where doubles are evaluated as doubles (SSE2, not x87). */
+static int
+fast_float(const Text *t, Py_ssize_t s, Py_ssize_t e, double *v)
+{
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+    Py_ssize_t i = s;
+    unsigned long long m = 0;
+    int neg = 0, point = 0, frac = 0, exp = 0, eneg = 0, edigits = 0, k;
+    Py_UCS4 c;
+
+    if (i < e && ((c = CH(t, i)) == '-' || c == '+')) {
+        neg = c == '-';
+        i++;
+    }
+    for (; i < e; i++) {
+        c = CH(t, i);
+        if (IS_DIGIT(c)) {
+            m = m * 10 + (c - '0');
+            if (m > (1ULL << 53))
+                return 0;
+            frac += point;
+        }
+        else if (c == '.' && !point)
+            point = 1;
+        else
+            break;
+    }
+    if (i < e) {
+        c = CH(t, i);
+        if (c != 'e' && c != 'E')
+            return 0;
+        i++;
+        if (i < e && ((c = CH(t, i)) == '-' || c == '+')) {
+            eneg = c == '-';
+            i++;
+        }
+        for (; i < e && IS_DIGIT(CH(t, i)); i++) {
+            if (++edigits > 4)
+                return 0;
+            exp = exp * 10 + (int)(CH(t, i) - '0');
+        }
+        if (!edigits || i != e)
+            return 0;
+    }
+    k = (eneg ? -exp : exp) - frac;
+    if (k < -22 || k > 22)
+        return 0;
+    *v = k >= 0 ? (double)m * POW10[k] : (double)m / POW10[-k];
+    if (neg)
+        *v = -*v;
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+/* float() of the ASCII text[s:e], as the rate: 1 (*v set), 0 decline, -1 error */
+static int
+ascii_float(const Text *t, Py_ssize_t s, Py_ssize_t e, double *v)
+{
+    char buf[301], *end;
+    Py_ssize_t i, len = e - s;
+
+    if (fast_float(t, s, e, v))
+        return 1;
+    if (len > 300)
+        return 0;
+    for (i = 0; i < len; i++)
+        buf[i] = (char)CH(t, s + i);
+    buf[len] = '\0';
+    *v = PyOS_string_to_double(buf, &end, NULL);
+    if (*v == -1.0 && PyErr_Occurred())
+        return callback_failed();
+    return end == buf + len;
+}
+
+/* The pairs of rules.postfix_pairs(text[s:e]) for an ASCII postfix: the matches of findall
+ * with rules._POSTFIX = (\w+)=(NUM)(?=[,\]\s]|$), each as (rules._snake(key), float(value)).
+ *
+ * Without backtracking: \w+ must end right before the '=', and a shorter run leaves a word
+ * character there, so a match starting in a run of word characters has the rest of the run
+ * as its key, and fails or succeeds alike from every position of the run (the scan then
+ * skips the run). NUM is as the rate's: any shorter end than the longest leaves a digit,
+ * '.', 'e', 'E', '+' or '-' next, which the lookahead refuses, so only the longest can
+ * match. 1 done, 0 decline, -1 error. */
+static int
+postfix_ascii(Line *L, Stage *S, Py_ssize_t s, Py_ssize_t e)
+{
+    const Text *t = &L->t;
+    Py_ssize_t p = s, q, v, i;
+    Py_UCS4 c;
+    PyObject *name;
+    double value;
+    int r;
+
+    while (p < e) {
+        if (!IS_ALNUM_(CH(t, p))) {
+            p++;
+            continue;
+        }
+        for (q = p; q < e && IS_ALNUM_(CH(t, q)); q++)
+            ;
+        if (!(q < e && CH(t, q) == '=')) {
+            p = q;
+            continue;
+        }
+        /* NUM at q + 1, then the lookahead */
+        i = v = q + 1;
+        if (i < e && ((c = CH(t, i)) == '-' || c == '+'))
+            i++;
+        if (i < e && IS_DIGIT(CH(t, i))) {
+            i = digits(t, i, e);
+            if (i < e && CH(t, i) == '.')
+                i = digits(t, i + 1, e);
+        }
+        else if (i + 1 < e && CH(t, i) == '.' && IS_DIGIT(CH(t, i + 1)))
+            i = digits(t, i + 1, e);
+        else {
+            p = q;
+            continue;
+        }
+        if (i < e && ((c = CH(t, i)) == 'e' || c == 'E')) {
+            Py_ssize_t j = i + 1;
+            if (j < e && ((c = CH(t, j)) == '-' || c == '+'))
+                j++;
+            if (j < e && IS_DIGIT(CH(t, j)))
+                i = digits(t, j, e);
+        }
+        if (i < e && !((c = CH(t, i)) == ',' || c == ']' || Py_UNICODE_ISSPACE(c))) {
+            p = q;
+            continue;
+        }
+        if ((r = ascii_float(t, v, i, &value)) != 1)
+            return r;
+        if (!(name = snake_of(L, p, q, &r)))
+            return r;
+        if (stage_pair(S, name, value) < 0)
+            return -1;
+        p = i;
+    }
+    return 1;
+}
+
+/* the postfix text[s:e] (it holds a '='): in C when ASCII, else rules.postfix_pairs */
+static int
+postfix_rows(Line *L, Stage *S, Py_ssize_t s, Py_ssize_t e)
+{
+    PyObject *post, *pairs, *pair;
+    Py_ssize_t i;
+    int ret = -1;
+
+    for (i = s; i < e && CH(&L->t, i) < 128; i++)
+        ;
+    if (i == e)
+        return postfix_ascii(L, S, s, e);
+    if (!(post = PyUnicode_Substring(L->text, s, e)))
+        return -1;
+    pairs = PyObject_CallOneArg(postfix, post);
+    Py_DECREF(post);
+    if (!pairs)
+        return callback_failed();
+    if (!PyList_CheckExact(pairs)) {
+        ret = 0;
+        goto done;
+    }
+    for (i = 0; i < PyList_GET_SIZE(pairs); i++) {
+        pair = PyList_GET_ITEM(pairs, i);
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 ||
+            !PyFloat_CheckExact(PyTuple_GET_ITEM(pair, 1))) {
+            ret = 0;
+            goto done;
+        }
+        if (stage_pair(S, Py_NewRef(PyTuple_GET_ITEM(pair, 0)),
+                       PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(pair, 1))) < 0)
+            goto done;
+    }
+    ret = 1;
+done:
+    Py_DECREF(pairs);
+    return ret;
+}
+
+/* the rows of one update, staged in L->stage: 1 done, 0 decline, -1 error */
 static int
 update_rows(Line *L, Py_ssize_t s, const Match *m)
 {
-    PyObject *kind, *info, *count = NULL, *step = NULL, *seg = NULL, *post = NULL,
-        *pairs = NULL,
-        *value = NULL, *prefix;
+    PyObject *kind, *info = NULL, *count, *step = NULL;
     const Text *t = &L->t;
     Py_ssize_t i, len;
     int ret = -1, inverse;
-    char buf[301], *end;
     double v;
+    long long n = 0;
+    Upd *u;
 
     if (m->rate_s < 0) /* '?it/s' */
         return 1;
@@ -434,32 +1254,18 @@ update_rows(Line *L, Py_ssize_t s, const Match *m)
         return ret;
     if (kind == Py_None) {
         ret = 1;
-        goto done_kind;
+        goto fail;
     }
     inverse = PyTuple_GET_ITEM(kind, 2) == Py_True;
 
     /* float(rate): the same PyOS_string_to_double call as float() on this ASCII text */
-    len = m->rate_e - m->rate_s;
-    if (len > 300) {
-        ret = 0;
-        goto done_kind;
-    }
-    for (i = 0; i < len; i++)
-        buf[i] = (char)CH(t, m->rate_s + i);
-    buf[len] = '\0';
-    v = PyOS_string_to_double(buf, &end, NULL);
-    if (v == -1.0 && PyErr_Occurred()) {
-        ret = callback_failed();
-        goto done_kind;
-    }
-    if (end != buf + len) {
-        ret = 0;
-        goto done_kind;
-    }
+    if ((ret = ascii_float(t, m->rate_s, m->rate_e, &v)) != 1)
+        goto fail;
+    ret = -1;
     if (inverse) {
         if (v == 0) {
             ret = 1;
-            goto done_kind;
+            goto fail;
         }
         v = 1.0 / v;
     }
@@ -467,89 +1273,149 @@ update_rows(Line *L, Py_ssize_t s, const Match *m)
         v *= PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(kind, 1));
 
     if (!(info = info_of(L, s, m->n_s, &ret)))
-        goto done_kind;
-    prefix = PyTuple_GET_ITEM(info, 0);
-    if (prefix == Py_None)
-        prefix = L->line_prefix;
+        goto fail;
 
     /* int(count) if count.isdigit() else rules._tqdm_count(count) */
     len = m->n_e - m->n_s;
     for (i = m->n_s; i < m->n_e && IS_DIGIT(CH(t, i)); i++)
         ;
     if (i == m->n_e) {
-        long long n = 0;
         if (len > 18) {
             ret = 0;
-            goto done_info;
+            goto fail;
         }
         for (i = m->n_s; i < m->n_e; i++)
             n = n * 10 + (CH(t, i) - '0');
-        if (!(step = PyLong_FromLongLong(n)))
-            goto done_info;
     }
     else {
         if (!(count = PyUnicode_Substring(L->text, m->n_s, m->n_e)))
-            goto done_info;
-        if (!(step = PyObject_CallOneArg(tqdm_count, count))) {
+            goto fail;
+        step = PyObject_CallOneArg(tqdm_count, count);
+        Py_DECREF(count);
+        if (!step) {
             ret = callback_failed();
-            goto done_info;
+            goto fail;
         }
         if (!PyLong_CheckExact(step)) {
             ret = 0;
-            goto done_info;
+            goto fail;
         }
     }
-    if (!(seg = PyLong_FromSsize_t(L->start + s)) || !(value = PyFloat_FromDouble(v)))
-        goto done_info;
-    if (append_row(L->tp, PyTuple_Pack(11, prefix, L->line, seg, s_tqdm, s_tqdm,
-                                       PyTuple_GET_ITEM(kind, 0), value, s_instance, step,
-                                       PyTuple_GET_ITEM(info, 2), PyTuple_GET_ITEM(info, 1))) < 0)
-        goto done_info;
+    if (!(u = stage_update(&L->stage)))
+        goto fail;
+    u->info = info;
+    u->kind = kind;
+    u->step_obj = step;
+    u->step = n;
+    u->value = v;
+    u->seg = L->start + s;
 
-    /* if "=" in post: rows of the postfix, read by the Python helper */
+    /* if "=" in post: its rows */
     for (i = m->post_s; i < m->post_e && CH(t, i) != '='; i++)
         ;
-    if (i < m->post_e) {
-        PyObject *seq;
-        if (!(post = PyUnicode_Substring(L->text, m->post_s, m->post_e)))
-            goto done_info;
-        if (!(pairs = PyObject_CallOneArg(postfix, post))) {
-            ret = callback_failed();
-            goto done_info;
-        }
-        if (!PyList_CheckExact(pairs)) {
-            ret = 0;
-            goto done_info;
-        }
-        seq = pairs;
-        for (i = 0; i < PyList_GET_SIZE(seq); i++) {
-            PyObject *pair = PyList_GET_ITEM(seq, i);
-            if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) {
-                ret = 0;
-                goto done_info;
-            }
-            if (append_row(L->tm, PyTuple_Pack(8, prefix, L->line, seg, s_tqdm,
-                                               PyTuple_GET_ITEM(pair, 0),
-                                               PyTuple_GET_ITEM(pair, 1), step,
-                                               PyTuple_GET_ITEM(info, 2))) < 0)
-                goto done_info;
-        }
-    }
-    ret = 1;
-done_info:
-    Py_DECREF(info);
-done_kind:
-    Py_DECREF(kind);
-    Py_XDECREF(count);
+    if (i < m->post_e)
+        return postfix_rows(L, &L->stage, m->post_s, m->post_e);
+    return 1;
+fail:
+    Py_XDECREF(info);
     Py_XDECREF(step);
-    Py_XDECREF(seg);
-    Py_XDECREF(value);
-    Py_XDECREF(post);
-    Py_XDECREF(pairs);
+    Py_DECREF(kind);
     return ret;
 }
 
-/* 1 accepted, 0 declined, -1 error; rows go to L->tp / L->tm (new lists) */
+/* the staged rows appended to the lists tp and tm as tuples: 0, or -1 on error */
+static int
+commit_lists(Line *L, PyObject *tp, PyObject *tm)
+{
+    Stage *S = &L->stage;
+    Py_ssize_t k, j = 0;
+    PyObject *seg = NULL, *value = NULL, *step = NULL, *prefix, *epoch, *val;
+    int ret = -1;
+
+    for (k = 0; k < S->nupd; k++) {
+        Upd *u = &S->upd[k];
+        prefix = PyTuple_GET_ITEM(u->info, 0);
+        if (prefix == Py_None)
+            prefix = L->line_prefix;
+        epoch = PyTuple_GET_ITEM(u->info, 2);
+        if (!(seg = PyLong_FromSsize_t(u->seg)) || !(value = PyFloat_FromDouble(u->value)) ||
+            !(step = u->step_obj ? Py_NewRef(u->step_obj) : PyLong_FromLongLong(u->step)))
+            goto done;
+        if (append_row(tp, PyTuple_Pack(11, prefix, L->line, seg, s_tqdm, s_tqdm,
+                                        PyTuple_GET_ITEM(u->kind, 0), value, s_instance, step,
+                                        epoch, PyTuple_GET_ITEM(u->info, 1))) < 0)
+            goto done;
+        for (; j < u->pairs_end; j++) {
+            if (!(val = PyFloat_FromDouble(S->pairs[j].value)))
+                goto done;
+            if (append_row(tm, PyTuple_Pack(8, prefix, L->line, seg, s_tqdm, S->pairs[j].name,
+                                            val, step, epoch)) < 0) {
+                Py_DECREF(val);
+                goto done;
+            }
+            Py_DECREF(val);
+        }
+        Py_CLEAR(seg);
+        Py_CLEAR(value);
+        Py_CLEAR(step);
+    }
+    ret = 0;
+done:
+    Py_XDECREF(seg);
+    Py_XDECREF(value);
+    Py_XDECREF(step);
+    return ret;
+}
+
+/* the staged rows written into the Tables tp (rules.TP_COLS) and tm (rules.TM_COLS), no
+ * object made per row: 0, or -1 on error */
+static int
+commit_tables(Line *L, Table *tp, Table *tm)
+{
+    Stage *S = &L->stage;
+    Py_ssize_t k, j = 0, i;
+    PyObject *prefix, *epoch;
+    Col *c;
+
+    for (k = 0; k < S->nupd; k++) {
+        Upd *u = &S->upd[k];
+        prefix = PyTuple_GET_ITEM(u->info, 0);
+        if (prefix == Py_None)
+            prefix = L->line_prefix;
+        epoch = PyTuple_GET_ITEM(u->info, 2);
+        if ((i = table_room(tp)) < 0)
+            return -1;
+        c = tp->cols;
+        if (put_obj(tp, &c[0], i, prefix) < 0 || put_obj(tp, &c[1], i, L->line) < 0 ||
+            put_i64(tp, &c[2], i, u->seg) < 0 || put_obj(tp, &c[3], i, s_tqdm) < 0 ||
+            put_obj(tp, &c[4], i, s_tqdm) < 0 ||
+            put_obj(tp, &c[5], i, PyTuple_GET_ITEM(u->kind, 0)) < 0 ||
+            put_f64(tp, &c[6], i, u->value) < 0 || put_obj(tp, &c[7], i, s_instance) < 0 ||
+            (u->step_obj ? put_obj(tp, &c[8], i, u->step_obj) : put_i64(tp, &c[8], i, u->step))
+                < 0 ||
+            put_obj(tp, &c[9], i, epoch) < 0 ||
+            put_obj(tp, &c[10], i, PyTuple_GET_ITEM(u->info, 1)) < 0)
+            return -1;
+        tp->n++;
+        for (; j < u->pairs_end; j++) {
+            if ((i = table_room(tm)) < 0)
+                return -1;
+            c = tm->cols;
+            if (put_obj(tm, &c[0], i, prefix) < 0 || put_obj(tm, &c[1], i, L->line) < 0 ||
+                put_i64(tm, &c[2], i, u->seg) < 0 || put_obj(tm, &c[3], i, s_tqdm) < 0 ||
+                put_obj(tm, &c[4], i, S->pairs[j].name) < 0 ||
+                put_f64(tm, &c[5], i, S->pairs[j].value) < 0 ||
+                (u->step_obj ? put_obj(tm, &c[6], i, u->step_obj)
+                             : put_i64(tm, &c[6], i, u->step)) < 0 ||
+                put_obj(tm, &c[7], i, epoch) < 0)
+                return -1;
+            tm->n++;
+        }
+    }
+    return 0;
+}
+
+/* 1 accepted, 0 declined, -1 error; the rows are staged in L->stage */
 static int
 read_line(Line *L, Py_ssize_t n)
 {
@@ -671,7 +1537,8 @@ split_prefix(PyObject *text, const Text *t, Py_ssize_t n)
     Py_RETURN_NONE;
 }
 
-/* reads L->text (set, ready); the entry points below check the arguments */
+/* reads L->text (set, ready); the entry points below check the arguments. The rows go to
+ * rows.tp and rows.tm: Tables (rules.TP_COLS, rules.TM_COLS) or lists of tuples. */
 static PyObject *
 run_line(Line *L, PyObject *rows)
 {
@@ -684,10 +1551,7 @@ run_line(Line *L, PyObject *rows)
     n = PyUnicode_GET_LENGTH(L->text);
     if (L->line_prefix == NULL && !(L->line_prefix = split_prefix(L->text, &L->t, n)))
         return NULL;
-    L->tp = PyList_New(0);
-    L->tm = PyList_New(0);
-    if (!L->tp || !L->tm)
-        goto done;
+    memset(&L->stage, 0, sizeof(L->stage));
     r = read_line(L, n);
     if (r < 0)
         goto done;
@@ -697,17 +1561,19 @@ run_line(Line *L, PyObject *rows)
     }
     if (!(tp = PyObject_GetAttr(rows, s_tp)) || !(tm = PyObject_GetAttr(rows, s_tm)))
         goto done;
-    if (!PyList_CheckExact(tp) || !PyList_CheckExact(tm)) {
+    if (Py_IS_TYPE(tp, &TableType) && Py_IS_TYPE(tm, &TableType) &&
+        ((Table *)tp)->ncols == 11 && ((Table *)tm)->ncols == 8)
+        r = commit_tables(L, (Table *)tp, (Table *)tm);
+    else if (PyList_CheckExact(tp) && PyList_CheckExact(tm))
+        r = commit_lists(L, tp, tm);
+    else {
         result = Py_NewRef(Py_False);
         goto done;
     }
-    if (PyList_SetSlice(tp, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, L->tp) < 0 ||
-        PyList_SetSlice(tm, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, L->tm) < 0)
-        goto done;
-    result = Py_NewRef(Py_True);
+    if (r == 0)
+        result = Py_NewRef(Py_True);
 done:
-    Py_XDECREF(L->tp);
-    Py_XDECREF(L->tm);
+    stage_free(&L->stage);
     Py_XDECREF(tp);
     Py_XDECREF(tm);
     return result;
@@ -726,7 +1592,6 @@ line_args(Line *L, PyObject *const *args)
     L->start = PyLong_AsSsize_t(args[3]);
     if (L->start == -1 && PyErr_Occurred())
         return -1;
-    L->tp = L->tm = NULL;
     return 1;
 }
 
@@ -829,15 +1694,15 @@ line_prefix(PyObject *self, PyObject *text)
 static PyObject *
 configure(PyObject *self, PyObject *args)
 {
-    PyObject *a[7];
-    PyObject **slots[7] = {&pre_cache, &pre_info, &unit_cache, &unit_kind, &tqdm_count,
-                           &postfix, &scan_text};
+    PyObject *a[8];
+    PyObject **slots[8] = {&pre_cache, &pre_info, &unit_cache, &unit_kind, &tqdm_count,
+                           &postfix, &scan_text, &snake};
     int i;
 
-    if (!PyArg_ParseTuple(args, "O!OO!OOOO:configure", &PyDict_Type, &a[0], &a[1],
-                          &PyDict_Type, &a[2], &a[3], &a[4], &a[5], &a[6]))
+    if (!PyArg_ParseTuple(args, "O!OO!OOOOO:configure", &PyDict_Type, &a[0], &a[1],
+                          &PyDict_Type, &a[2], &a[3], &a[4], &a[5], &a[6], &a[7]))
         return NULL;
-    for (i = 0; i < 7; i++) {
+    for (i = 0; i < 8; i++) {
         Py_INCREF(a[i]);
         Py_XSETREF(*slots[i], a[i]);
     }
@@ -847,6 +1712,8 @@ configure(PyObject *self, PyObject *args)
     Py_CLEAR(memo_kind);
     Py_CLEAR(memo_pre);
     Py_CLEAR(memo_info);
+    pre_slots_clear();
+    snakes_clear();
     Py_RETURN_NONE;
 }
 
@@ -857,7 +1724,8 @@ static PyMethodDef methods[] = {
      "cr_line(raw, whole_start, line, start, rows) -> bool: the fast path of _cr_line."},
     {"line_prefix", line_prefix, METH_O, "line_prefix(text): trainlog._split_prefix(text)[0]."},
     {"configure", configure, METH_VARARGS,
-     "configure(pre_cache, pre_info, unit_cache, unit_kind, tqdm_count, postfix, scan_text)"},
+     "configure(pre_cache, pre_info, unit_cache, unit_kind, tqdm_count, postfix, scan_text, "
+     "snake)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -870,10 +1738,17 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__tqdm_fast(void)
 {
+    PyObject *mod;
+
     if (!(s_tqdm = PyUnicode_InternFromString("tqdm")) ||
         !(s_instance = PyUnicode_InternFromString("instance")) ||
         !(s_tp = PyUnicode_InternFromString("tp")) ||
         !(s_tm = PyUnicode_InternFromString("tm")))
         return NULL;
-    return PyModule_Create(&module);
+    if (PyType_Ready(&TableType) < 0)
+        return NULL;
+    mod = PyModule_Create(&module);
+    if (mod && PyModule_AddObjectRef(mod, "Table", (PyObject *)&TableType) < 0)
+        Py_CLEAR(mod);
+    return mod;
 }

@@ -1,4 +1,4 @@
-"""The trainlog format's fast engine: lines of tqdm updates read in C.
+"""The trainlog format's fast engine: lines of tqdm updates read in C, rows kept as columns.
 
 A physical line made only of ``\\r``-separated tqdm updates, which dominate large logs, is
 read by a small C extension (``_tqdm_fast.c``, built by ``pip install`` when a compiler is
@@ -6,12 +6,21 @@ there): it adds exactly the rows of the general engine's :func:`.general._tqdm_u
 adds nothing and declines the line, which the general engine then reads. :data:`_FAST` is
 its entry point (None: not built, or ``DPTRACE_PURE_PYTHON`` set); ``engine="fast"`` and
 ``"auto"`` hand it to the scanner, ``"general"`` does not.
+
+The fast engine also keeps its rows in the extension's Tables (:func:`new_rows`): one
+array per column, strings as codes into their distinct values, instead of a tuple of Python
+objects per row (a dense log has millions of rows). :func:`frame` makes the very frame
+``pd.DataFrame.from_records`` makes of the general engine's lists of tuples, from whole
+columns.
 """
 
 from __future__ import annotations
 
 import os
 from typing import Any
+
+import numpy as np
+import pandas as pd
 
 from . import general, rules
 from .general import CrLine
@@ -40,9 +49,69 @@ def _load_fast() -> CrLine | None:
 
 def configure_fast(module: Any) -> None:
     """Hand the C module the caches and the Python helpers it calls on cache misses, for
-    ``1.5k`` counts, postfixes and an unmatched first segment."""
+    ``1.5k`` counts, postfix keys, non-ASCII postfixes and an unmatched first segment."""
     module.configure(general._PRE, general._pre_info, general._UNIT, rules.rate_unit,
-                     rules._tqdm_count, rules.postfix_pairs, general._SCAN_TEXT.search)
+                     rules._tqdm_count, rules.postfix_pairs, general._SCAN_TEXT.search,
+                     rules._snake)
 
 
 _FAST = _load_fast()
+_TABLES: Any = None if _FAST is None else __import__(
+    "dptrace.formats.trainlog._tqdm_fast", fromlist=["Table"]).Table
+
+#: the kind of each column in a Table (see _tqdm_fast.c): 'c' a string or None, 'i' an int,
+#: 'd' a float, 's' an int or None, 'e' a float or None
+KINDS = {"prefix": "c", "lineno": "i", "seg": "i", "pattern": "c", "name": "c", "metric": "c",
+         "value": "d", "scope": "c", "step": "s", "epoch": "e", "label": "c"}
+
+
+def new_rows() -> rules.Rows | None:
+    """A row collector whose tables are the extension's columnar Tables, or None when the
+    extension is not there (the caller then collects lists of tuples)."""
+    if _TABLES is None:
+        return None
+    return rules.Rows(tp=_TABLES("".join(KINDS[c] for c in rules.TP_COLS)),
+                      tm=_TABLES("".join(KINDS[c] for c in rules.TM_COLS)))
+
+
+def frame(found: Any, columns: tuple[str, ...]) -> pd.DataFrame:
+    """The rows collected in ``found`` (a list of tuples, or a Table, which this empties) as
+    a frame with ``columns``. From a list: ``pd.DataFrame.from_records``. From a Table: the
+    same values and, for numbers, the same dtypes (ints, or floats with NaN where a step is
+    missing; object columns of None when all are), with strings as categoricals (the codes
+    the Table kept; categories in order of appearance): a few distinct strings repeat
+    millions of times, and the frames are pickled back from the scan workers."""
+    if isinstance(found, list) or not len(found):
+        rows = found if isinstance(found, list) else []
+        return pd.DataFrame.from_records(rows, columns=list(columns))
+    n = len(found)
+    data = {name: _column(name, n, *col) for name, col in zip(columns, found.take(),
+                                                              strict=True)}
+    return pd.DataFrame(data, copy=False)
+
+
+def _column(name: str, n: int, kind: str, data: Any, nulls: Any, values: Any) -> Any:
+    """One column of ``Table.take()``."""
+    if kind == "o":  # a value did not fit the column's kind: as pandas converts the objects
+        return pd.DataFrame.from_records([(v,) for v in data], columns=[name])[name].array
+    if kind == "c":
+        if not values:
+            return np.full(n, None, dtype=object)
+        codes = np.frombuffer(data, np.int32)
+        return pd.Categorical.from_codes(codes, categories=pd.Index(values))
+    if kind in ("i", "s"):
+        ints = np.frombuffer(data, np.int64)
+        if nulls is None:
+            return ints
+        missing = np.frombuffer(nulls, np.bool_)
+        if not missing.any():
+            return ints
+        if missing.all():
+            return np.full(n, None, dtype=object)
+        out = ints.astype(np.float64)  # ints and None: floats, as from_records
+        out[missing] = np.nan
+        return out
+    floats = np.frombuffer(data, np.float64)  # 'd', 'e' (NaN where None)
+    if nulls is not None and np.frombuffer(nulls, np.bool_).all():
+        return np.full(n, None, dtype=object)
+    return floats

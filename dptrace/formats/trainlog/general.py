@@ -70,7 +70,10 @@ class _Scanner:
         line, counted, next_free = self.line0, start, start
         hit = _keyword_finder()
         while (pos := hit(buf, next_free, n)) >= 0:
-            line += _count_newlines(buf, counted, pos)
+            if pos - counted < _NP_COUNT_MIN:  # the usual gap: a line or a few (no call)
+                line += buf[counted:pos].count(b"\n")
+            else:
+                line += _count_newlines(buf, counted, pos)
             counted = pos
             lo = pos - WINDOW if pos - WINDOW > start else start
             nl = rfind(b"\n", lo, pos)

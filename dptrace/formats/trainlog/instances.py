@@ -58,13 +58,23 @@ def _codes(df: pd.DataFrame, cols: Sequence[str]) -> np.ndarray:
 
 def printers(df: pd.DataFrame, source: str) -> tuple[pd.Series, pd.Series]:
     """(instance, rank) of each row: the launcher prefix, else the file's rank, else null;
-    SambaFlow's k-th line of a kind is instance k (documented instances)."""
-    prefix = df["prefix"].astype("object")
+    SambaFlow's k-th line of a kind is instance k (documented instances). A categorical
+    ``prefix`` (the fast engine's) stays categorical: dense logs have millions of rows and
+    a handful of prefixes."""
+    prefix = df["prefix"]
     found = rank_of_path(source)
+    documented = (df["pattern"].isin(INSTANCE_PATTERNS) & prefix.isna()).to_numpy()
+    if isinstance(prefix.dtype, pd.CategoricalDtype) and not documented.any():
+        if found is not None and prefix.isna().any():
+            label = str(found[0])
+            if label not in prefix.cat.categories:
+                prefix = prefix.cat.add_categories([label])
+            prefix = prefix.fillna(label)
+        return prefix, _prefix_rank(prefix)
+    prefix = prefix.astype("object")
     if found is not None:
         prefix = prefix.where(prefix.notna(), str(found[0]))
     instance = prefix.copy()
-    documented = (df["pattern"].isin(INSTANCE_PATTERNS) & prefix.isna()).to_numpy()
     if documented.any():
         sub = df.loc[documented]
         cols = [c for c in ("pattern", "name", "label", "metric", "step", "epoch") if c in sub]
@@ -92,7 +102,7 @@ def steps_and_repeats(df: pd.DataFrame, instance: pd.Series) -> tuple[pd.Series,
     if n == 0:
         return step, repeat
     kind_cols = [c for c in ("pattern", "name", "label", "metric") if c in df]
-    frame = df[kind_cols].assign(_printer=instance.to_numpy())
+    frame = df[kind_cols].assign(_printer=instance.set_axis(df.index))
     stream = _codes(frame, [*kind_cols, "_printer"])
     documented = df["pattern"].isin(INSTANCE_PATTERNS).to_numpy()
     step_f = pd.to_numeric(step, errors="coerce").to_numpy(dtype="float64", na_value=np.nan)

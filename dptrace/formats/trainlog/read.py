@@ -62,12 +62,17 @@ def parse(source: Source, *, engine: str = "auto", executor: Executor | None = N
         else:
             parts = [_scan_range(buf, source.name, 0, n, last=True, use_c=use_c)]
         tp, tm, headers = _merge(parts, problems)
+        del parts  # merged: the ranges' frames can go
         _flag_cut_number(buf, source.name, problems)
         context = _bars_after_setup_lines(buf, tp)
-    tables = {"throughput": _finish(tp, source.name, THROUGHPUT, problems, context),
+    variant = _variant(tp, tm)
+    # each table's rows go as soon as its frame is made (millions of rows in dense logs)
+    throughput = _finish(tp, source.name, THROUGHPUT, problems, context)
+    del tp
+    tables = {"throughput": throughput,
               "train_metrics": _finish(tm, source.name, TRAIN_METRICS, problems)}
     _split_parts(tables, headers)
-    return ParseResult(tables, problems, _variant(tp, tm))
+    return ParseResult(tables, problems, variant)
 
 
 #: a scanned range: its two frames, problems, newlines and run headers (prefix, line, kind)
@@ -88,7 +93,7 @@ def _scan_range(buf: Any, name: str, start: int, end: int, last: bool,
     the range ends the file without a newline, a number that touches the end is cut short
     (a killed job, a truncated copy): the scan stops before it (see :func:`_cut_number`).
     """
-    rows = rules.Rows()
+    rows = (fast.new_rows() if _cr_line(use_c) else None) or rules.Rows()
     problems: list[Problem] = []
     if buf.find(b"\0", start, end) < 0:  # one memchr pass; holes of NULs are rare
         stop = _cut_number(buf, start, end) if last else end
@@ -98,8 +103,7 @@ def _scan_range(buf: Any, name: str, start: int, end: int, last: bool,
         newlines = scanner.newlines
     else:
         newlines = _scan_around_holes(buf, name, rows, problems, start, end, last, use_c)
-    tp = pd.DataFrame.from_records(rows.tp, columns=rules.TP_COLS)
-    tm = pd.DataFrame.from_records(rows.tm, columns=rules.TM_COLS)
+    tp, tm = fast.frame(rows.tp, rules.TP_COLS), fast.frame(rows.tm, rules.TM_COLS)
     return tp, tm, problems, newlines, list(getattr(rows, "headers", ()))
 
 
@@ -300,8 +304,54 @@ def _merge(parts: list[_Part], problems: list[Problem],
         tms.append(tm)
         offset += newlines
     if len(parts) == 1:
-        return tps[0], tms[0], headers
-    return pd.concat(tps, ignore_index=True), pd.concat(tms, ignore_index=True), headers
+        return _tidy_categories(tps[0]), _tidy_categories(tms[0]), headers
+    tps, tms = _same_categories(tps), _same_categories(tms)
+    tp, tm = pd.concat(tps, ignore_index=True), pd.concat(tms, ignore_index=True)
+    return _tidy_categories(tp), _tidy_categories(tm), headers
+
+
+def _categorical(s: pd.Series) -> bool:
+    return isinstance(s.dtype, pd.CategoricalDtype)
+
+
+def _same_categories(frames: list[pd.DataFrame]) -> list[pd.DataFrame]:
+    """The ranges' frames with the same categories in each column that is categorical in
+    every range with rows (the fast engine's strings), so that they concatenate without
+    becoming objects (a range without rows has object columns: they become categorical)."""
+    full = [df for df in frames if len(df)]
+    cols = [c for c in frames[0].columns if full and all(_categorical(df[c]) for df in full)]
+    if not cols:
+        return frames
+    out = [df.copy(deep=False) for df in frames]
+    for col in cols:
+        union = pd.CategoricalDtype(pd.Index(sorted(set().union(
+            *(df[col].cat.categories for df in full)))))
+        for df in out:
+            df[col] = (df[col].cat.set_categories(union.categories) if len(df)
+                       else df[col].astype(union))
+    return out
+
+
+def _tidy_categories(df: pd.DataFrame) -> pd.DataFrame:
+    """Categorical columns with only the values they hold, sorted: the categories pandas
+    gives strings made categorical (what the schema makes of the general engine's)."""
+    for col in df:
+        s = df[col]
+        if not _categorical(s):
+            continue
+        cats = s.cat.categories
+        codes = s.cat.codes.to_numpy()
+        used = np.bincount(codes.astype(np.intp) + 1, minlength=len(cats) + 1)[1:] > 0
+        keep = sorted(cats[used])
+        if len(keep) == len(cats) and list(cats) == keep:
+            continue
+        recode = np.full(len(cats) + 1, -1, dtype=np.int64)  # the last: code -1 stays -1
+        recode[cats.get_indexer(keep)] = np.arange(len(keep))
+        df[col] = pd.Series(pd.Categorical.from_codes(
+            recode[codes], categories=pd.Index(keep, dtype=cats.dtype)), index=s.index)
+    return df
+
+
 
 
 def _finish(df: pd.DataFrame, source: str, table: schema.Table, problems: list[Problem],
@@ -445,7 +495,30 @@ def _bad_rows(df: pd.DataFrame, bad: np.ndarray, col: pd.Series, source: str,
 
 
 def _variant(tp: pd.DataFrame, tm: pd.DataFrame) -> str | None:
+    """The patterns found, most rows first (ties: in order of appearance)."""
+    patterns = [df["pattern"] for df in (tp, tm) if "pattern" in df]
+    if any(_categorical(s) for s in patterns):
+        return _variant_of_codes(patterns)
     counts = pd.concat([tp.get("pattern", pd.Series(dtype=object)),
                         tm.get("pattern", pd.Series(dtype=object))]).value_counts()
     names: Sequence[str] = [str(k) for k in counts.index]
+    return "+".join(names) or None
+
+
+def _variant_of_codes(patterns: list[pd.Series]) -> str | None:
+    """:func:`_variant` of categorical columns, from their codes: what ``value_counts`` of
+    the strings gives (in order of first appearance, then stably by count, descending)."""
+    counts: dict[str, int] = {}
+    for s in patterns:
+        if not _categorical(s):
+            for k, v in s.value_counts(sort=False).items():
+                counts[str(k)] = counts.get(str(k), 0) + int(v)
+            continue
+        codes = s.cat.codes.to_numpy()
+        codes = codes[codes >= 0]
+        per_code = np.bincount(codes, minlength=len(s.cat.categories))
+        for code in pd.unique(codes).tolist():
+            name = str(s.cat.categories[code])
+            counts[name] = counts.get(name, 0) + int(per_code[code])
+    names = sorted(counts, key=lambda k: -counts[k])  # stable: ties keep their order
     return "+".join(names) or None

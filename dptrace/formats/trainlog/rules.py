@@ -77,10 +77,13 @@ TM_COLS = ("prefix", "lineno", "seg", "pattern", "name", "value", "step", "epoch
 
 @dataclass
 class Rows:
-    """Row collector for the two tables a training log fills (tuples; one frame at the end)."""
+    """Row collector for the two tables a training log fills (tuples; one frame at the end).
 
-    tp: list[tuple[Any, ...]] = field(default_factory=list)
-    tm: list[tuple[Any, ...]] = field(default_factory=list)
+    ``tp`` and ``tm`` are lists of tuples, or (the fast engine's) columnar Tables of the C
+    extension, which take the same tuples through ``append`` (see :mod:`.fast`)."""
+
+    tp: Any = field(default_factory=list)
+    tm: Any = field(default_factory=list)
     #: where the current segment is: (launcher instance, lineno, segment number); set by the
     #: scanner before the recognisers run
     seg: tuple[str | None, int, int] = (None, 0, 0)
@@ -108,8 +111,10 @@ class Rows:
 Recogniser = Callable[[str, Rows], bool]
 
 
+@functools.lru_cache(maxsize=4096)
 def _snake(key: str) -> str:
-    """'elapsed time per iteration (ms)' -> 'elapsed_time_per_iteration_ms'."""
+    """'elapsed time per iteration (ms)' -> 'elapsed_time_per_iteration_ms' (a few keys
+    repeat on every line: cached)."""
     return re.sub(r"[^0-9a-z]+", "_", key.lower()).strip("_")
 
 
