@@ -55,6 +55,7 @@ def _int(x: float) -> int | float:
 PREFIX = re.compile(
     r"^\s*(?:(?P<srun>\d{1,6}): "
     r"|\[(?P<job>\d+),(?P<rank>\d+)\]<std(?:out|err|diag)>:"
+    r"|\[(?P<hvd>\d{1,6})\]<std(?:out|err)>:"  # horovodrun (gloo): '[0]<stdout>:'
     r"|\[rank(?P<grank>\d+)\](?::|\s)"
     r"|\[(?P<role>[A-Za-z_]+\d+)\]:"
     r"|\[(?P<bare>\d{1,6})\]\s)"
@@ -66,7 +67,7 @@ def split_prefix(text: str) -> tuple[str | None, str]:
     m = PREFIX.match(text)
     if not m:
         return None, text
-    label = m["srun"] or m["rank"] or m["grank"] or m["role"] or m["bare"]
+    label = m["srun"] or m["rank"] or m["hvd"] or m["grank"] or m["role"] or m["bare"]
     return label, text[m.end():]
 
 
