@@ -101,20 +101,6 @@ def test_text_without_records_is_empty_not_ok(tmp_path):
     assert main(["report", str(tmp_path / "notes.txt")]) == 3
 
 
-def test_a_readme_beside_the_logs_is_not_a_log(tmp_path):
-    # a README quoting the logs' lines (tests/fixtures/trainlog/generated/README.md does)
-    (tmp_path / "slurm-3.out").write_bytes(GOOD)
-    (tmp_path / "README.md").write_text("The run reached `e2e samples_per_sec: 999.0`.\n")
-    ds = dptrace.load(tmp_path)
-    status = dict(zip(ds.sources["source"].map(lambda s: Path(s).name), ds.sources["status"],
-                      strict=True))
-    assert status == {"slurm-3.out": "ok", "README.md": "skipped"}
-    assert 999.0 not in ds["throughput"]["value"].tolist()
-    # forced, it is read
-    forced = dptrace.read_trainlog(tmp_path / "README.md")
-    assert forced["throughput"]["value"].tolist() == [999.0]
-
-
 def test_compressed_inputs(tmp_path):
     for opener, ext in ((gzip.open, "gz"), (bz2.open, "bz2"), (lzma.open, "xz")):
         with opener(tmp_path / f"slurm-1.out.{ext}", "wb") as fh:

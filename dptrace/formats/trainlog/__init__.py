@@ -45,15 +45,9 @@ RE_ENGINE = _re_engine
 _NAME_HINT = re.compile(r"(slurm-\d+.*\.(out|err)|\.log|\.out|\.err|std(out|err))(\.|$)", re.I)
 
 
-#: a project's own documentation files are not logs (a README beside the logs quotes them)
-_DOC_NAME = re.compile(r"^(?:README|CHANGELOG|CHANGES|LICENSE|COPYING|CONTRIBUTING)(?:\.|$)",
-                       re.IGNORECASE)
-
-
 def sniff(source: Source, head: bytes) -> float:
-    """Any text can be a training log; throughput keywords or log-like names raise the score.
-    A README, CHANGELOG or LICENSE file is not one (``--format trainlog`` still reads it)."""
-    if not head or looks_binary(head) or _DOC_NAME.match(source.stem_name):
+    """Any text can be a training log; throughput keywords or log-like names raise the score."""
+    if not head or looks_binary(head):
         return 0.0
     score = 0.6 if SCAN.search(head) else 0.1
     if _NAME_HINT.search(source.stem_name):

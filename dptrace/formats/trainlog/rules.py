@@ -411,9 +411,11 @@ _NUM_PROCS = re.compile(r"\bNum processes\s*[:=]\s*(\d+)\b")
 #: ('nodes' are its processes: the world size)
 _RANK_OF = re.compile(r"\bworker\s+\d+\s+of\s+(\d+)\b|\bMEMBER:\s*\d+/(\d+)\b"
                       r"|Completed store-based barrier for key:\S+ with (\d+) nodes")
-#: a launch command echoed in the log (set -x, ezpz): the number of processes it starts
-_COMMAND = re.compile(r"(?:^|[\s'\"=+:])(?:mpiexec|mpirun|srun|aprun)\s(?:[^|;&]*?\s)?"
-                      r"(?:-np?|--np|-n|--ntasks)[ =](\d+)\b")
+#: a launch command echoed in a log line (set -x's '+ mpirun', ezpz's 'Executing: mpiexec',
+#: 'launch = mpiexec'): the number of processes it starts. Not a command that starts its
+#: line (a script that launches, not a log that says what was launched)
+_COMMAND = re.compile(r"^\s*\S.*?(?:^|[\s'\"=+:])(?:mpiexec|mpirun|srun|aprun)\s"
+                      r"(?:[^|;&]*?\s)?(?:-np?|--np|-n|--ntasks)[ =](\d+)\b")
 #: the HF Trainer's '***** Running training *****' block, one figure a line
 _HF_BATCH = re.compile(r"\b(Instantaneous batch size per device|Total train batch size|Gradient "
                        r"Accumulation steps)\b[^=]{0,60}=\s*(\d[\d,]*)\s*$")
