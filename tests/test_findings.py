@@ -25,10 +25,10 @@ import pytest
 from rich.console import Console
 
 import dptrace
-from dptrace.analysis import job
 from dptrace import schema
 from dptrace.analysis import communication as comm
 from dptrace.analysis import horovod as hv
+from dptrace.analysis import job
 from dptrace.analysis import throughput as thr
 from dptrace.analysis import tiles as tl
 from dptrace.findings import Finding, build, frame, rules
