@@ -591,6 +591,8 @@ def _rank_list(instances: pd.Series) -> str:
 
 
 def _num(x: float) -> str:
+    if not np.isfinite(x) or abs(x) >= 1e15:  # '1e+308', 'inf': not 300 digits
+        return f"{x:.4g}"
     return f"{x:,.4g}" if abs(x) < 1000 else f"{x:,.0f}"
 
 

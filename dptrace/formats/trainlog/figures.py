@@ -65,13 +65,13 @@ def throughput_bars(inst: pd.DataFrame, *, metric: str, title: str = "",
                        showarrow=False)
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(type="category", categoryorder="array",
-                     categoryarray=[esc(i) for i in inst["instance"]])
+                     categoryarray=[esc(_who(i)) for i in inst["instance"]])
     return layout(fig, title, "instance", f"{esc(metric)} (after warm-up)")
 
 
 def _instance_bar(rows: pd.DataFrame, name: str, color: str, metric: str) -> go.Bar:
     below = rows["below_median_pct"].astype("float64").fillna(0.0)
-    return go.Bar(x=[esc(i) for i in rows["instance"]], y=rows["value"].astype("float64"),
+    return go.Bar(x=[esc(_who(i)) for i in rows["instance"]], y=rows["value"].astype("float64"),
                   name=name, marker_color=color, customdata=-below,
                   hovertemplate="instance %{x}<br>%{y:,.2f} " + metric +
                   "<br>%{customdata:+.1f}% vs median<extra></extra>")
@@ -86,11 +86,13 @@ def step_series(rows: pd.DataFrame, *, metric: str, title: str = "",
     """
     rows = rows[rows["step"].notna()]
     fig = go.Figure()
-    instances = list(dict.fromkeys(rows["instance"]))
-    for inst in instances[:max_lines]:
-        g = rows[rows["instance"] == inst].sort_values("step", kind="stable")
+    groups = list(rows.groupby("instance", sort=False, dropna=False, observed=True))
+    instances = [inst for inst, _ in groups]
+    for inst, g in groups[:max_lines]:  # an unknown printer (null instance) is '?'
+        g = g.sort_values("step", kind="stable")
+        who = "?" if pd.isna(inst) else inst
         fig.add_trace(go.Scatter(x=g["step"].astype("int64"), y=g["value"].astype("float64"),
-                                 mode="lines", name=f"instance {esc(inst)}",
+                                 mode="lines", name=f"instance {esc(who)}",
                                  hovertemplate="step %{x}<br>%{y:,.2f}<extra>%{fullData.name}"
                                  "</extra>"))
     if "warmup" in rows and rows["warmup"].any():
@@ -112,6 +114,8 @@ def throughput_figures(tables: dict[str, pd.DataFrame], tp: pd.DataFrame,
     order = summary.assign(_tqdm=summary["pattern"] == "tqdm", _one=summary["instances"] < 2)
     order = order.sort_values(["_tqdm", "_one", "source"], kind="stable")
     stepped = tp[tp["step"].notna()]
+    if "repeat" in stepped:  # a closing redraw or a double write is not another step
+        stepped = stepped[~stepped["repeat"].fillna(False).astype(bool)]
     stepped = stepped.assign(warmup=thr.mark_warmup(stepped, fraction))
     jobs: list[tuple[str, Callable[[], go.Figure]]] = []
     drawn = 0
@@ -153,3 +157,8 @@ def _identical_copies(row: pd.Series) -> bool:
     with np.errstate(invalid="ignore", over="ignore"):
         spread = (row["max"] - row["min"]) / row["median"] if row["median"] else 0.0
     return bool(row["scope"] == "global" and row["instances"] > 1 and spread <= 0.01)
+
+
+def _who(instance: object) -> str:
+    """An instance as drawn: '?' when no prefix or path said who printed the line."""
+    return "?" if instance is None or pd.isna(instance) else str(instance)

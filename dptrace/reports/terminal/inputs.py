@@ -26,7 +26,10 @@ def draw_inputs(section: Section, opts: Mapping[str, Any] | None = None) -> Rend
     known of the runs: one line for a single run, a table for several."""
     src = section.tables["sources"]
     runs = section.tables.get("runs")
-    several = runs is not None and len(runs) > 1
+    # a run column when the inputs belong to several runs (runs split off inside one file
+    # have no input of their own: the runs table below lists them)
+    several = runs is not None and len(runs) > 1 and "run" in src and \
+        src["run"].astype("object").nunique(dropna=True) > 1
     prefix, names = common_dir(src["source"].astype(str))
     rows = [(text(r.run) if several else "", name, _breakable(text(r.format)),
              _breakable(text(r.variant)), str(r.status),
@@ -46,7 +49,7 @@ def draw_inputs(section: Section, opts: Mapping[str, Any] | None = None) -> Rend
         table.add_row(*[cells[k] for k in keep])
     if runs is None or runs.empty:
         return table
-    if not several:
+    if len(runs) == 1:
         line = _run_line(runs.iloc[0])
         return Group(table, Text(line, style="dim")) if line else table
     return Group(table, _runs_table(runs))
