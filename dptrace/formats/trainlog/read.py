@@ -69,8 +69,12 @@ def parse(source: Source, *, engine: str = "auto", executor: Executor | None = N
     # each table's rows go as soon as its frame is made (millions of rows in dense logs)
     throughput = _finish(tp, source.name, THROUGHPUT, problems, context)
     del tp
-    tables = {"throughput": throughput,
-              "train_metrics": _finish(tm, source.name, TRAIN_METRICS, problems)}
+    metrics = _finish(tm, source.name, TRAIN_METRICS, problems)
+    if throughput.empty and len(metrics) and metrics["name"].isin(_SHAPE_METRICS).all():
+        # a file that only states a world size ('mpirun -np 4' in a script, an mpiP
+        # report's command line, an argument dump) is not a training log: no records
+        metrics = TRAIN_METRICS.empty()
+    tables = {"throughput": throughput, "train_metrics": metrics}
     _split_parts(tables, headers)
     return ParseResult(tables, problems, variant)
 
@@ -429,7 +433,7 @@ def _split_parts(tables: dict[str, pd.DataFrame], headers: list[_Header]) -> Non
             if keep is None:
                 continue
             lines.append(df["lineno"].to_numpy(dtype="int64", na_value=0))
-            printers.append(df["instance"].astype("object").to_numpy())
+            printers.append(df["instance"].astype("object").to_numpy(dtype=object, na_value=None))
             training.append((keep & ~df["repeat"]).to_numpy(dtype=bool))
         starts = instances.part_starts(headers, np.concatenate(lines),
                                        np.concatenate(printers), np.concatenate(training))
