@@ -52,6 +52,10 @@ if len(sys.argv) > 1:
     ds = dptrace.read_trainlog(sys.argv[1])
     out["parse_s"] = time.perf_counter() - t1
     tp, tm = ds["throughput"], ds["train_metrics"]
+    # the generator counts lines: a closing redraw (a repeat) is not one more figure, and
+    # the world-size statements in its noise (export WORLD_SIZE=64) are not its records
+    tp = tp[~tp["repeat"]] if "repeat" in tp else tp
+    tm = tm[~tm["name"].isin(["world_size", "total_img_sec_ci"])]
     out["throughput"] = {str(k): int(v) for k, v in tp["pattern"].value_counts().items()}
     out["train_metrics"] = {str(k): int(v) for k, v in tm["pattern"].value_counts().items()}
     out["instances"] = int(tp["instance"].nunique())
