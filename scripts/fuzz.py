@@ -194,6 +194,8 @@ WRAP = 3
 #: columns never compared (they depend on what follows, or on the file name)
 SKIP_COLS = {
     "source", "fused_tensors", "last_ready", "ranks_ready", "complete",
+    # named after the directory or file a copy sits in (a per-rank layout's run)
+    "run",
 }
 KEYS = {
     "hvd_activities": ("pid", "start_us", "depth"),
@@ -408,10 +410,22 @@ def _invariants(ds, name: str, case: Case) -> list[str]:
 
 
 def _clean(case: Case, cache: dict):
+    """The clean seed, read as the damaged copies are: a file of the seed's name alone in a
+    directory of its own (what a file's path says, a per-rank layout's rank, the run named
+    after it, is then the same for both)."""
+    import shutil
+    import tempfile
+
     import dptrace
 
     if case.seed not in cache:
-        cache[case.seed] = dptrace.load(str(case.seed))
+        sub = Path(tempfile.mkdtemp(prefix="fuzz-clean-"))
+        try:
+            path = sub / case.seed.name
+            shutil.copyfile(case.seed, path)
+            cache[case.seed] = dptrace.load(str(path))
+        finally:
+            shutil.rmtree(sub, ignore_errors=True)
     return cache[case.seed]
 
 

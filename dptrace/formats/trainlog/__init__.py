@@ -35,9 +35,8 @@ KEYWORDS: tuple[bytes, ...] = (
     b"Number of [CG]PUs:",      # Horovod synthetic benchmarks
     b"(?:WORLD_SIZE|world_size|SLURM_NTASKS|SLURM_NPROCS)=|[Ww]orld size:|Num processes",
     b"Instantaneous batch size|Total train batch size|Gradient Accumulation steps",  # HF
-    # 'I am worker 3 of 8', 'Global Rank: 0 / 16', 'MEMBER: 15/16'; echoed launch commands
+    # 'I am worker 3 of 8', 'MEMBER: 15/16', torch's 'store-based barrier ... with 16 nodes'
     b"worker [0-9]+ of [0-9]|MEMBER: [0-9]|store-based barrier",
-    b"(?:mpiexec|mpirun|srun|aprun) [^\n]*-(?:np?|-np|-ntasks)[ =][0-9]",
     b"  tps: [0-9]",             # torchtitan's step line (tokens per second per device)
 )
 SCAN = _re_engine.compile(b"|".join(KEYWORDS))

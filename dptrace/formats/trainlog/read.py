@@ -69,12 +69,8 @@ def parse(source: Source, *, engine: str = "auto", executor: Executor | None = N
     # each table's rows go as soon as its frame is made (millions of rows in dense logs)
     throughput = _finish(tp, source.name, THROUGHPUT, problems, context)
     del tp
-    metrics = _finish(tm, source.name, TRAIN_METRICS, problems)
-    if throughput.empty and len(metrics) and metrics["name"].isin(_SHAPE_METRICS).all():
-        # a file that only states a world size ('mpirun -np 4' in a script, an mpiP
-        # report's command line, an argument dump) is not a training log: no records
-        metrics = TRAIN_METRICS.empty()
-    tables = {"throughput": throughput, "train_metrics": metrics}
+    tables = {"throughput": throughput,
+              "train_metrics": _finish(tm, source.name, TRAIN_METRICS, problems)}
     _split_parts(tables, headers)
     return ParseResult(tables, problems, variant)
 

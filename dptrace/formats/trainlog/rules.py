@@ -389,7 +389,6 @@ WORLD_SIZE_FROM: dict[str, str] = {
     "hf_trainer": "HF: 'Num processes' / total train batch size",
     "deepspeed": "DeepSpeed launcher: dist_world_size / MPI settings",
     "rank_of": "'worker N of M' / 'MEMBER: N/M' / store-based barrier 'with N nodes'",
-    "command": "launch command: -np / -n / --ntasks",
 }
 
 _HF_RUN = re.compile(r"\*{3,}\s*Running training\s*\*{3,}")
@@ -411,11 +410,6 @@ _NUM_PROCS = re.compile(r"\bNum processes\s*[:=]\s*(\d+)\b")
 #: ('nodes' are its processes: the world size)
 _RANK_OF = re.compile(r"\bworker\s+\d+\s+of\s+(\d+)\b|\bMEMBER:\s*\d+/(\d+)\b"
                       r"|Completed store-based barrier for key:\S+ with (\d+) nodes")
-#: a launch command echoed in a log line (set -x's '+ mpirun', ezpz's 'Executing: mpiexec',
-#: 'launch = mpiexec'): the number of processes it starts. Not a command that starts its
-#: line (a script that launches, not a log that says what was launched)
-_COMMAND = re.compile(r"^\s*\S.*?(?:^|[\s'\"=+:])(?:mpiexec|mpirun|srun|aprun)\s"
-                      r"(?:[^|;&]*?\s)?(?:-np?|--np|-n|--ntasks)[ =](\d+)\b")
 #: the HF Trainer's '***** Running training *****' block, one figure a line
 _HF_BATCH = re.compile(r"\b(Instantaneous batch size per device|Total train batch size|Gradient "
                        r"Accumulation steps)\b[^=]{0,60}=\s*(\d[\d,]*)\s*$")
@@ -443,8 +437,7 @@ def run_facts(text: str, rows: Rows) -> bool:
         rows.metric("env", "world_size", _F(m.group(1)))
         return True
     for rx, pattern in ((_DS_WORLD, "deepspeed"), (_TASKS, "launcher"), (_NUM_PROCS, "hf_trainer"),
-                        (_ENV_WORLD, "env"), (_WORDS_WORLD, "env"), (_RANK_OF, "rank_of"),
-                        (_COMMAND, "command")):
+                        (_ENV_WORLD, "env"), (_WORDS_WORLD, "env"), (_RANK_OF, "rank_of")):
         if m := rx.search(text):
             rows.metric(pattern, "world_size", _F(m.group(m.lastindex or 1)))
             return True
@@ -866,8 +859,7 @@ SPECIFIC: tuple[tuple[tuple[str, ...], Recogniser], ...] = (
     (("tps: ",), torchtitan),
     (("ms, mfu", "step_avg:"), nanogpt),
     (("Running ", "Number of ", "orld size", "orld_size=", "WORLD_SIZE=", "SLURM_N", "Num proc",
-      "batch size", "Accumulation steps", "worker ", "MEMBER:", "store-based", "mpiexec",
-      "mpirun", "srun ", "aprun "), run_facts),
+      "batch size", "Accumulation steps", "worker ", "MEMBER:", "store-based"), run_facts),
     (("Loss:",), example_losses),
     (("oss=",), key_value),
 )
