@@ -86,7 +86,13 @@ def step_series(rows: pd.DataFrame, *, metric: str, title: str = "",
     """
     rows = rows[rows["step"].notna()]
     fig = go.Figure()
-    groups = list(rows.groupby("instance", sort=False, dropna=False, observed=True))
+    who = rows["instance"].astype("object")
+    unknown = who.isna()
+    # each printer's rows, in order of appearance; an unknown printer (null) is one more
+    # (no groupby with dropna=False: pandas 2 cannot make a group of a null string)
+    groups = [(inst, rows[(who == inst) & ~unknown]) for inst in pd.unique(who[~unknown])]
+    if unknown.any():
+        groups.append((None, rows[unknown]))
     instances = [inst for inst, _ in groups]
     for inst, g in groups[:max_lines]:  # an unknown printer (null instance) is '?'
         g = g.sort_values("step", kind="stable")

@@ -19,7 +19,6 @@ step, epoch) in a source is instance ``k``.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -497,12 +496,7 @@ def _bad_rows(df: pd.DataFrame, bad: np.ndarray, col: pd.Series, source: str,
 def _variant(tp: pd.DataFrame, tm: pd.DataFrame) -> str | None:
     """The patterns found, most rows first (ties: in order of appearance)."""
     patterns = [df["pattern"] for df in (tp, tm) if "pattern" in df]
-    if any(_categorical(s) for s in patterns):
-        return _variant_of_codes(patterns)
-    counts = pd.concat([tp.get("pattern", pd.Series(dtype=object)),
-                        tm.get("pattern", pd.Series(dtype=object))]).value_counts()
-    names: Sequence[str] = [str(k) for k in counts.index]
-    return "+".join(names) or None
+    return _variant_of_codes(patterns)
 
 
 def _variant_of_codes(patterns: list[pd.Series]) -> str | None:
@@ -510,9 +504,11 @@ def _variant_of_codes(patterns: list[pd.Series]) -> str | None:
     the strings gives (in order of first appearance, then stably by count, descending)."""
     counts: dict[str, int] = {}
     for s in patterns:
-        if not _categorical(s):
-            for k, v in s.value_counts(sort=False).items():
-                counts[str(k)] = counts.get(str(k), 0) + int(v)
+        if not _categorical(s):  # in order of first appearance (pandas 2's value_counts
+            # orders ties by hash: the engines would disagree on a tie)
+            per = s.value_counts(sort=False)
+            for k in pd.unique(s.dropna()):
+                counts[str(k)] = counts.get(str(k), 0) + int(per[k])
             continue
         codes = s.cat.codes.to_numpy()
         codes = codes[codes >= 0]
