@@ -28,6 +28,7 @@ from ...reports.figures import (
     layout,
 )
 from ...reports.fmt import plot_num
+from .instances import shown
 
 #: series drawn (bars and step lines); the rest are in the tables and exports
 MAX_SERIES = 12
@@ -65,13 +66,13 @@ def throughput_bars(inst: pd.DataFrame, *, metric: str, title: str = "",
                        showarrow=False)
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(type="category", categoryorder="array",
-                     categoryarray=[esc(_who(i)) for i in inst["instance"]])
+                     categoryarray=[esc(shown(i)) for i in inst["instance"]])
     return layout(fig, title, "instance", f"{esc(metric)} (after warm-up)")
 
 
 def _instance_bar(rows: pd.DataFrame, name: str, color: str, metric: str) -> go.Bar:
     below = rows["below_median_pct"].astype("float64").fillna(0.0)
-    return go.Bar(x=[esc(_who(i)) for i in rows["instance"]], y=rows["value"].astype("float64"),
+    return go.Bar(x=[esc(shown(i)) for i in rows["instance"]], y=rows["value"].astype("float64"),
                   name=name, marker_color=color, customdata=-below,
                   hovertemplate="instance %{x}<br>%{y:,.2f} " + metric +
                   "<br>%{customdata:+.1f}% vs median<extra></extra>")
@@ -96,9 +97,8 @@ def step_series(rows: pd.DataFrame, *, metric: str, title: str = "",
     instances = [inst for inst, _ in groups]
     for inst, g in groups[:max_lines]:  # an unknown printer (null instance) is '?'
         g = g.sort_values("step", kind="stable")
-        who = "?" if pd.isna(inst) else inst
         fig.add_trace(go.Scatter(x=g["step"].astype("int64"), y=g["value"].astype("float64"),
-                                 mode="lines", name=f"instance {esc(who)}",
+                                 mode="lines", name=f"instance {esc(shown(inst))}",
                                  hovertemplate="step %{x}<br>%{y:,.2f}<extra>%{fullData.name}"
                                  "</extra>"))
     if "warmup" in rows and rows["warmup"].any():
@@ -163,8 +163,3 @@ def _identical_copies(row: pd.Series) -> bool:
     with np.errstate(invalid="ignore", over="ignore"):
         spread = (row["max"] - row["min"]) / row["median"] if row["median"] else 0.0
     return bool(row["scope"] == "global" and row["instances"] > 1 and spread <= 0.01)
-
-
-def _who(instance: object) -> str:
-    """An instance as drawn: '?' when no prefix or path said who printed the line."""
-    return "?" if instance is None or pd.isna(instance) else str(instance)

@@ -38,6 +38,11 @@ from ...runs import rank_of_path
 #: patterns whose repeated lines are distinct instances by documentation
 INSTANCE_PATTERNS = frozenset({"sambaflow"})
 
+def shown(instance: object) -> str:
+    """An instance as reports show it: '?' when no prefix or path said who printed the line."""
+    return "?" if instance is None or pd.isna(instance) else str(instance)
+
+
 def _codes(df: pd.DataFrame, cols: Sequence[str]) -> np.ndarray:
     """One int64 code per row for the combination of ``cols`` (nulls are a value)."""
     out = np.zeros(len(df), dtype=np.int64)

@@ -17,6 +17,7 @@ from rich.text import Text
 from ...analysis import throughput as thr
 from ...reports.fmt import fmt, vs_median
 from ...reports.model import Section
+from .instances import shown as printer
 
 #: series shown in full, most important first (never setup bars); the rest are counted in one
 #: line (``show_all`` shows them; all are in --json)
@@ -93,11 +94,6 @@ def _job_table(jobs: pd.DataFrame) -> Table:
             row = [str(r["run"]), *row]
         t.add_row(*row, style=style)
     return t
-
-
-def _who(instance: object) -> str:
-    """An instance as shown: '?' when no prefix or path said who printed the line."""
-    return "?" if instance is None or instance is pd.NA or pd.isna(instance) else str(instance)
 
 
 def _phase(summary: pd.DataFrame) -> pd.Series:
@@ -185,7 +181,7 @@ def _instance_table(row: pd.Series, inst: pd.DataFrame) -> Table:
         bar = Bar(size=1.0, begin=0, end=_bar_fraction(r.value, top), width=28,
                   color="red" if r.straggler else "green")
         steps = f"{r.rows} ({r.warmup_rows} warm-up)" if r.warmup_rows else str(r.rows)
-        table.add_row(Text(_who(r.instance), style=style), Text(fmt(r.value), style=style), bar,
+        table.add_row(Text(printer(r.instance), style=style), Text(fmt(r.value), style=style), bar,
                       steps, vs_median(r.below_median_pct), fmt(r.first_lineno))
     return table
 
@@ -236,7 +232,7 @@ def _aggregate_table(row: pd.Series, inst: pd.DataFrame) -> Table:
             steps += f" ({warm} warm-up)" if warm else ""
         else:
             steps = f"{rows} line{'s' if rows != 1 else ''}"
-        t.add_row("instance", _who(one["instance"]),
+        t.add_row("instance", printer(one["instance"]),
                   f"{steps}, from line {fmt(one['first_lineno'])}")
     if row["scope"] == "global" and row["instances"] > 1:
         lines = inst["first_lineno"]
