@@ -103,6 +103,21 @@ def test_report_json_unchanged(name: str) -> None:
         os.chdir(cwd)
     problems = _diff(golden, now) + _moved(golden, now)
     assert not problems, f"{name}: the report changed:\n" + "\n".join(problems[:40])
+    # inputs named by relative paths stay relative: a report must not depend on where the
+    # clone sits (CI's clone is elsewhere; an absolute path here fails there, not here)
+    where = str(ROOT.parent.resolve())
+    leaked = sorted({s for s in _strings(now) if where in s})
+    assert not leaked, f"{name}: absolute paths in the report: {leaked[:5]}"
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")

@@ -37,7 +37,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from ..runs import per_rank_root
+from ..runs import rank_of_path
 from . import throughput as thr
 from .keys import RUN, run_first
 
@@ -120,9 +120,11 @@ def _by_input(df: pd.DataFrame | None) -> pd.DataFrame | None:
 
 
 def _group_of(source: str) -> str:
-    """The input a figure belongs to: a per-rank layout's directory, else the file."""
-    root = per_rank_root(source)
-    return root if root is not None else source
+    """The input a figure belongs to: a per-rank layout's directory, else the file; as the
+    sources name it (a relative path stays relative: reports do not depend on where the
+    user's files sit)."""
+    found = rank_of_path(source.split("::")[0])
+    return os.path.normpath(found[1]) if found is not None else source
 
 
 def _groups(df: pd.DataFrame | None) -> pd.Series | None:
