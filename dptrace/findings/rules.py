@@ -40,7 +40,7 @@ from a Dataset and runs every rule.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -470,11 +470,17 @@ def tables(ds: Dataset, names: set[str], **opts: Any) -> dict[str, pd.DataFrame]
     return out
 
 
-def run_rules(ds: Dataset, **opts: Any) -> list[Finding]:
-    """Every rule whose tables ``ds`` has, in :data:`RULES` order."""
+def run_rules(ds: Dataset, thresholds: Mapping[str, float] | None = None,
+              **opts: Any) -> list[Finding]:
+    """Every rule whose tables ``ds`` has, in :data:`RULES` order. ``thresholds``: overrides
+    by kind, in the unit of the findings' ``threshold`` column (checked by
+    :func:`.thresholds.parse_overrides`; see :data:`.thresholds.OVERRIDABLE`)."""
+    given = th.parse_overrides(thresholds or {})
     have = tables(ds, {n for r in RULES for n in r.needs}, **opts)
     out: list[Finding] = []
     for rule in RULES:
         if all(n in have for n in rule.needs):
-            out.extend(rule.fn(*(have[n] for n in rule.needs)))
+            kwargs = {th.OVERRIDABLE[k].param: th.OVERRIDABLE[k].argument(v)
+                      for k, v in given.items() if k in rule.kinds}
+            out.extend(rule.fn(*(have[n] for n in rule.needs), **kwargs))
     return out
