@@ -99,6 +99,12 @@ def _today(ds: dptrace.Dataset) -> list[tuple[str, str, str, str]]:
             # <= 64 B (137,751 calls)"
             out.append(("small_message_allreduce", f"job {s.job}", f"job={s.job}",
                         f"{100 * s.small_share:.1f}% <= 64 B ({s.small_calls:,} calls)"))
+        # issue 15: the mean share of elapsed time in MPI above 25%
+        summary = comm.job_summary(comm.rank_times(ranks), ds["mpi_jobs"])
+        for j in summary[summary["comm_share_mean"] > 0.25].itertuples(index=False):
+            out.append(("comm_share_high", f"job {j.job}", f"job={j.job}",
+                        f"{100 * j.comm_share_mean:.1f}% {j.comm_mean_s:.2f} s "
+                        f"{j.elapsed_max_s:.2f} s"))
     runs = ds["hvd_runs"]
     if not runs.empty:
         for w in hv.timeline_warnings(runs).itertuples(index=False):
@@ -127,6 +133,21 @@ def _today(ds: dptrace.Dataset) -> list[tuple[str, str, str, str]]:
         for j in jobs[jobs["check_agrees"].astype("object") == False].itertuples():  # noqa: E712
             out.append(("job_check_failed", f"run {j.run}", f"run={j.run} metric={j.metric}",
                         f"{j.name} {j.check_name}"))
+        # issue 15: per-rank or per-device job figures with no world size (not it/s)
+        partial = jobs[jobs["how"].isin(["one_printer", "sum_of_ranks", "mean_of_ranks"])
+                       & jobs["scope"].isin(["instance", "device"]) & jobs["world_size"].isna()
+                       & ~jobs["metric"].isin(["iterations_per_s", "steps_per_s",
+                                               "batches_per_s"])]
+        for j in partial.itertuples():
+            out.append(("unknown_world_size", f"run {j.run}",
+                        f"run={j.run} input={j.input} metric={j.metric}", ""))
+        # issue 15: the last third of 15+ steady figures more than 10% below the first third
+        drifts = thr.drift(tp)
+        for d in drifts[(drifts["drop_pct"] > 10) & (drifts["steady_rows"] >= 15)].itertuples():
+            who = f"instance {d.instance}" if not pd.isna(d.instance) else (
+                "the job" if d.scope == "global" else d.name)
+            out.append(("throughput_drift", who, f"source={d.source} name={d.name}",
+                        f"{d.drop_pct:.1f}% {d.steady_rows}"))
     tiles = ds["tiles"]
     if not tiles.empty:
         out += _tile_warnings(tiles)
@@ -266,7 +287,7 @@ def test_section_on_real_data_renders_each_finding():
     section = findings_section(ds, {})
     assert (section.name, section.title) == ("findings", "Findings") and section.caption
     table = section.tables["findings"]
-    assert len(table) == 15
+    assert len(table) == 24   # 15 before issue 15, plus 9 jobs whose MPI share is over 25%
     text = " ".join(_render(draw(section)).split())
     assert text.startswith("Findings")
     for r in table.itertuples(index=False):
@@ -480,11 +501,12 @@ def test_lowest_exec_instance_needs_two_instances(pids, fires):
 
 
 def test_every_rule_is_listed_once():
-    assert len(rules.KINDS) == len(set(rules.KINDS)) == 14
+    assert len(rules.KINDS) == len(set(rules.KINDS)) == 17
     doc = rules.__doc__ or ""
+    readme = (HERE.parent / "README.md").read_text(encoding="utf-8")
     for kind in rules.KINDS:
         kinds_doc = next(c.doc for c in schema.TABLES["findings"].columns if c.name == "kind")
-        assert kind in doc and kind in kinds_doc
+        assert kind in doc and kind in kinds_doc and f"| `{kind}` |" in readme, kind
 
 
 def test_rules_skip_missing_values():

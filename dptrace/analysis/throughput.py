@@ -120,6 +120,41 @@ def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
     return _in_order(run_first(out, tp))
 
 
+def drift(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION) -> pd.DataFrame:
+    """One row per series and instance of training figures: how the steady figures (after
+    warm-up, :func:`mark_warmup`; repeats skipped) changed from the first third of the run to
+    the last, in the order the instance printed them (by step where there is one).
+
+    Columns: the series columns, ``instance``, ``steady_rows``, ``first_median``,
+    ``last_median`` (medians of the first and last third), ``drop_pct`` (how much lower the
+    last third is, in % of the first; negative: it got faster), ``first_lineno``,
+    ``last_lineno``. Medians, so one slow step (a checkpoint) does not make a drift.
+    """
+    cols = [*SERIES, "instance", "steady_rows", "first_median", "last_median", "drop_pct",
+            "first_lineno", "last_lineno"]
+    if tp.empty:
+        return run_first(pd.DataFrame(columns=keys(tp, *cols)), tp)
+    tp = _phased(tp)
+    tp = tp[(tp["phase"].astype("object") == "train")]
+    df = tp[~mark_warmup(tp, fraction).reindex(tp.index, fill_value=False).to_numpy()]
+    rows = []
+    by = keys(df, *SERIES, "instance")
+    for key, g in _group(df, by):
+        g = g.sort_values(["step", "lineno"], kind="stable", na_position="last") \
+            if g["step"].notna().all() else g.sort_values("lineno", kind="stable")
+        v = g["value"].to_numpy(dtype="float64", na_value=np.nan)
+        ok = np.isfinite(v)
+        v, lines = v[ok], g["lineno"].to_numpy()[ok]
+        n = len(v)
+        third = n // 3
+        first = float(np.median(v[:third])) if third else np.nan
+        last = float(np.median(v[-third:])) if third else np.nan
+        drop = (first - last) / first * 100.0 if third and first > 0 else np.nan
+        rows.append((*key, n, first, last, drop, int(lines[0]) if n else None,
+                     int(lines[-1]) if n else None))
+    return pd.DataFrame(rows, columns=[*by, *cols[len(SERIES) + 1:]])
+
+
 def _in_order(inst: pd.DataFrame) -> pd.DataFrame:
     """Rows of :func:`per_instance`: series in :func:`series_order`, instances by rank."""
     groups = _group(inst, keys(inst, *SERIES))

@@ -59,8 +59,55 @@ class Finding:
             raise ValueError(f"scope {self.scope!r} is not one of {SCOPES}")
 
 
+#: kinds that are effects of another finding: within a severity they come after the causes
+#: (:func:`is_cause`), and their message points to the causes found in the same run
+SYMPTOMS = frozenset({"comm_share_high", "throughput_drift", "job_check_failed"})
+#: kinds that cause communication time and slow steps (besides every ``*_straggler``)
+CAUSES = frozenset({"small_message_allreduce"})
+
+
+def is_cause(kind: str) -> bool:
+    """A straggler (any ``*_straggler`` kind, a rank named by several sources) or another
+    cause of slow communication: listed before the symptoms of the same severity."""
+    return kind.endswith("_straggler") or kind.startswith("straggler") or kind in CAUSES
+
+
+def _place(kind: str) -> int:
+    """0 causes, 1 the rest, 2 symptoms: the order within a severity, before the kind."""
+    return 0 if is_cause(kind) else 2 if kind in SYMPTOMS else 1
+
+
+def point_to_causes(findings: list[Finding]) -> list[Finding]:
+    """Each symptom's message ends by naming the causes found in the same run, so that a
+    reader of one line knows where to look first."""
+    causes: dict[str | None, list[Finding]] = {}
+    for f in findings:
+        if is_cause(f.kind):
+            causes.setdefault(f.run, []).append(f)
+    out = []
+    for f in findings:
+        found = causes.get(f.run, []) if f.kind in SYMPTOMS else []
+        job = _job_of(f.evidence)
+        if job is not None:   # a job's symptom: the causes found in that job
+            found = [c for c in found if _job_of(c.evidence) in (job, None)]
+        if found:
+            names = "; ".join(dict.fromkeys(f"{c.subject} ({c.kind})" for c in found))
+            f = replace(f, message=f"{f.message} Likely cause, listed above: {names}.")
+        out.append(f)
+    return out
+
+
+def _job_of(evidence: str) -> str | None:
+    """The ``job=`` key of an evidence text (the value up to the next space), else None."""
+    for word in evidence.split(" ")[1:]:
+        if word.startswith("job="):
+            return word[4:]
+    return None
+
+
 def frame(findings: list[Finding]) -> pd.DataFrame:
-    """``findings`` as the ``findings`` table: schema dtypes, ordered by severity, kind, then
+    """``findings`` as the ``findings`` table: schema dtypes, ordered by severity, then causes
+    before the rest and symptoms last (:func:`is_cause`, :data:`SYMPTOMS`), then kind, then
     value (largest first; none last), then subject and evidence (so the order is stable)."""
     cols = FINDINGS.names
     rows = [asdict(f) for f in findings]
@@ -68,8 +115,8 @@ def frame(findings: list[Finding]) -> pd.DataFrame:
     df = df.astype({"rank": "object", "value": "float64", "threshold": "float64"})
     if len(df):
         order = df.assign(_sev=df["severity"].map({s: i for i, s in enumerate(SEVERITIES)}),
-                          _val=-df["value"])
-        order = order.sort_values(["_sev", "kind", "_val", "subject", "evidence"],
+                          _place=df["kind"].map(_place), _val=-df["value"])
+        order = order.sort_values(["_sev", "_place", "kind", "_val", "subject", "evidence"],
                                   kind="stable", na_position="last")
         df = df.loc[order.index]
     out = conform(df.reset_index(drop=True), FINDINGS)
@@ -90,7 +137,7 @@ def build(ds: Dataset, **opts: Any) -> pd.DataFrame:
     else:               # each run judged on its own rows: no rule mixes two runs
         found = [replace(f, run=run) for run, part in ds.by_run().items()
                  for f in run_rules(part, **opts)]
-    out = frame(found)
+    out = frame(point_to_causes(found))
     if ids:
         out["run"] = pd.Categorical(out["run"].astype(object), categories=ids)
     return out

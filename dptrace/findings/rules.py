@@ -31,6 +31,12 @@ unmatched_ends               info      E records that closed nothing (``timeline
 cached_negotiations          info      negotiations without rank-ready ticks (``timeline_warnings``)
 lowest_exec_instance         info      of 2+ SambaNova instances, the one with the lowest mean
                                        %exec (the tiles drawer)
+comm_share_high              warning   a job's ranks spent more than 25% of their elapsed time
+                                       in MPI on average (``communication.jobs``)
+throughput_drift             warning   the last third of an instance's steady figures is more
+                                       than 10% below the first third (``throughput.drift``)
+unknown_world_size           info      a per-rank or per-device job figure in a run whose world
+                                       size nothing states (``throughput.job``)
 ===========================  ========  ==========================================================
 
 A rule takes the tables its section already shows (so ``evidence`` names rows a reader can find
@@ -85,6 +91,17 @@ def _num(v: Any) -> str:
 
 def _pct(share: float) -> str:
     return f"{100 * share:g}%"
+
+
+def _lines(first: Any, last: Any) -> str:
+    """'line 2' or 'lines 10-250' (a tqdm bar's updates share one physical line)."""
+    return f"line {_int(first)}" if _int(first) == _int(last) else \
+        f"lines {_int(first)}-{_int(last)}"
+
+
+def _pct1(share: float) -> str:
+    """A measured share, to one decimal: 0.857 -> '85.7%'."""
+    return f"{100 * share:.1f}%"
 
 
 def _time_us(us: Any) -> str:
@@ -278,6 +295,97 @@ def job_check_failed(job: pd.DataFrame) -> list[Finding]:
     return out
 
 
+def throughput_drift(drifts: pd.DataFrame, drift: float = th.DRIFT_FRACTION,
+                     min_rows: int = th.DRIFT_MIN_ROWS) -> list[Finding]:
+    """Per series and instance (``analysis.throughput.drift``): the last third of the steady
+    training figures slower than the first third by more than ``drift`` (medians), with at
+    least ``min_rows`` steady figures. Global figures count (a whole job slowing down);
+    an unknown printer too ("the printer")."""
+    out = []
+    for r in drifts.itertuples(index=False):
+        d = r.drop_pct
+        if _na(d) or not d > drift * 100.0 or _count(r.steady_rows) < min_rows:
+            continue
+        who = (f"instance {r.instance}" if not _na(r.instance)
+               else "the job" if str(r.scope) == "global" else "the printer")
+        unit = _unit(r.metric)
+        label = f" ({r.label})" if not _na(r.label) else ""
+        out.append(Finding(
+            "warning", "throughput_drift", "instance" if not _na(r.instance) else "job",
+            who if who != "the printer" else f"{r.name}",
+            f"'{r.name}'{label} of {who} in {r.source} slowed down during the run: the last "
+            f"third of its {_int(r.steady_rows)} steady figures has a median of "
+            f"{_num(r.last_median)} {unit}, {d:.1f}% below the first third's "
+            f"{_num(r.first_median)} {unit} ({_lines(r.first_lineno, r.last_lineno)}).",
+            f"throughput.instances source={r.source} name={r.name}"
+            + (f" label={r.label}" if label else "") + f" instance={r.instance}",
+            "A job that slows down as it runs: look at what grows or heats up (thermal "
+            "throttling, a filling disk or page cache, memory growth, a competing process on "
+            "the node, data that gets slower to read later in the epoch).",
+            value=float(d), threshold=100.0 * drift))
+    return out
+
+
+def unknown_world_size(job: pd.DataFrame) -> list[Finding]:
+    """Job figures made of per-rank or per-device figures (one printer, a sum or mean over
+    the ranks that printed) in a run whose world size nothing states: the whole job's
+    throughput is not known."""
+    out = []
+    partial = job[job["how"].astype("object").isin(("one_printer", "sum_of_ranks",
+                                                    "mean_of_ranks"))
+                  & job["scope"].astype("object").isin(("instance", "device"))
+                  & job["world_size"].isna()
+                  # every rank runs the same steps per second: the job's rate is any rank's
+                  & ~job["metric"].astype("object").isin(jobfig.SYNCHRONOUS_METRICS)]
+    for _, r in partial.iterrows():
+        unit = _unit(r["metric"])
+        printers = _count(r["printers"])
+        out.append(Finding(
+            "info", "unknown_world_size", "job", f"run {r['run']}",
+            f"Run {r['run']}: the job figure of {r['input']} for {r['metric']} "
+            f"({_num(r['value'])} {unit}, {r['how']}) covers the "
+            f"{_plural(printers, 'printer')} in the log; nothing in the inputs says how many "
+            "ranks the job had, so the whole job's throughput is not known.",
+            f"throughput.job run={r['run']} input={r['input']} metric={r['metric']}",
+            "Give dptrace every rank's log, or make the job print its world size (WORLD_SIZE, "
+            "the launcher's banner, HF Trainer's 'Num processes').",
+            value=float(r["value"])))
+    return out
+
+
+def comm_share_high(jobs: pd.DataFrame, routines: pd.DataFrame,
+                    share: float = th.COMM_SHARE) -> list[Finding]:
+    """Per mpitrace job: its ranks spent more than ``share`` of their elapsed time in MPI on
+    average (``communication.jobs.comm_share_mean``); names the routine holding the most MPI
+    time (``communication.routines``)."""
+    out = []
+    for r in jobs.itertuples(index=False):
+        s = r.comm_share_mean
+        if _na(s) or not s > share:
+            continue
+        top = ""
+        mine = routines[routines["job"].astype(str) == str(r.job)] if len(routines) else routines
+        if len(mine) and mine["time_s"].notna().any():
+            t = mine.loc[mine["time_s"].astype("float64").idxmax()]
+            top = (f"; {t['routine']} holds {_pct1(float(t['time_share']))} of the MPI time"
+                   if not _na(t["time_share"]) else f"; most of it in {t['routine']}")
+        spread = ("" if _na(r.comm_share_min) or _na(r.comm_share_max) else
+                  f", {_pct1(float(r.comm_share_min))} to {_pct1(float(r.comm_share_max))} "
+                  "across ranks")
+        out.append(Finding(
+            "warning", "comm_share_high", "job", f"job {r.job}",
+            f"The ranks of job {r.job} spent {_pct1(float(s))} of their elapsed time in MPI on "
+            f"average ({r.comm_mean_s:.2f} s of up to {r.elapsed_max_s:.2f} s{spread})"
+            f"{top}.",
+            f"communication.jobs job={r.job}",
+            "Communication not hidden behind computation: fuse more and overlap (Horovod "
+            "HOROVOD_FUSION_THRESHOLD / HOROVOD_CYCLE_TIME, DDP bucket_cap_mb), check the "
+            "message-size table for slow bins; time the others spent waiting for a slow "
+            "rank counts here too (see any straggler finding).",
+            value=100.0 * float(s), threshold=100.0 * share))
+    return out
+
+
 # -- Horovod timelines ------------------------------------------------------------------------
 
 def truncated_input(runs: pd.DataFrame) -> list[Finding]:
@@ -424,6 +532,10 @@ RULES: tuple[Rule, ...] = (
     Rule(("throughput_straggler",), ("throughput.instances",), throughput_stragglers),
     Rule(("job_copies_disagree",), ("throughput.job",), job_copies_disagree),
     Rule(("job_check_failed",), ("throughput.job",), job_check_failed),
+    Rule(("unknown_world_size",), ("throughput.job",), unknown_world_size),
+    Rule(("throughput_drift",), ("throughput.drift",), throughput_drift),
+    Rule(("comm_share_high",), ("communication.jobs", "communication.routines"),
+         comm_share_high),
     Rule(("truncated_input",), ("horovod.runs",), truncated_input),
     Rule(("open_intervals",), ("horovod.runs",), open_intervals),
     Rule(("unmatched_ends",), ("horovod.runs",), unmatched_ends),
@@ -449,7 +561,14 @@ def tables(ds: Dataset, names: set[str], **opts: Any) -> dict[str, pd.DataFrame]
     if "communication.small_messages" in names and not ds["mpi_routines"].empty:
         out["communication.small_messages"] = comm.small_messages(ds["mpi_messages"],
                                                                   ds["mpi_routines"])
+    if names & {"communication.jobs", "communication.routines"} and not ranks.empty:
+        rt = out.get("communication.ranks")
+        rt = comm.rank_times(ranks) if rt is None else rt
+        out["communication.jobs"] = comm.job_summary(rt, ds["mpi_jobs"])
+        out["communication.routines"] = comm.top_routines(ds["mpi_routines"], n=None)
     tp = ds["throughput"]
+    if "throughput.drift" in names and not tp.empty:
+        out["throughput.drift"] = thr.drift(tp, float(opts.get("warmup", th.WARMUP_FRACTION)))
     if "throughput.instances" in names and not tp.empty:
         fraction = float(opts.get("warmup", th.WARMUP_FRACTION))
         out["throughput.instances"] = thr.per_instance(tp, fraction)

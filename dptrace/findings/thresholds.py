@@ -41,6 +41,20 @@ LAST_SHARE: float = 0.5
 IDLE_PCT: float = tl.IDLE_PCT
 
 
+#: mpitrace: ranks spending more than this share of their elapsed time in MPI, on average over
+#: the job's ranks (``communication.jobs.comm_share_mean``). Real jobs: Horovod on MPI with
+#: CPU training 17% (ThetaGPU CPU, 8 ranks) to 81-87% (Theta KNL); NCCL jobs under 1%
+COMM_SHARE: float = 0.25
+
+#: throughput: the last third of an instance's steady steps slower than the first third by
+#: more than this fraction (median against median) is a drift. Real logs drift by -5% to
+#: +4% (tests/test_findings_rules15.py): noise stays well below
+DRIFT_FRACTION: float = 0.10
+#: throughput: an instance needs this many steady (after warm-up) figures to judge a drift
+#: (thirds of at least 5: one slow step, a checkpoint, moves no median)
+DRIFT_MIN_ROWS: int = 15
+
+
 # -- overrides: `dptrace report --threshold KIND=VALUE`, `dptrace.findings(ds, thresholds=)` --
 
 @dataclass(frozen=True)
@@ -68,6 +82,11 @@ OVERRIDABLE: dict[str, Threshold] = {t.kind: t for t in (
     Threshold("small_message_allreduce", "share", 100.0 * SMALL_SHARE, "%",
               f"Allreduces of at most {SMALL_BYTES} bytes holding more than this share of a "
               "job's MPI time", scale=0.01),
+    Threshold("comm_share_high", "share", 100.0 * COMM_SHARE, "%",
+              "mean share of the ranks' elapsed time spent in MPI", scale=0.01),
+    Threshold("throughput_drift", "drift", 100.0 * DRIFT_FRACTION, "%",
+              "the last third of an instance's steady figures slower than the first third by "
+              "this much", scale=0.01),
     Threshold("negotiation_straggler", "share", 100.0 * LAST_SHARE, "%",
               "a rank last ready in at least this share of the compared Horovod negotiations",
               scale=0.01),

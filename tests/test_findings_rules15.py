@@ -1,0 +1,156 @@
+"""Findings rules of issue 15, each on a real input where it fires and where it must not:
+``comm_share_high`` (mpitrace), ``throughput_drift`` (training logs), ``unknown_world_size``
+(job figures), and the order cause before symptom, with the symptom naming its cause."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import dptrace
+from dptrace.analysis import throughput as thr
+from dptrace.findings import thresholds as th
+
+FIX = Path(__file__).parent / "fixtures"
+REAL = Path(__file__).resolve().parents[2] / "shared" / "realdata"
+DRIFT = FIX / "trainlog" / "generated" / "drift"
+
+
+def _kinds(ds, **kw) -> list[str]:
+    return dptrace.findings(ds, **kw)["kind"].astype(str).tolist()
+
+
+def _only(ds, kind: str, **kw):
+    f = dptrace.findings(ds, **kw)
+    return f[f["kind"].astype(str) == kind]
+
+
+# -- comm_share_high ---------------------------------------------------------------------------
+
+def test_comm_share_high_fires_on_theta():
+    """Theta KNL, 32 ranks of Horovod on MPI: mpitrace says the ranks spent 79.1% to 87.6%
+    of their elapsed time in MPI (mean 272.46 s of up to 317.92 s), nearly all of it in
+    MPI_Allreduce."""
+    hit = _only(dptrace.load(FIX / "mpitrace" / "alcfws_theta_knl32"), "comm_share_high")
+    assert len(hit) == 1
+    r = hit.iloc[0]
+    assert r["subject"] == "job 19013" and r["severity"] == "warning"
+    assert r["value"] == pytest.approx(85.7, abs=0.05) and r["threshold"] == 25.0
+    assert "MPI_Allreduce holds 99.7% of the MPI time" in r["message"]
+    assert "272.46 s of up to 317.92 s" in r["message"]
+
+
+@pytest.mark.parametrize("path", [
+    "alcfws_thetagpu_cpu8_mpi_profile.176429.0",      # Horovod CPU, 16.6% on average
+    "mlprof_polaris2n_deepspeed_mpi_profile.406142.0",  # NCCL does the gradients: ~0%
+    "mlprof_thetagpu_ddp_run1",
+    "mlprof_polaris_run4",
+])
+def test_comm_share_high_is_quiet_below_the_threshold(path):
+    p = REAL / "mpitrace" / path
+    if not p.exists():
+        pytest.skip("shared/realdata is not beside the clone")
+    ds = dptrace.load(p)
+    jobs = dptrace.report(ds).tables["communication.jobs"]
+    assert (jobs["comm_share_mean"] < th.COMM_SHARE).all()
+    assert "comm_share_high" not in _kinds(ds)
+
+
+def test_comm_share_threshold_override():
+    ds = dptrace.load(FIX / "mpitrace" / "alcfws_theta_knl32")
+    assert "comm_share_high" not in _kinds(ds, thresholds={"comm_share_high": 90})
+    assert "comm_share_high" in _kinds(ds, thresholds={"comm_share_high": 85})
+
+
+def test_the_cause_comes_before_the_symptom_and_is_named():
+    """Theta's MPI time is 86% small Allreduces (Horovod's negotiation): that finding comes
+    first, and the communication share points to it."""
+    f = dptrace.findings(dptrace.load(FIX / "mpitrace" / "alcfws_theta_knl32"))
+    kinds = f["kind"].astype(str).tolist()
+    assert kinds.index("small_message_allreduce") < kinds.index("comm_share_high")
+    msg = f.loc[f["kind"] == "comm_share_high", "message"].iloc[0]
+    assert msg.endswith("Likely cause, listed above: job 19013 (small_message_allreduce).")
+
+
+def test_a_symptom_names_only_causes_of_its_own_job():
+    if not (REAL / "mpitrace").is_dir():
+        pytest.skip("shared/realdata is not beside the clone")
+    f = dptrace.findings(dptrace.load(REAL / "mpitrace"))
+    share = f[f["kind"] == "comm_share_high"]
+    assert len(share) >= 4
+    for r in share.itertuples(index=False):
+        named = r.message.split("Likely cause, listed above: ")[1]
+        assert named == f"{r.subject} (small_message_allreduce).", r.message
+
+
+# -- throughput_drift --------------------------------------------------------------------------
+
+def test_drift_fires_on_a_run_that_slowed_down():
+    """drift.log (make.sh): the reads of every batch take 1.6x longer after step 100 of 200;
+    tqdm's rate goes from about 17-18 it/s to about 11-12 it/s."""
+    ds = dptrace.load(DRIFT / "drift.log")
+    d = thr.drift(ds["throughput"])
+    assert len(d) == 1
+    row = d.iloc[0]
+    assert row["steady_rows"] >= th.DRIFT_MIN_ROWS
+    assert 15 < row["first_median"] < 20 and 10 < row["last_median"] < 13.5
+    hit = _only(ds, "throughput_drift")
+    assert len(hit) == 1
+    r = hit.iloc[0]
+    assert r["value"] == pytest.approx(row["drop_pct"]) and r["value"] > 25
+    assert r["threshold"] == 10.0 and "(Training)" in r["message"]
+    assert "line 2)" in r["message"]       # every update of the bar is on physical line 2
+
+
+def test_drift_is_quiet_on_a_steady_run():
+    ds = dptrace.load(DRIFT / "steady.log")
+    row = thr.drift(ds["throughput"]).iloc[0]
+    assert abs(row["drop_pct"]) < 5
+    assert "throughput_drift" not in _kinds(ds)
+
+
+@pytest.mark.parametrize("name", ["trainlog", "perrank", "scaling"])
+def test_drift_is_quiet_on_every_real_log(name):
+    """Real logs drift by -5% to +4% (they speed up or hold): none crosses 10%."""
+    if not (REAL / name).is_dir():
+        pytest.skip("shared/realdata is not beside the clone")
+    ds = dptrace.load(REAL / name)
+    d = thr.drift(ds["throughput"])
+    judged = d[d["steady_rows"] >= th.DRIFT_MIN_ROWS]
+    assert len(judged) >= 1
+    assert (judged["drop_pct"].dropna() < 100 * th.DRIFT_FRACTION).all()
+    assert "throughput_drift" not in _kinds(ds)
+
+
+# -- unknown_world_size ------------------------------------------------------------------------
+
+def test_unknown_world_size_fires_where_nothing_states_it():
+    """torchtitan excerpt: two ranks print tokens/s ('[rank0]:', '[rank1]:'), nothing says
+    how many ranks the job had; the Graphcore excerpt prints one process's samples/s."""
+    p = FIX / "trainlog"
+    names = ["torchtitan_multirank_duplicate_lines_from_issue.md",
+             "alcfws_graphcore_resnet50_from_docs.md"]
+    if not all((p / n).exists() for n in names):
+        p = REAL / "trainlog"
+    for n in names:
+        hit = _only(dptrace.load(p / n), "unknown_world_size")
+        assert len(hit) == 1, n
+        assert hit.iloc[0]["severity"] == "info"
+        assert "not known" in hit.iloc[0]["message"]
+
+
+def test_unknown_world_size_is_quiet_where_the_log_states_it():
+    gen = FIX / "trainlog" / "generated"
+    for case in ("hf_trainer_torchrun2", "horovod_synthetic_benchmark", "ddp_samples_per_rank"):
+        ds = dptrace.load(gen / case)
+        assert "unknown_world_size" not in _kinds(ds), case
+
+
+def test_unknown_world_size_skips_steps_per_second():
+    """it/s is the same on every rank of a synchronous job: the world size does not change
+    it (the SambaNova excerpt's tqdm bar, one printer)."""
+    p = FIX / "trainlog" / "ug_sn30_multinode_from_docs.md"
+    job = dptrace.report(dptrace.load(p)).tables["throughput.job"]
+    assert ((job["metric"] == "iterations_per_s") & job["world_size"].isna()).any()
+    assert "unknown_world_size" not in _kinds(dptrace.load(p))
