@@ -169,6 +169,13 @@ def _tile_warnings_as_drawn(idle: pd.DataFrame,
     for src, g in idle[idle["always_idle"]].groupby(idle["source"].astype(str)):
         out.append(("idle_tiles", src, f"source={src}",
                     f"warning: {len(g)} tile(s) idle in every snapshot"))
+    # issue 15: %exec below 50%, load + checkpoint above 10% (conditions written out)
+    for r in inst[inst["exec_mean_pct"] < 50].itertuples(index=False):
+        out.append(("low_exec", f"PID {r.pid}", f"pid={r.pid}", f"{r.exec_mean_pct:.1f}%"))
+    load = inst[["pload_mean_pct", "aload_mean_pct", "chkpt_mean_pct"]].fillna(0).sum(axis=1)
+    for r, total in zip(inst.itertuples(index=False), load, strict=True):
+        if total > 10:
+            out.append(("load_overhead", f"PID {r.pid}", f"pid={r.pid}", f"{total:.1f}%"))
     for src, g in inst.groupby(inst["source"].astype(str)):
         if len(g) > 1:
             low = g[g["lowest"]].iloc[0]
@@ -501,7 +508,7 @@ def test_lowest_exec_instance_needs_two_instances(pids, fires):
 
 
 def test_every_rule_is_listed_once():
-    assert len(rules.KINDS) == len(set(rules.KINDS)) == 17
+    assert len(rules.KINDS) == len(set(rules.KINDS)) == 19
     doc = rules.__doc__ or ""
     readme = (HERE.parent / "README.md").read_text(encoding="utf-8")
     for kind in rules.KINDS:

@@ -154,3 +154,29 @@ def test_unknown_world_size_skips_steps_per_second():
     job = dptrace.report(dptrace.load(p)).tables["throughput.job"]
     assert ((job["metric"] == "iterations_per_s") & job["world_size"].isna()).any()
     assert "unknown_world_size" not in _kinds(dptrace.load(p))
+
+
+# -- SambaNova: low_exec, load_overhead ----------------------------------------------------------
+
+def test_low_exec_and_load_overhead_fire_on_an_instance_that_is_loading():
+    """The SambaNova docs' sntilestat listing: PID 49880's four tiles show %exec 4.7-7.x
+    (mean 6.2%) and %pload 11.2%, %aload 1.8% on average."""
+    ds = dptrace.load(FIX / "sntilestat" / "aitbdocs_sambanova_Miscellaneous_from_docs.md")
+    low = _only(ds, "low_exec")
+    assert low["subject"].tolist() == ["PID 49880"]
+    assert low["value"].iloc[0] == pytest.approx(6.225) and low["threshold"].iloc[0] == 50
+    assert "6.2%" in low["message"].iloc[0]
+    load = _only(ds, "load_overhead")
+    assert load["subject"].tolist() == ["PID 49880"]
+    assert load["value"].iloc[0] == pytest.approx(13.0)
+    assert "program load 11.2%, argument load 1.8%" in load["message"].iloc[0]
+
+
+@pytest.mark.parametrize("name", ["ug_sn30_multinode_from_docs.md", "ug_sn30_single_from_docs.md"])
+def test_training_instances_are_not_low_or_loading(name):
+    """16 instances at 89.9-92.1% %exec with 0.2-1.3% loading; one at 96.9%."""
+    ds = dptrace.load(FIX / "sntilestat" / name)
+    kinds = _kinds(ds)
+    assert "low_exec" not in kinds and "load_overhead" not in kinds
+    inst = dptrace.report(ds).tables["tiles.instances"]
+    assert (inst["exec_mean_pct"] > 85).all()

@@ -37,6 +37,10 @@ throughput_drift             warning   the last third of an instance's steady fi
                                        than 10% below the first third (``throughput.drift``)
 unknown_world_size           info      a per-rank or per-device job figure in a run whose world
                                        size nothing states (``throughput.job``)
+low_exec                     warning   a SambaNova instance's tiles executed less than 50% of the
+                                       time on average (``tiles.instances``)
+load_overhead                warning   a SambaNova instance's tiles spent more than 10% of the
+                                       time loading program/arguments or checkpointing
 ===========================  ========  ==========================================================
 
 A rule takes the tables its section already shows (so ``evidence`` names rows a reader can find
@@ -511,6 +515,62 @@ def lowest_exec_instance(instances: pd.DataFrame) -> list[Finding]:
     return out
 
 
+def low_exec(instances: pd.DataFrame, pct: float = th.LOW_EXEC_PCT) -> list[Finding]:
+    """SambaNova instances (``tiles.instances``) whose tiles executed less than ``pct`` % of
+    the time on average: the instance is not training most of the time."""
+    out = []
+    for r in instances.itertuples(index=False):
+        e = r.exec_mean_pct
+        if _na(e) or not e < pct:
+            continue
+        busy = _busy(r)
+        out.append(Finding(
+            "warning", "low_exec", "instance", f"PID {r.pid}",
+            f"PID {r.pid} in {r.source} executed only {e:.1f}% of the time on average over "
+            f"its {_plural(_count(r.tiles), 'tile')} and {_plural(_count(r.snapshots), 'snapshot')}"
+            f"{busy}.",
+            f"tiles.instances source={r.source} pid={r.pid}",
+            "A SambaNova instance that is not executing is loading, checkpointing or waiting "
+            "for input: look at the host side (data loading, the other instances it "
+            "synchronises with) and at the snapshots' timing (program load at start-up).",
+            value=float(e), threshold=float(pct)))
+    return out
+
+
+def load_overhead(instances: pd.DataFrame, pct: float = th.LOAD_PCT) -> list[Finding]:
+    """SambaNova instances whose tiles spent more than ``pct`` % of the time loading the
+    program (``%pload``) or arguments (``%aload``) or checkpointing (``%chkpt``)."""
+    out = []
+    for r in instances.itertuples(index=False):
+        parts = [(n, getattr(r, c)) for n, c in (("program load", "pload_mean_pct"),
+                                                  ("argument load", "aload_mean_pct"),
+                                                  ("checkpoint", "chkpt_mean_pct"))]
+        known = [(n, float(v)) for n, v in parts if not _na(v)]
+        total = sum(v for _, v in known)
+        if not known or not total > pct:
+            continue
+        detail = ", ".join(f"{n} {v:.1f}%" for n, v in known)
+        out.append(Finding(
+            "warning", "load_overhead", "instance", f"PID {r.pid}",
+            f"PID {r.pid} in {r.source} spent {total:.1f}% of its tiles' time loading or "
+            f"checkpointing ({detail}).",
+            f"tiles.instances source={r.source} pid={r.pid}",
+            "Program load belongs to start-up: a long capture of a training run should "
+            "show it once; frequent checkpoints or argument loads cost steps (SambaFlow "
+            "checkpoint interval, arguments kept on the device).",
+            value=total, threshold=float(pct)))
+    return out
+
+
+def _busy(r: Any) -> str:
+    """'; program load 11.2%, argument load 1.8%' for the non-zero load/checkpoint means."""
+    parts = [(n, getattr(r, c, np.nan)) for n, c in (("program load", "pload_mean_pct"),
+                                                      ("argument load", "aload_mean_pct"),
+                                                      ("checkpoint", "chkpt_mean_pct"))]
+    shown = [f"{n} {float(v):.1f}%" for n, v in parts if not _na(v) and float(v) > 0]
+    return f" ({', '.join(shown)})" if shown else ""
+
+
 # -- the rule list and the tables it reads ------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -543,6 +603,8 @@ RULES: tuple[Rule, ...] = (
     Rule(("negotiation_straggler",), ("horovod.stragglers",), negotiation_stragglers),
     Rule(("idle_tiles",), ("tiles.idle_tiles",), idle_tiles),
     Rule(("lowest_exec_instance",), ("tiles.instances",), lowest_exec_instance),
+    Rule(("low_exec",), ("tiles.instances",), low_exec),
+    Rule(("load_overhead",), ("tiles.instances",), load_overhead),
 )
 
 #: every kind a rule can produce

@@ -55,6 +55,16 @@ DRIFT_FRACTION: float = 0.10
 DRIFT_MIN_ROWS: int = 15
 
 
+#: SambaNova: an instance whose tiles executed less than this share of the time on average
+#: (``tiles.instances.exec_mean_pct``). Real instances training: 89.9-96.9%; the docs' PID
+#: 49880 caught loading its program: 6.2%
+LOW_EXEC_PCT: float = 50.0
+#: SambaNova: an instance whose tiles spent more than this share of the time loading the
+#: program or its arguments or checkpointing (``pload + aload + chkpt`` means). Real
+#: training instances: 0.2-1.3%; PID 49880: 13.0%
+LOAD_PCT: float = 10.0
+
+
 # -- overrides: `dptrace report --threshold KIND=VALUE`, `dptrace.findings(ds, thresholds=)` --
 
 @dataclass(frozen=True)
@@ -87,6 +97,11 @@ OVERRIDABLE: dict[str, Threshold] = {t.kind: t for t in (
     Threshold("throughput_drift", "drift", 100.0 * DRIFT_FRACTION, "%",
               "the last third of an instance's steady figures slower than the first third by "
               "this much", scale=0.01),
+    Threshold("low_exec", "pct", LOW_EXEC_PCT, "%",
+              "an instance's tiles executing less than this share of the time on average"),
+    Threshold("load_overhead", "pct", LOAD_PCT, "%",
+              "an instance's tiles loading program or arguments or checkpointing more than "
+              "this share of the time"),
     Threshold("negotiation_straggler", "share", 100.0 * LAST_SHARE, "%",
               "a rank last ready in at least this share of the compared Horovod negotiations",
               scale=0.01),
