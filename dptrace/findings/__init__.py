@@ -3,7 +3,8 @@
 Every check, warning and straggler rule of dptrace is a *rule* (:mod:`.rules`): a small pure
 function from analysis tables to :class:`Finding` rows. :func:`build` runs every rule whose
 tables ``ds`` has and returns the ``findings`` table of :mod:`dptrace.schema`, ordered by
-severity, then kind, then value (largest first: the furthest over its threshold leads).
+severity, then causes before symptoms (a straggler before the waiting it causes), then kind,
+then value (largest first: the furthest over its threshold leads).
 
 Layering: findings import analysis and schema, never reports; the report's Findings section
 (:mod:`.section`) and its terminal drawer (:mod:`.terminal`) are separate modules, so that
@@ -22,10 +23,17 @@ from ..schema import FINDINGS, SEVERITIES, conform
 if TYPE_CHECKING:
     from ..dataset import Dataset
 
-__all__ = ["FINDINGS", "SCOPES", "SEVERITIES", "Finding", "build", "frame"]
+__all__ = ["CAUSES", "FINDINGS", "SCOPES", "SEVERITIES", "SYMPTOMS", "Finding", "build", "frame"]
 
 #: what a finding can be about
 SCOPES = ("job", "rank", "instance", "tensor", "tile", "input")
+#: kinds that are causes found from two tables or sources at once: within a severity they come
+#: first (a straggler before the waiting it causes), in this order; the other kinds follow in
+#: alphabetical order (the one-source stragglers among them)
+CAUSES = ("cross_source_straggler", "compute_straggler")
+#: kinds that are symptoms of a cause (waiting for a straggler shows as MPI time): within a
+#: severity they come last
+SYMPTOMS = ("small_message_allreduce", "comm_share_high", "latency_bound_allreduce")
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,9 @@ class Finding:
     value: float | None = None
     threshold: float | None = None
     run: str | None = None
+    #: not a column: how many ranks (or instances) the source of a straggler finding saw, so
+    #: that the rule over findings merges only sources that describe jobs of one size
+    world_size: int | None = None
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
@@ -57,16 +68,18 @@ class Finding:
 
 
 def frame(findings: list[Finding]) -> pd.DataFrame:
-    """``findings`` as the ``findings`` table: schema dtypes, ordered by severity, kind, then
-    value (largest first; none last), then subject and evidence (so the order is stable)."""
+    """``findings`` as the ``findings`` table: schema dtypes, ordered by severity, causes
+    first and symptoms last (:data:`CAUSES`, :data:`SYMPTOMS`), kind, then value (largest
+    first; none last), then subject and evidence (so the order is stable)."""
     cols = FINDINGS.names
     rows = [asdict(f) for f in findings]
     df = pd.DataFrame(rows, columns=cols) if rows else pd.DataFrame({c: [] for c in cols})
     df = df.astype({"rank": "object", "value": "float64", "threshold": "float64"})
     if len(df):
+        role = {k: i for i, k in enumerate(CAUSES)} | {k: len(CAUSES) + 1 for k in SYMPTOMS}
         order = df.assign(_sev=df["severity"].map({s: i for i, s in enumerate(SEVERITIES)}),
-                          _val=-df["value"])
-        order = order.sort_values(["_sev", "kind", "_val", "subject", "evidence"],
+                          _role=df["kind"].map(role).fillna(len(CAUSES)), _val=-df["value"])
+        order = order.sort_values(["_sev", "_role", "kind", "_val", "subject", "evidence"],
                                   kind="stable", na_position="last")
         df = df.loc[order.index]
     out = conform(df.reset_index(drop=True), FINDINGS)
