@@ -662,7 +662,10 @@ def cross_source_stragglers(found: list[Finding], instances: pd.DataFrame | None
             f"{', '.join(named[:-1])} and {named[-1]}. {said}",
             ev, lead.hint, rank=r, value=float(len(kinds)), threshold=float(sources))
     out: list[Finding] = []
-    slow_in: dict[str, list[int]] = {}
+    slow_in: dict[str, list[int]] = {}      # job -> its compute stragglers
+    for f in found:
+        if f.kind == "compute_straggler" and (job_of := _JOB_OF.match(f.evidence)):
+            slow_in.setdefault(job_of.group(1), []).append(int(f.rank or 0))
     for f in found:
         if f.kind in STRAGGLER_SOURCES and f.rank is not None and int(f.rank) in merged:
             out.append(merged.pop(int(f.rank)))   # in the first named finding's place
@@ -672,8 +675,6 @@ def cross_source_stragglers(found: list[Finding], instances: pd.DataFrame | None
         if f.kind in ("compute_straggler", "negotiation_straggler") and lock \
                 and lock[2] == f.world_size:
             f = replace(f, message=f"{f.message} {lock[0]}", evidence=f"{f.evidence}; {lock[1]}")
-        if f.kind == "compute_straggler" and (job_of := _JOB_OF.match(f.evidence)):
-            slow_in.setdefault(job_of.group(1), []).append(int(f.rank or 0))
         out.append(f)
     for i, f in enumerate(out):
         job = f.subject[len("job "):] if f.subject.startswith("job ") else None
