@@ -305,3 +305,14 @@ def test_causes_come_before_symptoms():
     assert f["kind"].tolist() == ["cross_source_straggler", "files_disagree",
                                   "compute_straggler", "idle_tiles", "small_message_allreduce"]
     assert "world_size" not in f.columns
+
+
+def test_two_runs_with_one_job_id_are_judged_apart():
+    """Run a's ranks at 2.0 s, run b's at 1.0 s but rank 3 at 0.85 s (0.15 s: under 2% of
+    10 s). Mixed, rank 3 of run b would sit 1.15 s below the others' median; apart, nothing
+    fires."""
+    rt = pd.concat([_rt([2.0, 2.0, 2.0, 2.0]).assign(run="a"),
+                    _rt([1.0, 1.0, 1.0, 0.85]).assign(run="b")], ignore_index=True)
+    assert not rules.compute_stragglers(rt, _none("mpi_routines"), _none("mpi_messages"))
+    assert rules.compute_stragglers(rt.drop(columns="run"), _none("mpi_routines"),
+                                    _none("mpi_messages"))

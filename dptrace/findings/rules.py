@@ -284,6 +284,15 @@ def _bytes_range(lo: int | None, hi: int | None) -> str:
     return f" of {hi:,} bytes" if lo == hi else f" of {lo:,}-{hi:,} bytes"
 
 
+def _of_job(t: pd.DataFrame, key: dict[str, Any]) -> pd.DataFrame:
+    """The rows of ``t`` with these key values (a key column ``t`` lacks is not compared)."""
+    keep = np.ones(len(t), dtype=bool)
+    for c, v in key.items():
+        if c in t.columns:
+            keep &= (t[c].astype(object) == v).to_numpy(dtype=bool)
+    return t[keep]
+
+
 def compute_stragglers(rt: pd.DataFrame, routines: pd.DataFrame, messages: pd.DataFrame,
                        share: float = th.COMPUTE_GAP_SHARE, mads: float = th.COMPUTE_GAP_MADS,
                        floor_s: float = th.COMPUTE_MAD_FLOOR_S,
@@ -301,7 +310,9 @@ def compute_stragglers(rt: pd.DataFrame, routines: pd.DataFrame, messages: pd.Da
     ``collective_share`` of it is in collectives, and the finding names the collective and
     size bin that hold the most. Without them it fires on the times alone and says so."""
     out: list[Finding] = []
-    for job, g in rt.groupby("job", sort=False, observed=True):
+    by = ["run", "job"] if "run" in rt.columns else ["job"]   # two runs may share a job id
+    for key, g in rt.groupby(by, sort=False, observed=True):
+        job = key[-1]
         g = g[g["comm_time_s"].notna() & g["elapsed_s"].notna()]
         if len(g) < min_ranks:
             continue
@@ -312,10 +323,10 @@ def compute_stragglers(rt: pd.DataFrame, routines: pd.DataFrame, messages: pd.Da
         order = np.argsort(g["comm_time_s"].to_numpy(dtype="float64"), kind="stable")
         s = g["comm_time_s"].to_numpy(dtype="float64")[order]
         ranks = g["rank"].to_numpy()[order]
-        mine_r = routines[routines["job"].astype(object) == job]
+        mine_r, mine_m = (_of_job(t, dict(zip(by, key, strict=True)))
+                          for t in (routines, messages))
         if "region" in mine_r and (mine_r["region"].astype(object) == "init_finalize").any():
             mine_r = mine_r[mine_r["region"].astype(object) == "init_finalize"]
-        mine_m = messages[messages["job"].astype(object) == job]
         for p in range(len(s)):         # least MPI time first: the largest gaps first
             med = _median_without(s, p)
             gap = med - float(s[p])
