@@ -262,9 +262,10 @@ def test_cross_source_keeps_jobs_of_different_sizes_apart():
     assert len(_of(found, "negotiation_straggler")) == 1
 
 
-def _f(kind: str, rank: int, world: int | None = 4, sev: str = "warning") -> Finding:
-    return Finding(sev, kind, "rank", f"rank {rank}", f"{kind} of rank {rank}.",
-                   f"{kind}.table rank={rank}", rank=rank, world_size=world)
+def _f(kind: str, rank: int, world: int | None = 4, origin: str = "") -> Finding:
+    return Finding("warning", kind, "rank", f"rank {rank}", f"{kind} of rank {rank}.",
+                   f"{kind}.table rank={rank}", rank=rank, world_size=world,
+                   origin=origin or f"{kind} file")
 
 
 @pytest.mark.parametrize("kinds,merged", [
@@ -316,3 +317,21 @@ def test_two_runs_with_one_job_id_are_judged_apart():
     assert not rules.compute_stragglers(rt, _none("mpi_routines"), _none("mpi_messages"))
     assert rules.compute_stragglers(rt.drop(columns="run"), _none("mpi_routines"),
                                     _none("mpi_messages"))
+
+
+def test_cross_source_needs_one_job_or_file_per_source():
+    """Two mpitrace jobs in one run (a directory of several runs' profiles) each with a
+    straggler rank 1: which of them goes with the timeline's rank 1? None is merged."""
+    out = rules.cross_source_stragglers([_f("compute_straggler", 1, origin="job 1"),
+                                         _f("compute_straggler", 1, origin="job 2"),
+                                         _f("negotiation_straggler", 1)])
+    assert [f.kind for f in out] == ["compute_straggler", "compute_straggler",
+                                     "negotiation_straggler"]
+
+
+def test_no_lockstep_note_when_the_run_has_several_logs():
+    """tests/fixtures/straggler as one input is one run with six jobs and six logs: the
+    delayed rank's finding cannot say which log is its job's."""
+    found = _of(_found(STRAG), "compute_straggler")
+    assert found["rank"].tolist() == [2, 1]
+    assert not found["message"].str.contains("throughput lines").any()

@@ -59,6 +59,9 @@ class Finding:
     #: not a column: how many ranks (or instances) the source of a straggler finding saw, so
     #: that the rule over findings merges only sources that describe jobs of one size
     world_size: int | None = None
+    #: not a column: the job or file a straggler finding comes from (a run with two mpitrace
+    #: jobs or two timelines cannot say which of them goes with another source)
+    origin: str | None = None
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:

@@ -371,7 +371,7 @@ def _compute_finding(job: object, r: int, n: int, mine: float, med: float, gap: 
         f"Look at compute or data loading on rank {r} (the others wait for it in {at}): its "
         "node, its input shard and loader workers, or work only it does (logging, evaluation, "
         "checkpoints).",
-        rank=r, value=gap, threshold=need, world_size=world)
+        rank=r, value=gap, threshold=need, world_size=world, origin=f"job {job}")
 
 
 # -- throughput (training logs) ---------------------------------------------------------------
@@ -423,7 +423,7 @@ def throughput_stragglers(instances: pd.DataFrame, ranks: pd.DataFrame | None = 
             "instance's node, data shard and input pipeline with the others.",
             rank=of_rank.get((str(k["source"]), str(slow["instance"]))),
             value=float(slow["below_median_pct"]), threshold=100.0 * straggler,
-            world_size=len(g)))
+            world_size=len(g), origin=str(k["source"])))
     return out
 
 
@@ -543,7 +543,7 @@ def negotiation_stragglers(stragglers: pd.DataFrame,
                 f"The other ranks wait for rank {r.rank} before each collective: look at what "
                 "it does between steps (data loading, uneven work, a slower node).",
                 rank=int(r.rank), value=100 * float(r.last_share), threshold=100 * share,
-                world_size=len(g)))
+                world_size=len(g), origin=src))
     return out
 
 
@@ -612,16 +612,18 @@ def _lockstep(instances: pd.DataFrame | None, ranks: pd.DataFrame | None,
     inst = instances[(instances["scope"].astype(object) != "global")
                      & instances["instance"].notna()]
     best: tuple[int, int, Any, pd.DataFrame] | None = None
+    logs: set[str] = set()
     for i, (key, g) in enumerate(inst.groupby(thr.SERIES, sort=False, dropna=False,
                                               observed=True)):
         k = dict(zip(thr.SERIES, key, strict=True))
         named = [of_rank.get((str(k["source"]), str(x))) for x in g["instance"]]
         if len(g) < 2 or any(r is None for r in named) or g["value"].isna().all():
             continue
+        logs.add(str(k["source"]))
         if best is None or int(g["rows"].sum()) > best[0]:
             best = (int(g["rows"].sum()), i, k, g)
-    if best is None:
-        return None
+    if best is None or len(logs) > 1:
+        return None                 # none, or several logs: which one is the job's?
     _, _, k, g = best
     below = g["below_median_pct"].astype("float64")
     if (below > 100.0 * straggler).any():
@@ -642,16 +644,26 @@ def cross_source_stragglers(found: list[Finding], instances: pd.DataFrame | None
     """The findings of one run, with every rank that ``sources`` or more different straggler
     rules name (:data:`STRAGGLER_SOURCES`: MPI profiles, Horovod timeline, throughput lines),
     from sources that saw the same number of ranks (a directory of unrelated jobs is one run
-    too: a 32-rank mpitrace job and a 4-rank timeline are not one job), merged into one
-    ``cross_source_straggler`` finding of severity critical that carries all their messages
-    and evidence. A compute or negotiation straggler whose run also has per-rank throughput
-    lines that are all equal says that those lines cannot show it (and names them in its
-    evidence) when those lines come from as many ranks as its job has; a symptom in the
-    straggler's job (``small_message_allreduce``) points to it."""
+    too: a 32-rank mpitrace job and a 4-rank timeline are not one job) and that each come
+    from one job or file of the run (with two mpitrace jobs, which one is the timeline's?),
+    merged into one ``cross_source_straggler`` finding of severity critical that carries all
+    their messages and evidence. A compute or negotiation straggler whose run also has
+    per-rank throughput lines that are all equal says that those lines cannot show it (and
+    names them in its evidence) when those lines come from one log with as many ranks as its
+    job has, and the run has one such log and one mpitrace job with a straggler; a symptom in
+    the straggler's job (``small_message_allreduce``) points to it."""
     lock = _lockstep(instances, ranks, straggler)
+    origins: dict[str, set[str | None]] = {}
+    for f in found:
+        if f.kind in STRAGGLER_SOURCES:
+            origins.setdefault(f.kind, set()).add(f.origin)
+    # a kind whose findings come from two jobs or files of the run cannot be paired
+    single = {k for k, o in origins.items() if len(o) == 1 and None not in o}
+    if len(origins.get("compute_straggler", set())) > 1:
+        lock = None
     by_rank: dict[int, list[Finding]] = {}
     for f in found:
-        if f.kind in STRAGGLER_SOURCES and f.rank is not None:
+        if f.kind in single and f.rank is not None:
             by_rank.setdefault(int(f.rank), []).append(f)
     merged: dict[int, Finding] = {}
     by_rank_merged: set[int] = set()
