@@ -335,3 +335,25 @@ def test_no_lockstep_note_when_the_run_has_several_logs():
     found = _of(_found(STRAG), "compute_straggler")
     assert found["rank"].tolist() == [2, 1]
     assert not found["message"].str.contains("throughput lines").any()
+
+
+def test_thresholds_sit_between_the_measured_noise_and_the_delays():
+    """noise_runs.tsv (19 real runs: 14 balanced, 5 delayed) is the evidence for the 2% share:
+    every balanced run's largest gap is below it and every delayed run's above; its rows of
+    the kept runs are what their profiles print."""
+    from dptrace.findings import thresholds as th
+
+    runs = pd.read_csv(STRAG / "noise_runs.tsv", sep="\t")
+    assert len(runs) == 19
+    balanced = runs[runs["delay"] == "none"]
+    delayed = runs[runs["delay"] != "none"]
+    assert len(balanced) == 14
+    assert balanced["gap_pct_elapsed"].max() < 100 * th.COMPUTE_GAP_SHARE
+    assert delayed["gap_pct_elapsed"].min() > 100 * th.COMPUTE_GAP_SHARE
+    assert delayed["gap_mads"].min() > th.COMPUTE_GAP_MADS
+    assert (delayed["lowest_rank"] == delayed["delay"].str.extract(r"rank (\d)")[0]
+            .astype(int)).all()
+    for r in runs[~runs["run"].str.startswith("noise_")].itertuples():
+        times = _mpi_times(STRAG / r.run)
+        assert [r.comm_s_rank0, r.comm_s_rank1, r.comm_s_rank2, r.comm_s_rank3] == \
+            [times[k][0] for k in range(4)]

@@ -43,10 +43,12 @@ IDLE_PCT: float = tl.IDLE_PCT
 # time, and (2) an outlier against the others' spread: at least COMPUTE_GAP_MADS median
 # absolute deviations of the others' MPI times (the deviation floored at COMPUTE_MAD_FLOOR_S,
 # mpitrace's resolution), in a job of at least COMPUTE_MIN_RANKS ranks with an MPI time.
-# Measured gaps (gap / elapsed; gap / MAD of the others), see tests/fixtures/straggler/PROVENANCE:
+# Measured gaps (gap / elapsed; gap / MAD of the others), tests/fixtures/straggler/
+# noise_runs.tsv:
 # - 14 balanced 4-rank runs of tests/fixtures/straggler/dp_steps.c on a loaded 2-core VM (4
-#   kept as fixtures, 10 more measured): gap at most 0.016 s, 0.2-1.2% of elapsed;
-# - the same with one rank 3 ms slower per 40 ms step (22 steps): 3.0-5.0% and 4.1-13 MADs;
+#   kept as fixtures, 10 more measured): gap at most 0.016 s, 0.2-1.2% of elapsed (0.4-3.2
+#   MADs: with 4 ranks the spread alone does not tell noise from a straggler; the share does);
+# - the same with one rank 3 ms slower per 40 ms step (22 steps): 3.0-5.0% and 5.2-13 MADs;
 #   with 15 ms (delayed_r2): 0.33 s, 16.8%, 8.3 MADs;
 # - real jobs without a lone slow rank: ThetaGPU cpu8 176429 (a continuous spread: 1.4%, 2.1
 #   MADs), ThetaGPU gpu8 2475362 (a continuous spread of 3.6-8.4 s: 10.8% but 3.0 MADs), the
