@@ -8,6 +8,7 @@ rich: the public names load on first use, so ``dptrace --help`` starts at once):
     dptrace.throughput_summary(ds["throughput"])             # aggregates per source/metric
     dptrace.report(ds)                                        # a Report: its Sections'
                                                               # tables, figures, to_html()
+    dptrace.findings(ds)                                      # what to look at first
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ _PUBLIC = {
     "Report": ".reports.model",
     "Section": ".reports.model",
     "UnknownFormatError": ".errors",
+    "findings": ".findings",
     "load": ".api",
     "report": ".api",
     "throughput_summary": ".analysis.throughput",
@@ -44,6 +46,8 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from .errors import DptraceError as DptraceError
     from .errors import ParseError as ParseError
     from .errors import UnknownFormatError as UnknownFormatError
+    from .findings import _CallableModule
+    findings: _CallableModule
     from .reports.model import Report as Report
     from .reports.model import Section as Section
 
@@ -51,7 +55,9 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
 def __getattr__(name: str) -> Any:
     module = _PUBLIC.get(name) or _READERS.get(name)
     if module:
-        value = getattr(importlib.import_module(module, __name__), name)
+        found = importlib.import_module(module, __name__)
+        # the findings package is itself the callable dptrace.findings(ds)
+        value = found if module == f".{name}" else getattr(found, name)
         globals()[name] = value   # later lookups skip this function
         return value
     raise AttributeError(f"module 'dptrace' has no attribute {name!r}")

@@ -10,15 +10,18 @@ from typing import TYPE_CHECKING, Any
 
 from . import registry, runs
 from .dataset import Dataset
-from .errors import Problem
+from .errors import DptraceError, Problem
 from .executor import ExecutorArg
 from .loader import ProgressFn, load_sources
 from .sources import Source, expand, resolve_max_decompressed
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from .reports.model import Report
 
-__all__ = ["ProgressFn", "load", "load_sources", "expand_arguments", "read_function", "report"]
+__all__ = ["ProgressFn", "expand_arguments", "findings", "load", "load_sources", "read_function",
+           "report"]
 
 PathArg = str | bytes | os.PathLike[str] | Iterable[str | bytes | os.PathLike[str]]
 #: the decompression limit: bytes (0: no limit), a size such as "32G", or None (the default)
@@ -116,10 +119,36 @@ def read_names() -> list[str]:
     return [f"read_{name}" for name in registry.parsers()]
 
 
-def report(ds: Dataset, *, warmup: float = 0.1) -> Report:
+def report(ds: Dataset, *, warmup: float = 0.1,
+           thresholds: Mapping[str, float] | None = None) -> Report:
     """The report of ``ds``, for notebooks: ``.tables``, ``.figures`` (plotly), ``.to_html(path)``,
     ``.to_json()``; Jupyter shows a compact summary. ``warmup`` is the share of each
-    instance's steps dropped before averaging throughput (as ``dptrace report --warmup``)."""
+    instance's steps dropped before averaging throughput (as ``dptrace report --warmup``);
+    ``thresholds`` overrides the findings' thresholds by kind (as ``--threshold``; see
+    :func:`findings`)."""
+    from .findings.thresholds import parse_overrides
     from .reports import model
 
-    return model.build(ds, warmup=warmup)
+    try:
+        given = parse_overrides(thresholds or {})
+    except ValueError as exc:
+        raise DptraceError(str(exc)) from None
+    return model.build(ds, warmup=warmup, thresholds=given)
+
+
+def findings(ds: Dataset, *, warmup: float = 0.1,
+             thresholds: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """The ``findings`` table of ``ds``: what the report says first (most severe first; cause
+    before symptom), one row per finding with its message, hint, numbers and evidence.
+
+    ``thresholds``: overrides by kind, in the unit of the ``threshold`` column, e.g.
+    ``{"throughput_straggler": 10}`` (10% below the median); the kinds that take one are
+    ``dptrace.findings.thresholds.OVERRIDABLE``. ``warmup`` as for :func:`report`."""
+    from .findings import build
+    from .findings.thresholds import parse_overrides
+
+    try:
+        given = parse_overrides(thresholds or {})
+    except ValueError as exc:
+        raise DptraceError(str(exc)) from None
+    return build(ds, warmup=warmup, thresholds=given)

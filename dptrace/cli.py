@@ -6,6 +6,7 @@ Exit codes (also in ``dptrace --help`` and the README):
   1  partial: the report was written, but an input or part of one was skipped
   2  usage error (bad option, unknown --format)
   3  failure: no input gave any data
+  4  --fail-on: the report was written and has a finding of that severity or worse
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from . import __version__
 from .errors import DptraceError
-from .exitcodes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from .exitcodes import EXIT_FAILURE, EXIT_FINDINGS, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
 
 if TYPE_CHECKING:  # the heavy modules (pandas, rich) load only for a command that needs them
     from rich.console import Console
@@ -33,6 +34,7 @@ _EPILOG = """exit codes:
   1  partial: report written, but an input or part of one was skipped (see Problems)
   2  usage error (bad option, unknown --format, an output that cannot be written)
   3  failure: no input gave any data
+  4  with --fail-on LEVEL: a finding of LEVEL or worse (the report was written)
 """
 
 
@@ -54,6 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--warmup", type=_fraction, default=0.1, metavar="FRACTION",
                    help="share of each instance's steps dropped as warm-up, in [0, 1) "
                    "(default 0.1)")
+    r.add_argument("--threshold", action="append", default=[], metavar="KIND=VALUE",
+                   help="override a finding's threshold, in the unit of its threshold column "
+                   "(repeatable), e.g. throughput_straggler=10 (%% below the median); the "
+                   "kinds that take one: README, Findings")
+    r.add_argument("--fail-on", choices=("warning", "critical"), metavar="LEVEL",
+                   help="exit 4 when a finding of LEVEL (warning or critical) or worse is "
+                   "found, after writing the report: for CI pipelines of training jobs")
     r.add_argument("--all", action="store_true", dest="show_all",
                    help="show every throughput series in the terminal, setup bars included "
                    "(default: the most important ones)")
@@ -181,15 +190,20 @@ def _stdout_closed(code: int) -> int:
 
 def _report(args: argparse.Namespace, console: Console, err: Console) -> int:
     from . import registry
+    from .findings.thresholds import parse_overrides
     from .reports import json_report, model, terminal
 
     registry.get(args.format) if args.format != "auto" else None
     for option, target in (("--html", args.html), ("--json", args.json)):
         if target and target != "-":
             _check_output_file(option, target)
+    try:
+        thresholds = parse_overrides(args.threshold)
+    except ValueError as exc:
+        raise DptraceError(str(exc)) from None
     ds = _load_with_progress(args.paths, args.format, err, args.max_decompressed)
-    code = args._code = model.exit_code(ds)
-    report = model.build(ds, warmup=args.warmup)
+    report = model.build(ds, warmup=args.warmup, thresholds=thresholds)
+    code = args._code = _fail_on(model.exit_code(ds), report, args.fail_on)
     # files first: a closed stdout (`| head`) must not cost the dashboard or the JSON file
     if args.html:
         report.to_html(args.html)
@@ -204,6 +218,20 @@ def _report(args: argparse.Namespace, console: Console, err: Console) -> int:
         terminal.render(report, console, show_all=args.show_all)
         console.file.flush()
     return code
+
+
+def _fail_on(code: int, report: object, level: str | None) -> int:
+    """``code``, or :data:`EXIT_FINDINGS` when ``--fail-on LEVEL`` and the report has a
+    finding of LEVEL or worse (never over a usage error or a failure)."""
+    if level is None or code not in (EXIT_OK, EXIT_PARTIAL):
+        return code
+    from .schema import SEVERITIES
+
+    found = report.tables.get("findings.findings")  # type: ignore[attr-defined]
+    if found is None or found.empty:
+        return code
+    worst = SEVERITIES[: SEVERITIES.index(level) + 1]
+    return EXIT_FINDINGS if found["severity"].astype(str).isin(worst).any() else code
 
 
 def _export(args: argparse.Namespace, err: Console) -> int:

@@ -1,5 +1,6 @@
 """The exit codes of the ``dptrace`` command, in one place (documented in ``dptrace --help``
-and the README). :func:`dptrace.reports.model.exit_code` picks one for a Dataset."""
+and the README). :func:`dptrace.reports.model.exit_code` picks one for a Dataset; the CLI
+turns 0 and 1 into :data:`EXIT_FINDINGS` under ``--fail-on``."""
 
 #: every input was parsed (files inside a directory that no format recognises are skipped
 #: with a note and do not count)
@@ -10,3 +11,6 @@ EXIT_PARTIAL = 1
 EXIT_USAGE = 2
 #: failure: no input gave any data
 EXIT_FAILURE = 3
+#: ``--fail-on warning|critical``: the report was written and holds a finding of that
+#: severity or worse (for CI pipelines of training jobs); it replaces 0 and 1, never 2 or 3
+EXIT_FINDINGS = 4

@@ -78,13 +78,13 @@ def test_compute_straggler_names_the_delayed_rank():
     elapsed = max(e for _, e in times.values())
     assert (f["kind"], f["severity"], f["scope"], f["subject"], f["rank"]) == \
         ("compute_straggler", "warning", "rank", "rank 2", 2)
-    assert f["value"] == pytest.approx(gap, abs=1e-9)
+    assert f["value"] == pytest.approx(100 * gap / elapsed, abs=1e-9) and f["threshold"] == 2.0
     assert f"{gap:.3f} s less in MPI" in f["message"]
     assert f"{100 * gap / elapsed:.1f}% of the" in f["message"]
     # the others waited in the 8-byte loss Allreduce, the first collective after compute
     assert "most in MPI_Allreduce of 5-8 bytes" in f["message"]
-    assert f["evidence"].startswith("communication.ranks job=5001 rank=2; message_sizes.bins "
-                                    "job=5001 routine=MPI_Allreduce bin=2; throughput.instances")
+    # the one row it rests on, which the report links to (the bin is in the message)
+    assert f["evidence"] == "communication.ranks job=5001 rank=2"
     # every rank prints the same img/sec: in lockstep the lines cannot show the straggler
     assert "The per-rank throughput lines cannot show it: the 4 ranks' 'img/sec per CPU'" \
         in f["message"]
@@ -190,7 +190,8 @@ def test_gap_of_2_pct_of_elapsed(low, fires):
                                      _none("mpi_messages"))
     assert bool(found) is fires
     if fires:
-        assert found[0].rank == 3 and found[0].threshold == pytest.approx(0.2)
+        assert found[0].rank == 3 and found[0].threshold == 2.0
+        assert found[0].value == pytest.approx(100 * (1.0 - low) / 10.0)
         assert "where needs this rank's profile and another's" in found[0].message
 
 

@@ -32,6 +32,18 @@ DRAWN_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map
   + el.querySelectorAll('.heatmaplayer .hm image').length])"""
 
 
+#: per evidence link of the findings panel: its href, and whether its target exists
+FINDINGS_JS = """() => Array.from(document.querySelectorAll('#findings a.ev')).map(a => [
+  a.getAttribute('href'), !!document.getElementById(a.getAttribute('href').slice(1))])"""
+#: after following a link: the target's id, whether it is the :target, whether every
+#: <details> around it is open, and whether it is inside the viewport
+FOLLOWED_JS = """() => { const el = document.querySelector(':target'); if (!el) return null;
+  let open = true; for (let p = el.parentElement; p; p = p.parentElement)
+    if (p.tagName === 'DETAILS' && !p.open) open = false;
+  const r = el.getBoundingClientRect();
+  return [el.id, open, r.bottom > 0 && r.top < window.innerHeight]; }"""
+
+
 def write_hostile_inputs(d: Path) -> None:
     """A training log whose tqdm label and an sntilestat listing whose user, COMMAND and file
     name are HTML."""
@@ -87,6 +99,12 @@ def page_result(dashboard):
             seen["bold"] = page.evaluate("document.querySelectorAll('td b').length")
             seen["horovod_text"] = page.evaluate(
                 "document.getElementById('horovod').textContent")
+            seen["findings"] = page.evaluate(FINDINGS_JS)
+            seen["followed"] = []
+            for href in [h for h, _ in seen["findings"]]:   # click each evidence link
+                page.click(f"a.ev[href='{href}']")
+                page.wait_for_timeout(50)
+                seen["followed"].append(page.evaluate(FOLLOWED_JS))
         finally:
             browser.close()
     return report, out, seen
@@ -133,3 +151,19 @@ def test_hostile_strings_are_text(page_result):
     assert "<img src=x onerror=alert(#)>" in seen["svg_text"]  # tqdm label in a bar title
     assert HOSTILE in seen["horovod_text"]                 # tensor name in the top tensors
     assert "synthetic_xss_tensor_name.json" in seen["svg_text"]
+
+
+def test_findings_link_to_their_evidence(page_result):
+    report, _, seen = page_result
+    findings = report.tables["findings.findings"]
+    links = seen["findings"]
+    # the dashboard's inputs give at least: Theta's small Allreduces, the Horovod rank 0
+    # straggler, the SambaNova instance 0 straggler and its lowest-%exec PID
+    assert {"small_message_allreduce", "negotiation_straggler", "throughput_straggler",
+            "lowest_exec_instance"} <= set(findings["kind"].astype(str))
+    assert len(links) >= 4 and all(exists for _, exists in links), links
+    assert any(h.startswith("#r-") for h, _ in links)      # rows, not only tables
+    for (href, _), followed in zip(links, seen["followed"], strict=True):
+        assert followed is not None, href
+        target, all_open, in_view = followed
+        assert f"#{target}" == href and all_open and in_view, (href, followed)

@@ -13,8 +13,11 @@ Layering: findings import analysis and schema, never reports; the report's Findi
 
 from __future__ import annotations
 
+import sys
+import types
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -90,10 +93,11 @@ def frame(findings: list[Finding]) -> pd.DataFrame:
     return out
 
 
-def build(ds: Dataset, **opts: object) -> pd.DataFrame:
+def build(ds: Dataset, **opts: Any) -> pd.DataFrame:
     """Run every rule on ``ds``; the ``findings`` table (empty, with its columns, when none
     fires). Options: ``warmup`` (fraction of each instance's steps dropped before throughput
-    is compared, as in the throughput section)."""
+    is compared, as in the throughput section), ``thresholds`` (overrides by kind, in the unit
+    of the ``threshold`` column: :data:`.thresholds.OVERRIDABLE`)."""
     from .rules import run_rules
 
     ids = ds.run_ids
@@ -106,3 +110,18 @@ def build(ds: Dataset, **opts: object) -> pd.DataFrame:
     if ids:
         out["run"] = pd.Categorical(out["run"].astype(object), categories=ids)
     return out
+
+
+class _CallableModule(types.ModuleType):
+    """This package is also the notebook's ``dptrace.findings(ds)``: calling it returns the
+    findings table (:func:`dptrace.api.findings`), while ``dptrace.findings.rules`` and
+    ``.thresholds`` stay importable under the same name (design: one public name)."""
+
+    def __call__(self, ds: Dataset, *, warmup: float = 0.1,
+                 thresholds: Mapping[str, float] | None = None) -> pd.DataFrame:
+        from ..api import findings
+
+        return findings(ds, warmup=warmup, thresholds=thresholds)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -55,7 +55,7 @@ from a Dataset and runs every rule.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -341,12 +341,12 @@ def compute_stragglers(rt: pd.DataFrame, routines: pd.DataFrame, messages: pd.Da
             if w is not None and w.extra_s > 0 and w.collective_s < collective_share * w.extra_s:
                 continue                # the others' extra time is not in collectives
             out.append(_compute_finding(job, r, len(s), float(s[p]), med, gap, elapsed,
-                                        max(share * elapsed, mads * mad), mad, w, world))
+                                        share, mad, w, world))
     return out
 
 
 def _compute_finding(job: object, r: int, n: int, mine: float, med: float, gap: float,
-                     elapsed: float, need: float, mad: float, w: _Wait | None,
+                     elapsed: float, share: float, mad: float, w: _Wait | None,
                      world: int) -> Finding:
     where = ""
     evidence = f"communication.ranks job={job} rank={r}"
@@ -354,8 +354,6 @@ def _compute_finding(job: object, r: int, n: int, mine: float, med: float, gap: 
         where = (f", most in {w.routine}{_bytes_range(w.bin_lo, w.bin_hi)} ("
                  f"{_num(w.routine_s)} s more than rank {r} there, median of "
                  f"{_plural(w.profiled, 'other profile')})")
-        evidence += f"; message_sizes.bins job={job} routine={w.routine}" + (
-            f" bin={w.bin}" if w.bin is not None else "")
         at = f"{w.routine}{_bytes_range(w.bin_lo, w.bin_hi)}"
     else:
         where = (" (where needs this rank's profile and another's; mpitrace writes every "
@@ -371,7 +369,8 @@ def _compute_finding(job: object, r: int, n: int, mine: float, med: float, gap: 
         f"Look at compute or data loading on rank {r} (the others wait for it in {at}): its "
         "node, its input shard and loader workers, or work only it does (logging, evaluation, "
         "checkpoints).",
-        rank=r, value=gap, threshold=need, world_size=world, origin=f"job {job}")
+        rank=r, value=100 * gap / elapsed, threshold=100 * share, world_size=world,
+        origin=f"job {job}")
 
 
 # -- throughput (training logs) ---------------------------------------------------------------
@@ -648,8 +647,8 @@ def cross_source_stragglers(found: list[Finding], instances: pd.DataFrame | None
     from one job or file of the run (with two mpitrace jobs, which one is the timeline's?),
     merged into one ``cross_source_straggler`` finding of severity critical that carries all
     their messages and evidence. A compute or negotiation straggler whose run also has
-    per-rank throughput lines that are all equal says that those lines cannot show it (and
-    names them in its evidence) when those lines come from one log with as many ranks as its
+    per-rank throughput lines that are all equal says that those lines cannot show it when
+    those lines come from one log with as many ranks as its
     job has, and the run has one such log and one mpitrace job with a straggler; a symptom in
     the straggler's job (``small_message_allreduce``) points to it."""
     lock = _lockstep(instances, ranks, straggler)
@@ -697,7 +696,8 @@ def cross_source_stragglers(found: list[Finding], instances: pd.DataFrame | None
             continue                        # already merged
         if f.kind in ("compute_straggler", "negotiation_straggler") and lock \
                 and lock[2] == f.world_size:
-            f = replace(f, message=f"{f.message} {lock[0]}", evidence=f"{f.evidence}; {lock[1]}")
+            # the evidence stays the one row the finding rests on (the report links it)
+            f = replace(f, message=f"{f.message} {lock[0]}")
         out.append(f)
     for i, f in enumerate(out):
         job = f.subject[len("job "):] if f.subject.startswith("job ") else None
@@ -783,13 +783,19 @@ def tables(ds: Dataset, names: set[str], **opts: Any) -> dict[str, pd.DataFrame]
     return out
 
 
-def run_rules(ds: Dataset, **opts: Any) -> list[Finding]:
-    """Every rule whose tables ``ds`` has, in :data:`RULES` order."""
+def run_rules(ds: Dataset, thresholds: Mapping[str, float] | None = None,
+              **opts: Any) -> list[Finding]:
+    """Every rule whose tables ``ds`` has, in :data:`RULES` order. ``thresholds``: overrides
+    by kind, in the unit of the findings' ``threshold`` column (checked by
+    :func:`.thresholds.parse_overrides`; see :data:`.thresholds.OVERRIDABLE`)."""
+    given = th.parse_overrides(thresholds or {})
     have = tables(ds, {n for r in RULES for n in r.needs}, **opts)
     out: list[Finding] = []
     for rule in RULES:
         if all(n in have for n in rule.needs):
-            out.extend(rule.fn(*(have[n] for n in rule.needs)))
+            kwargs = {th.OVERRIDABLE[k].param: th.OVERRIDABLE[k].argument(v)
+                      for k, v in given.items() if k in rule.kinds}
+            out.extend(rule.fn(*(have[n] for n in rule.needs), **kwargs))
     # then the rule over findings: one rank named by several sources
     return cross_source_stragglers(out, have.get("throughput.instances"),
                                    have.get("throughput.ranks"))

@@ -7,6 +7,10 @@ change a threshold in its analysis module and the finding follows.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
 from ..analysis import communication as comm
 from ..analysis import horovod as hv
 from ..analysis import throughput as thr
@@ -74,3 +78,68 @@ COLLECTIVE_SHARE: float = 0.5
 #: sources (compute straggler, negotiation straggler, throughput straggler) that must name one
 #: rank of a run for one cross_source_straggler finding of severity critical
 CROSS_SOURCES: int = 2
+
+# -- overrides: `dptrace report --threshold KIND=VALUE`, `dptrace.findings(ds, thresholds=)` --
+
+@dataclass(frozen=True)
+class Threshold:
+    """A rule's threshold a user may override: by the finding's ``kind``, in the unit of the
+    findings table's ``threshold`` column (``scale`` turns it into the rule's argument
+    ``param``: a % into a fraction)."""
+
+    kind: str
+    param: str
+    default: float
+    unit: str
+    doc: str
+    scale: float = 1.0
+
+    def argument(self, value: float) -> float:
+        return value * self.scale
+
+
+#: every threshold that can be overridden, by kind (what ``--threshold`` accepts)
+OVERRIDABLE: dict[str, Threshold] = {t.kind: t for t in (
+    Threshold("throughput_straggler", "straggler", 100.0 * STRAGGLER_FRACTION, "%",
+              "an instance this far below its series' median after warm-up is a straggler",
+              scale=0.01),
+    Threshold("small_message_allreduce", "share", 100.0 * SMALL_SHARE, "%",
+              f"Allreduces of at most {SMALL_BYTES} bytes holding more than this share of a "
+              "job's MPI time", scale=0.01),
+    Threshold("negotiation_straggler", "share", 100.0 * LAST_SHARE, "%",
+              "a rank last ready in at least this share of the compared Horovod negotiations",
+              scale=0.01),
+    Threshold("compute_straggler", "share", 100.0 * COMPUTE_GAP_SHARE, "%",
+              "a rank this share of the job's elapsed time below the other ranks' median MPI "
+              f"time (and >= {COMPUTE_GAP_MADS:g} median absolute deviations of theirs)",
+              scale=0.01),
+)}
+
+
+def parse_overrides(items: Iterable[str] | Mapping[str, float]) -> dict[str, float]:
+    """``KIND=VALUE`` texts (or a mapping) checked against :data:`OVERRIDABLE`: the values by
+    kind. Raises ValueError naming what is wrong and what is accepted."""
+    pairs: list[tuple[str, object]] = []
+    if isinstance(items, Mapping):
+        pairs = [(str(k), v) for k, v in items.items()]
+    else:
+        for text in items:
+            key, sep, given = str(text).partition("=")
+            if not sep:
+                raise ValueError(f"--threshold {text!r}: expected KIND=VALUE, e.g. "
+                                 "throughput_straggler=10")
+            pairs.append((key.strip(), given.strip()))
+    out: dict[str, float] = {}
+    for kind, value in pairs:
+        if kind not in OVERRIDABLE:
+            raise ValueError(f"no threshold named {kind!r}; these can be set: "
+                             + ", ".join(sorted(OVERRIDABLE)))
+        try:
+            number = float(value)  # type: ignore[arg-type]  # checked: any text or number
+        except (TypeError, ValueError):
+            raise ValueError(f"threshold {kind}={value!r} is not a number") from None
+        if not math.isfinite(number) or number < 0:
+            raise ValueError(f"threshold {kind}={value!r} must be a finite number >= 0 "
+                             f"({OVERRIDABLE[kind].unit})")
+        out[kind] = number
+    return out

@@ -25,6 +25,7 @@ import pandas as pd
 
 from .. import __version__
 from ..dataset import Dataset
+from .evidence import ROW_ID, TABLE_ID, anchor, locate
 from .fmt import is_share, table_float, table_share
 from .model import Report, Section
 from .registry import section_spec
@@ -49,19 +50,34 @@ th{background:#f0f2f5;position:sticky;top:0}td:first-child,th:first-child{text-a
 .facts th{text-align:left;background:none}.facts td{text-align:left;white-space:normal}
 details{margin:6px 0}summary{cursor:pointer;color:#345}.bad{color:#b00}.note{color:#777}
 .scroll{max-height:480px;overflow:auto}figure{margin:6px 0}
+ol.findings{padding-left:0;list-style:none;margin:6px 0}.finding{margin:6px 0;padding:6px 10px;
+border-left:4px solid #8ab;background:#f8fafc}.finding.critical{border-color:#c00}
+.finding.warning{border-color:#d90}.sev{font-weight:bold;text-transform:uppercase;
+font-size:11px;margin-right:4px}.critical .sev{color:#c00}.warning .sev{color:#a60}
+.info .sev{color:#378}.hint{color:#555;margin-top:2px}.evidence{font-size:12px;color:#666}
+tr:target td{background:#fff3b0}
 """
+#: a link to a row inside a folded table (<details>) unfolds it first, then scrolls there
+_OPEN_TARGET = (
+    "(function(){function show(){var id=decodeURIComponent(location.hash.slice(1));"
+    "var el=id&&document.getElementById(id);if(!el)return;"
+    "for(var p=el.parentElement;p;p=p.parentElement){if(p.tagName==='DETAILS')p.open=true;}"
+    "el.scrollIntoView({block:'center'});}"
+    "window.addEventListener('hashchange',show);show();})();")
 
 
 def render(report: Report) -> str:
     """The whole dashboard as one HTML document."""
-    body = "".join(_section(s) for s in report.sections)
+    tables = report.tables
+    body = "".join(_findings(s, tables) if s.name == "findings" else _section(s)
+                   for s in report.sections)
     nav = " ".join(f"<a href='#{_e(s.name)}'>{_e(s.title)}</a>" for s in report.sections)
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
         f"<title>dptrace report</title><style>{_CSS}</style>{plotly_loader()}</head><body>"
         f"<header><h1>dptrace report</h1>{_facts_table(report)}<nav>{nav}</nav></header>"
-        f"<main>{body}</main></body></html>\n"
+        f"<main>{body}</main><script>{_OPEN_TARGET}</script></body></html>\n"
     )
 
 
@@ -189,9 +205,50 @@ def _skipped_line(skipped: pd.DataFrame) -> str:
 
 def _section(section: Section) -> str:
     figs = "".join(_figure(section.name, k, fig) for k, fig in section.figures.items())
-    tables = "".join(_table(k, df) for k, df in section.tables.items())
+    tables = "".join(_table(k, df, section.name) for k, df in section.tables.items())
     return (f"<section id='{_e(section.name)}'><h2>{_e(section.title)}</h2>"
             f"<p class='caption'>{_e(section.caption)}</p>{figs}{tables}</section>")
+
+
+def _findings(section: Section, tables: dict[str, pd.DataFrame]) -> str:
+    """The findings panel: one item per finding, most severe first, each with its hint and
+    a link to the section table and row of its evidence (:mod:`.evidence`); then the table."""
+    df = section.tables.get("findings", pd.DataFrame())
+    several = "run" in df and df["run"].nunique() > 1
+    items = []
+    for r in df.itertuples(index=False):
+        sev = str(r.severity)
+        run = f"<b>{_e(r.run)}</b>: " if several else ""
+        hint = f"<div class='hint'>{_e(r.hint)}</div>" if _filled(r.hint) else ""
+        items.append(f"<li class='finding {_e(sev)}'><span class='sev'>{_e(sev)}</span> "
+                     f"{run}{_e(r.message)}{hint}"
+                     f"<div class='evidence'>evidence: {_evidence_link(r, tables)}</div></li>")
+    listing = (f"<ol class='findings'>{''.join(items)}</ol>" if items
+               else "<p class='note'>no findings</p>")
+    table = "".join(_table(k, d, section.name) for k, d in section.tables.items())
+    return (f"<section id='{_e(section.name)}'><h2>{_e(section.title)}</h2>"
+            f"<p class='caption'>{_e(section.caption)}</p>{listing}{table}</section>")
+
+
+def _filled(v: object) -> bool:
+    return not (v is None or v is pd.NA or (isinstance(v, float) and v != v) or v == "")
+
+
+def _evidence_link(r: object, tables: dict[str, pd.DataFrame]) -> str:
+    """The evidence text, linked to its row (or its table, when the row is not written to
+    the page); plain text when it names no table of the report."""
+    text = str(getattr(r, "evidence", "") or "")
+    found = locate(tables, text, getattr(r, "run", None))
+    if found is None:
+        return f"<code>{_e(text)}</code>"
+    section, table, row = found
+    if row is not None and row < MAX_ROWS:
+        target = anchor(ROW_ID, section=section, table=table, row=row)
+        where = f" (row {row + 1})"
+    else:
+        target = anchor(TABLE_ID, section=section, table=table)
+        where = ""
+    return f"<a class='ev' href='#{target}'><code>{_e(text)}</code>{where}</a>"
 
 
 def _figure(section: str, name: str, fig: object) -> str:
@@ -201,7 +258,7 @@ def _figure(section: str, name: str, fig: object) -> str:
     return f"<figure data-figure='{_e(section)}.{_e(name)}'>{inner}</figure>"
 
 
-def _table(name: str, df: pd.DataFrame) -> str:
+def _table(name: str, df: pd.DataFrame, section: str = "") -> str:
     if df.empty:
         return ""
     shown = visible_frame(df.head(MAX_ROWS))
@@ -211,9 +268,24 @@ def _table(name: str, df: pd.DataFrame) -> str:
               and pd.api.types.is_float_dtype(shown[c])}
     body = shown.to_html(index=False, escape=True, border=0, na_rep="", float_format=table_float,
                          formatters=shares, classes="data")
+    body = _row_ids(body, section, name)
     state = " open" if len(df) <= OPEN_ROWS else ""
-    return (f"<details{state}><summary>table <b>{_e(name)}</b> ({len(df)} rows)</summary>"
-            f"<div class='scroll'>{body}</div>{note}</details>")
+    tid = anchor(TABLE_ID, section=section, table=name)
+    return (f"<details id='{tid}'{state}><summary>table <b>{_e(name)}</b> ({len(df)} rows)"
+            f"</summary><div class='scroll'>{body}</div>{note}</details>")
+
+
+def _row_ids(body: str, section: str, name: str) -> str:
+    """Each body row of a table written by ``DataFrame.to_html`` with its id (the cells are
+    escaped, so ``<tr>`` only ever starts a row)."""
+    head, sep, rows = body.partition("<tbody>")
+    if not sep:
+        return body
+    parts = rows.split("<tr>")
+    out = [parts[0]]
+    for i, part in enumerate(parts[1:]):
+        out.append(f"<tr id='{anchor(ROW_ID, section=section, table=name, row=i)}'>{part}")
+    return head + sep + "".join(out)
 
 
 def _e(value: object) -> str:
