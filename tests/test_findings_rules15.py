@@ -70,7 +70,10 @@ def test_the_cause_comes_before_the_symptom_and_is_named():
     kinds = f["kind"].astype(str).tolist()
     assert kinds.index("small_message_allreduce") < kinds.index("comm_share_high")
     msg = f.loc[f["kind"] == "comm_share_high", "message"].iloc[0]
-    assert msg.endswith("Likely cause, listed above: job 19013 (small_message_allreduce).")
+    # the compute straggler (rank 0: the others waited for it) is named first
+    assert msg.endswith("Likely cause, listed above: rank 0 (compute_straggler); job 19013 "
+                        "(small_message_allreduce).")
+    assert kinds.index("compute_straggler") < kinds.index("small_message_allreduce")
 
 
 def test_a_symptom_names_only_causes_of_its_own_job():
@@ -81,7 +84,12 @@ def test_a_symptom_names_only_causes_of_its_own_job():
     assert len(share) >= 4
     for r in share.itertuples(index=False):
         named = r.message.split("Likely cause, listed above: ")[1]
-        assert named == f"{r.subject} (small_message_allreduce).", r.message
+        job = r.subject[len("job "):]
+        slow = f[(f["kind"] == "compute_straggler")
+                 & f["evidence"].str.startswith(f"communication.ranks job={job} rank=")]
+        want = [f"{s} (compute_straggler)" for s in slow["subject"]]
+        want.append(f"{r.subject} (small_message_allreduce)")
+        assert named == "; ".join(want) + ".", r.message
 
 
 # -- throughput_drift --------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 Every check, warning and straggler rule of dptrace is a *rule* (:mod:`.rules`): a small pure
 function from analysis tables to :class:`Finding` rows. :func:`build` runs every rule whose
 tables ``ds`` has and returns the ``findings`` table of :mod:`dptrace.schema`, ordered by
-severity, then kind, then value (largest first: the furthest over its threshold leads).
+severity, then causes before symptoms (a straggler before the waiting it causes), then kind,
+then value (largest first: the furthest over its threshold leads).
 
 Layering: findings import analysis and schema, never reports; the report's Findings section
 (:mod:`.section`) and its terminal drawer (:mod:`.terminal`) are separate modules, so that
@@ -25,10 +26,18 @@ from ..schema import FINDINGS, SEVERITIES, conform
 if TYPE_CHECKING:
     from ..dataset import Dataset
 
-__all__ = ["FINDINGS", "SCOPES", "SEVERITIES", "Finding", "build", "frame"]
+__all__ = ["CAUSES", "FINDINGS", "SCOPES", "SEVERITIES", "SYMPTOMS", "Finding", "build", "frame"]
 
 #: what a finding can be about
 SCOPES = ("job", "rank", "instance", "tensor", "tile", "input")
+#: kinds that are causes found from two tables or sources at once: within a severity they come
+#: first (a straggler before the waiting it causes), in this order; the other kinds follow in
+#: alphabetical order (the one-source stragglers among them)
+CAUSES = ("cross_source_straggler", "compute_straggler")
+#: kinds that are symptoms of a cause (waiting for a straggler shows as MPI time): within a
+#: severity they come last
+SYMPTOMS = ("small_message_allreduce", "comm_share_high", "latency_bound_allreduce",
+            "throughput_drift", "job_check_failed")
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,12 @@ class Finding:
     value: float | None = None
     threshold: float | None = None
     run: str | None = None
+    #: not a column: how many ranks (or instances) the source of a straggler finding saw, so
+    #: that the rule over findings merges only sources that describe jobs of one size
+    world_size: int | None = None
+    #: not a column: the job or file a straggler finding comes from (a run with two mpitrace
+    #: jobs or two timelines cannot say which of them goes with another source)
+    origin: str | None = None
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
@@ -59,22 +74,28 @@ class Finding:
             raise ValueError(f"scope {self.scope!r} is not one of {SCOPES}")
 
 
-#: kinds that are effects of another finding: within a severity they come after the causes
-#: (:func:`is_cause`), and their message points to the causes found in the same run
-SYMPTOMS = frozenset({"comm_share_high", "throughput_drift", "job_check_failed"})
-#: kinds that cause communication time and slow steps (besides every ``*_straggler``)
-CAUSES = frozenset({"small_message_allreduce"})
+#: symptoms whose message ends by naming the causes found in the same run and job
+#: (:func:`point_to_causes`); small Allreduces name their straggler in their own message
+POINTS_TO_CAUSES = frozenset({"comm_share_high", "throughput_drift", "job_check_failed"})
 
 
 def is_cause(kind: str) -> bool:
-    """A straggler (any ``*_straggler`` kind, a rank named by several sources) or another
-    cause of slow communication: listed before the symptoms of the same severity."""
-    return kind.endswith("_straggler") or kind.startswith("straggler") or kind in CAUSES
+    """A straggler (:data:`CAUSES`, any ``*_straggler`` kind) or small Allreduces (the
+    waiting a straggler causes, and what makes a communication share high)."""
+    return kind in CAUSES or kind.endswith("_straggler") or kind == "small_message_allreduce"
 
 
 def _place(kind: str) -> int:
-    """0 causes, 1 the rest, 2 symptoms: the order within a severity, before the kind."""
-    return 0 if is_cause(kind) else 2 if kind in SYMPTOMS else 1
+    """The order within a severity: :data:`CAUSES` in their order, then the one-source
+    stragglers, then the other kinds, then :data:`SYMPTOMS` in their order (small
+    Allreduces, then the communication share they make high, ...)."""
+    if kind in CAUSES:
+        return CAUSES.index(kind)
+    if kind.endswith("_straggler"):
+        return len(CAUSES)
+    if kind in SYMPTOMS:
+        return len(CAUSES) + 2 + SYMPTOMS.index(kind)
+    return len(CAUSES) + 1
 
 
 def point_to_causes(findings: list[Finding]) -> list[Finding]:
@@ -86,11 +107,12 @@ def point_to_causes(findings: list[Finding]) -> list[Finding]:
             causes.setdefault(f.run, []).append(f)
     out = []
     for f in findings:
-        found = causes.get(f.run, []) if f.kind in SYMPTOMS else []
+        found = causes.get(f.run, []) if f.kind in POINTS_TO_CAUSES else []
         job = _job_of(f.evidence)
         if job is not None:   # a job's symptom: the causes found in that job
             found = [c for c in found if _job_of(c.evidence) in (job, None)]
         if found:
+            found = sorted(found, key=lambda c: _place(c.kind))   # stable: stragglers first
             names = "; ".join(dict.fromkeys(f"{c.subject} ({c.kind})" for c in found))
             f = replace(f, message=f"{f.message} Likely cause, listed above: {names}.")
         out.append(f)
@@ -107,8 +129,9 @@ def _job_of(evidence: str) -> str | None:
 
 def frame(findings: list[Finding]) -> pd.DataFrame:
     """``findings`` as the ``findings`` table: schema dtypes, ordered by severity, then causes
-    before the rest and symptoms last (:func:`is_cause`, :data:`SYMPTOMS`), then kind, then
-    value (largest first; none last), then subject and evidence (so the order is stable)."""
+    first and symptoms last (:func:`_place`: :data:`CAUSES`, the other stragglers, the rest,
+    :data:`SYMPTOMS`), then kind, then value (largest first; none last), then subject and
+    evidence (so the order is stable)."""
     cols = FINDINGS.names
     rows = [asdict(f) for f in findings]
     df = pd.DataFrame(rows, columns=cols) if rows else pd.DataFrame({c: [] for c in cols})

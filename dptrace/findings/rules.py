@@ -1,7 +1,7 @@
 """The rules: each a pure function from analysis tables to :class:`~dptrace.findings.Finding`.
 
-Every rule reproduces a check that dptrace already made somewhere, with the same condition and
-threshold (:mod:`.thresholds`):
+Every rule but the two of issue 15 reproduces a check that dptrace already made somewhere,
+with the same condition and threshold (:mod:`.thresholds`):
 
 ===========================  ========  ==========================================================
 kind                         severity  condition (where it came from)
@@ -24,6 +24,15 @@ job_check_failed             warning   the job figure and another printed figure
                                        range, else 5% (``throughput.job``)
 negotiation_straggler        warning   a rank was last ready in >= 50% of the compared Horovod
                                        negotiations, 2+ ranks compared (the Horovod drawer's red)
+compute_straggler            warning   a rank's MPI time is below the other ranks' median by
+                                       >= 2% of the elapsed time and >= 4 median absolute
+                                       deviations of theirs (floor 0.005 s), 3+ ranks, and (where
+                                       rank profiles show it) >= 50% of the others' extra MPI
+                                       time is in collectives (new in issue 15: thresholds
+                                       decided from real balanced and delayed runs)
+cross_source_straggler       critical  2+ of compute_straggler, negotiation_straggler and
+                                       throughput_straggler name one rank of a run: one finding
+                                       replaces theirs, with all their evidence
 truncated_input              warning   a timeline ends inside a record (``timeline_warnings``)
 open_intervals               warning   a timeline has B records without an E (``timeline_warnings``)
 idle_tiles                   warning   tiles idle in every snapshot (the tiles drawer)
@@ -43,6 +52,11 @@ load_overhead                warning   a SambaNova instance's tiles spent more t
                                        time loading program/arguments or checkpointing
 ===========================  ========  ==========================================================
 
+``cross_source_stragglers`` is the one rule over findings (it runs last): it merges what
+several sources say of one rank, tells where per-rank throughput lines cannot show a straggler
+(synchronous data parallelism runs every rank at the slowest one's pace), and makes a symptom
+(``small_message_allreduce``) point to a compute straggler of its job.
+
 A rule takes the tables its section already shows (so ``evidence`` names rows a reader can find
 in ``--json`` or the HTML) and never reads a face. :func:`run_rules` builds those tables once
 from a Dataset and runs every rule.
@@ -50,8 +64,9 @@ from a Dataset and runs every rule.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -226,12 +241,180 @@ def small_message_allreduce(small: pd.DataFrame, share: float = th.SMALL_SHARE,
     return out
 
 
+#: MPI routines that are collectives (a late rank makes the others wait inside them); the
+#: routines of :data:`communication.COLLECTIVES` and the other blocking collectives mpitrace
+#: wraps
+COLLECTIVE_ROUTINES: frozenset[str] = frozenset(comm.COLLECTIVES) | frozenset({
+    "MPI_Barrier", "MPI_Gather", "MPI_Gatherv", "MPI_Scatter", "MPI_Scatterv", "MPI_Scan",
+    "MPI_Exscan", "MPI_Reduce_scatter_block", "MPI_Alltoallw"})
+
+
+def _median_without(s: np.ndarray, p: int) -> float:
+    """Median of the sorted array ``s`` without its element at position ``p`` (O(1))."""
+    m = len(s) - 1
+
+    def at(j: int) -> float:
+        return float(s[j] if j < p else s[j + 1])
+
+    return at((m - 1) // 2) if m % 2 else (at(m // 2 - 1) + at(m // 2)) / 2
+
+
+@dataclass(frozen=True)
+class _Wait:
+    """Where the others' extra MPI time sits, from the rank profiles (per routine and bin)."""
+
+    profiled: int                # other ranks with a profile
+    extra_s: float               # sum over routines of max(0, others' median - the rank's)
+    collective_s: float          # ... over collectives only
+    routine: str | None = None   # the collective with the most extra time
+    routine_s: float = 0.0
+    bin: int | None = None       # its size bin with the most extra time
+    bin_lo: int | None = None
+    bin_hi: int | None = None
+
+
+def _where_waited(rank: int, routines: pd.DataFrame, messages: pd.DataFrame) -> _Wait | None:
+    """Compare ``rank``'s own profile with the other profiled ranks' median, routine by routine
+    (a routine a rank does not list counts 0 s); None without both."""
+    t = routines.pivot_table(index="rank", columns="routine", values="time_s", aggfunc="sum",
+                             observed=True).fillna(0.0)
+    if rank not in t.index or len(t.index) < 2:
+        return None
+    others = t.drop(index=rank)
+    extra = (others.median() - t.loc[rank]).clip(lower=0.0)
+    coll = extra[[str(r) in COLLECTIVE_ROUTINES for r in extra.index]]
+    w = _Wait(len(others), float(extra.sum()), float(coll.sum()))
+    if not len(coll) or not coll.max() > 0:
+        return w
+    routine = str(coll.idxmax())
+    m = messages[messages["routine"].astype(str) == routine]
+    b = m.pivot_table(index="rank", columns="bin", values="time_s", aggfunc="sum",
+                      observed=True).fillna(0.0)
+    if rank not in b.index or len(b.index) < 2:
+        return replace(w, routine=routine, routine_s=float(coll.max()))
+    by_bin = (b.drop(index=rank).median() - b.loc[rank])
+    top = int(by_bin.idxmax())
+    lo_hi = m[m["bin"] == top].iloc[0]
+    return replace(w, routine=routine, routine_s=float(coll.max()), bin=top,
+                   bin_lo=int(lo_hi["bin_lo_bytes"]), bin_hi=int(lo_hi["bin_hi_bytes"]))
+
+
+def _bytes_range(lo: int | None, hi: int | None) -> str:
+    if lo is None or hi is None:
+        return ""
+    return f" of {hi:,} bytes" if lo == hi else f" of {lo:,}-{hi:,} bytes"
+
+
+def _of_job(t: pd.DataFrame, key: dict[str, Any]) -> pd.DataFrame:
+    """The rows of ``t`` with these key values (a key column ``t`` lacks is not compared)."""
+    keep = np.ones(len(t), dtype=bool)
+    for c, v in key.items():
+        if c in t.columns:
+            keep &= (t[c].astype(object) == v).to_numpy(dtype=bool)
+    return t[keep]
+
+
+def compute_stragglers(rt: pd.DataFrame, routines: pd.DataFrame, messages: pd.DataFrame,
+                       share: float = th.COMPUTE_GAP_SHARE, mads: float = th.COMPUTE_GAP_MADS,
+                       floor_s: float = th.COMPUTE_MAD_FLOOR_S,
+                       min_ranks: int = th.COMPUTE_MIN_RANKS,
+                       collective_share: float = th.COLLECTIVE_SHARE) -> list[Finding]:
+    """Per job of ``communication.ranks`` (``rank_times``): ranks whose time in MPI is below the
+    median of the other ranks' by at least ``share`` of the job's elapsed time and by at least
+    ``mads`` median absolute deviations of the others' times (floored at ``floor_s``), in jobs
+    with ``min_ranks`` or more ranks. In synchronous data parallelism the others wait for a slow
+    rank inside the next collective, so the slow rank is the one with the *least* MPI time.
+
+    Where the rank and other ranks wrote profiles (``mpi_routines``/``mpi_messages``: mpitrace
+    writes the min, median and max ranks', every rank's with SAVE_ALL_TASKS=yes), the others'
+    extra time is compared routine by routine: a rank fires only if at least
+    ``collective_share`` of it is in collectives, and the finding names the collective and
+    size bin that hold the most. Without them it fires on the times alone and says so."""
+    out: list[Finding] = []
+    by = ["run", "job"] if "run" in rt.columns else ["job"]   # two runs may share a job id
+    for key, g in rt.groupby(by, sort=False, observed=True):
+        job = key[-1]
+        g = g[g["comm_time_s"].notna() & g["elapsed_s"].notna()]
+        if len(g) < min_ranks:
+            continue
+        elapsed = float(g["elapsed_s"].max())
+        if not elapsed > 0:
+            continue
+        world = int(g["nranks"].max()) if g["nranks"].notna().any() else len(g)
+        order = np.argsort(g["comm_time_s"].to_numpy(dtype="float64"), kind="stable")
+        s = g["comm_time_s"].to_numpy(dtype="float64")[order]
+        ranks = g["rank"].to_numpy()[order]
+        mine_r, mine_m = (_of_job(t, dict(zip(by, key, strict=True)))
+                          for t in (routines, messages))
+        if "region" in mine_r and (mine_r["region"].astype(object) == "init_finalize").any():
+            mine_r = mine_r[mine_r["region"].astype(object) == "init_finalize"]
+        for p in range(len(s)):         # least MPI time first: the largest gaps first
+            med = _median_without(s, p)
+            gap = med - float(s[p])
+            if gap < share * elapsed:
+                continue
+            others = np.delete(s, p)
+            mad = max(float(np.median(np.abs(others - med))), floor_s)
+            if gap < mads * mad:
+                continue
+            r = int(ranks[p])
+            w = _where_waited(r, mine_r, mine_m)
+            if w is not None and w.extra_s > 0 and w.collective_s < collective_share * w.extra_s:
+                continue                # the others' extra time is not in collectives
+            out.append(_compute_finding(job, r, len(s), float(s[p]), med, gap, elapsed,
+                                        share, mad, w, world))
+    return out
+
+
+def _compute_finding(job: object, r: int, n: int, mine: float, med: float, gap: float,
+                     elapsed: float, share: float, mad: float, w: _Wait | None,
+                     world: int) -> Finding:
+    where = ""
+    evidence = f"communication.ranks job={job} rank={r}"
+    if w is not None and w.routine is not None:
+        where = (f", most in {w.routine}{_bytes_range(w.bin_lo, w.bin_hi)} ("
+                 f"{_num(w.routine_s)} s more than rank {r} there, median of "
+                 f"{_plural(w.profiled, 'other profile')})")
+        at = f"{w.routine}{_bytes_range(w.bin_lo, w.bin_hi)}"
+    else:
+        where = (" (where needs this rank's profile and another's; mpitrace writes every "
+                 "rank's with SAVE_ALL_TASKS=yes)")
+        at = "the collectives"
+    return Finding(
+        "warning", "compute_straggler", "rank", f"rank {r}",
+        f"Rank {r} spent {_num(gap)} s less in MPI than the median of the other {n - 1} ranks "
+        f"of job {job} ({_num(mine)} s vs {_num(med)} s, {100 * gap / elapsed:.1f}% of the "
+        f"{_num(elapsed)} s run, {gap / mad:.1f} times their spread): they waited for it"
+        f"{where}.",
+        evidence,
+        f"Look at compute or data loading on rank {r} (the others wait for it in {at}): its "
+        "node, its input shard and loader workers, or work only it does (logging, evaluation, "
+        "checkpoints).",
+        rank=r, value=100 * gap / elapsed, threshold=100 * share, world_size=world,
+        origin=f"job {job}")
+
+
 # -- throughput (training logs) ---------------------------------------------------------------
 
-def throughput_stragglers(instances: pd.DataFrame,
+def _instance_ranks(ranks: pd.DataFrame | None) -> dict[tuple[str, str], int]:
+    """(source, instance) -> rank, for the printers of ``throughput`` rows that carry exactly
+    one rank (a launcher prefix, a per-rank file)."""
+    if ranks is None or ranks.empty:
+        return {}
+    r = ranks[ranks["rank"].notna() & ranks["instance"].notna()]
+    r = pd.DataFrame({"source": r["source"].astype(str), "instance": r["instance"].astype(str),
+                      "rank": r["rank"].astype("int64")}).drop_duplicates()
+    one = r.groupby(["source", "instance"])["rank"].transform("size") == 1
+    return {(a, b): int(c) for a, b, c in r[one].itertuples(index=False)}
+
+
+def throughput_stragglers(instances: pd.DataFrame, ranks: pd.DataFrame | None = None,
                           straggler: float = th.STRAGGLER_FRACTION) -> list[Finding]:
     """Per series of ``throughput.instances`` (``per_instance``): instances more than
-    ``straggler`` below the series median; one finding naming the slowest."""
+    ``straggler`` below the series median; one finding naming the slowest. With ``ranks``
+    (``throughput`` rows: source, instance, rank), the finding's ``rank`` is the slowest
+    printer's rank where its lines carry one."""
+    of_rank = _instance_ranks(ranks)
     if instances.empty:
         return []
     out = []
@@ -258,7 +441,9 @@ def throughput_stragglers(instances: pd.DataFrame,
             + (f" label={k['label']}" if label else "") + " straggler=True",
             "The job waits for its slowest instance at every synchronisation: compare that "
             "instance's node, data shard and input pipeline with the others.",
-            value=float(slow["below_median_pct"]), threshold=100.0 * straggler))
+            rank=of_rank.get((str(k["source"]), str(slow["instance"]))),
+            value=float(slow["below_median_pct"]), threshold=100.0 * straggler,
+            world_size=len(g), origin=str(k["source"])))
     return out
 
 
@@ -468,7 +653,8 @@ def negotiation_stragglers(stragglers: pd.DataFrame,
                 f"horovod.stragglers source={src} rank={r.rank}",
                 f"The other ranks wait for rank {r.rank} before each collective: look at what "
                 "it does between steps (data loading, uneven work, a slower node).",
-                rank=int(r.rank), value=100 * float(r.last_share), threshold=100 * share))
+                rank=int(r.rank), value=100 * float(r.last_share), threshold=100 * share,
+                world_size=len(g), origin=src))
     return out
 
 
@@ -571,6 +757,125 @@ def _busy(r: Any) -> str:
     return f" ({', '.join(shown)})" if shown else ""
 
 
+# -- one rank named by several sources ------------------------------------------------------------
+
+#: the rules that name a slow rank, each from its own source (what the message calls it)
+STRAGGLER_SOURCES: dict[str, str] = {
+    "compute_straggler": "the MPI profiles",
+    "negotiation_straggler": "the Horovod timeline",
+    "throughput_straggler": "the throughput lines",
+}
+
+
+def _lockstep(instances: pd.DataFrame | None, ranks: pd.DataFrame | None,
+              straggler: float) -> tuple[str, str, int] | None:
+    """(sentence, evidence, ranks) when the log has a per-rank throughput series (2+ printers
+    that are ranks, per-step lines preferred) in which no rank is a straggler: in synchronous
+    data parallelism every rank runs at the slowest one's pace, so those lines cannot show
+    it."""
+    if instances is None or instances.empty:
+        return None
+    of_rank = _instance_ranks(ranks)
+    inst = instances[(instances["scope"].astype(object) != "global")
+                     & instances["instance"].notna()]
+    best: tuple[int, int, Any, pd.DataFrame] | None = None
+    logs: set[str] = set()
+    for i, (key, g) in enumerate(inst.groupby(thr.SERIES, sort=False, dropna=False,
+                                              observed=True)):
+        k = dict(zip(thr.SERIES, key, strict=True))
+        named = [of_rank.get((str(k["source"]), str(x))) for x in g["instance"]]
+        if len(g) < 2 or any(r is None for r in named) or g["value"].isna().all():
+            continue
+        logs.add(str(k["source"]))
+        if best is None or int(g["rows"].sum()) > best[0]:
+            best = (int(g["rows"].sum()), i, k, g)
+    if best is None or len(logs) > 1:
+        return None                 # none, or several logs: which one is the job's?
+    _, _, k, g = best
+    below = g["below_median_pct"].astype("float64")
+    if (below > 100.0 * straggler).any():
+        return None                 # the lines do single one out: not lockstep-equal
+    spread = float(below.abs().max())
+    return (f"The per-rank throughput lines cannot show it: the {len(g)} ranks' '{k['name']}' "
+            f"are within {spread:.2g}% of their median, as every rank of synchronous data "
+            "parallelism runs at the slowest one's pace.",
+            f"throughput.instances source={k['source']} name={k['name']}", len(g))
+
+
+_JOB_OF = re.compile(r"communication\.ranks job=(.*?) rank=")
+
+
+def cross_source_stragglers(found: list[Finding], instances: pd.DataFrame | None = None,
+                            ranks: pd.DataFrame | None = None, sources: int = th.CROSS_SOURCES,
+                            straggler: float = th.STRAGGLER_FRACTION) -> list[Finding]:
+    """The findings of one run, with every rank that ``sources`` or more different straggler
+    rules name (:data:`STRAGGLER_SOURCES`: MPI profiles, Horovod timeline, throughput lines),
+    from sources that saw the same number of ranks (a directory of unrelated jobs is one run
+    too: a 32-rank mpitrace job and a 4-rank timeline are not one job) and that each come
+    from one job or file of the run (with two mpitrace jobs, which one is the timeline's?),
+    merged into one ``cross_source_straggler`` finding of severity critical that carries all
+    their messages and evidence. A compute or negotiation straggler whose run also has
+    per-rank throughput lines that are all equal says that those lines cannot show it when
+    those lines come from one log with as many ranks as its
+    job has, and the run has one such log and one mpitrace job with a straggler; a symptom in
+    the straggler's job (``small_message_allreduce``) points to it."""
+    lock = _lockstep(instances, ranks, straggler)
+    origins: dict[str, set[str | None]] = {}
+    for f in found:
+        if f.kind in STRAGGLER_SOURCES:
+            origins.setdefault(f.kind, set()).add(f.origin)
+    # a kind whose findings come from two jobs or files of the run cannot be paired
+    single = {k for k, o in origins.items() if len(o) == 1 and None not in o}
+    if len(origins.get("compute_straggler", set())) > 1:
+        lock = None
+    by_rank: dict[int, list[Finding]] = {}
+    for f in found:
+        if f.kind in single and f.rank is not None:
+            by_rank.setdefault(int(f.rank), []).append(f)
+    merged: dict[int, Finding] = {}
+    by_rank_merged: set[int] = set()
+    for r, fs in by_rank.items():
+        kinds = list(dict.fromkeys(f.kind for f in fs))
+        worlds = {f.world_size for f in fs}
+        if len(kinds) < sources or len(worlds) != 1 or None in worlds:
+            continue                # fewer sources, or sources of jobs of different sizes
+        by_rank_merged.add(r)
+        named = [STRAGGLER_SOURCES[k] for k in kinds]
+        said = " ".join(f.message for f in fs)
+        ev = "; ".join(f.evidence for f in fs)
+        if lock and "throughput_straggler" not in kinds and lock[2] in worlds:
+            said, ev = f"{said} {lock[0]}", f"{ev}; {lock[1]}"
+        lead = next((f for f in fs if f.kind == "compute_straggler"), fs[0])
+        merged[r] = Finding(
+            "critical", "cross_source_straggler", "rank", f"rank {r}",
+            f"Rank {r} is the straggler by {len(kinds)} sources, "
+            f"{', '.join(named[:-1])} and {named[-1]}. {said}",
+            ev, lead.hint, rank=r, value=float(len(kinds)), threshold=float(sources))
+    out: list[Finding] = []
+    slow_in: dict[str, list[int]] = {}      # job -> its compute stragglers
+    for f in found:
+        if f.kind == "compute_straggler" and (job_of := _JOB_OF.match(f.evidence)):
+            slow_in.setdefault(job_of.group(1), []).append(int(f.rank or 0))
+    for f in found:
+        if f.kind in STRAGGLER_SOURCES and f.rank is not None and int(f.rank) in merged:
+            out.append(merged.pop(int(f.rank)))   # in the first named finding's place
+            continue
+        if f.rank is not None and f.kind in STRAGGLER_SOURCES and int(f.rank) in by_rank_merged:
+            continue                        # already merged
+        if f.kind in ("compute_straggler", "negotiation_straggler") and lock \
+                and lock[2] == f.world_size:
+            # the evidence stays the one row the finding rests on (the report links it)
+            f = replace(f, message=f"{f.message} {lock[0]}")
+        out.append(f)
+    for i, f in enumerate(out):
+        job = f.subject[len("job "):] if f.subject.startswith("job ") else None
+        if f.kind == "small_message_allreduce" and job in slow_in:   # the others point too
+            who = ", ".join(str(r) for r in slow_in[job])
+            out[i] = replace(f, message=f"{f.message} Part of it is the other ranks waiting for "
+                             f"rank {who}, a compute straggler (see that finding).")
+    return out
+
+
 # -- the rule list and the tables it reads ------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -589,7 +894,10 @@ RULES: tuple[Rule, ...] = (
     Rule(("ranks_missing",), ("communication.ranks",), ranks_missing),
     Rule(("small_message_allreduce",), ("communication.small_messages",),
          small_message_allreduce),
-    Rule(("throughput_straggler",), ("throughput.instances",), throughput_stragglers),
+    Rule(("compute_straggler",), ("communication.ranks", "mpi_routines", "mpi_messages"),
+         compute_stragglers),
+    Rule(("throughput_straggler",), ("throughput.instances", "throughput.ranks"),
+         throughput_stragglers),
     Rule(("job_copies_disagree",), ("throughput.job",), job_copies_disagree),
     Rule(("job_check_failed",), ("throughput.job",), job_check_failed),
     Rule(("unknown_world_size",), ("throughput.job",), unknown_world_size),
@@ -608,7 +916,7 @@ RULES: tuple[Rule, ...] = (
 )
 
 #: every kind a rule can produce
-KINDS: tuple[str, ...] = tuple(k for r in RULES for k in r.kinds)
+KINDS: tuple[str, ...] = (*(k for r in RULES for k in r.kinds), "cross_source_straggler")
 
 
 def tables(ds: Dataset, names: set[str], **opts: Any) -> dict[str, pd.DataFrame]:
@@ -620,6 +928,9 @@ def tables(ds: Dataset, names: set[str], **opts: Any) -> dict[str, pd.DataFrame]
         out["communication.ranks"] = comm.rank_times(ranks)
     if "mpi_ranks" in names and not ranks.empty:
         out["mpi_ranks"] = ranks
+    for name in ("mpi_routines", "mpi_messages"):   # the rank profiles (may be empty)
+        if name in names and not ranks.empty:
+            out[name] = ds[name]
     if "communication.small_messages" in names and not ds["mpi_routines"].empty:
         out["communication.small_messages"] = comm.small_messages(ds["mpi_messages"],
                                                                   ds["mpi_routines"])
@@ -634,6 +945,8 @@ def tables(ds: Dataset, names: set[str], **opts: Any) -> dict[str, pd.DataFrame]
     if "throughput.instances" in names and not tp.empty:
         fraction = float(opts.get("warmup", th.WARMUP_FRACTION))
         out["throughput.instances"] = thr.per_instance(tp, fraction)
+    if "throughput.ranks" in names and not tp.empty:
+        out["throughput.ranks"] = tp[["source", "instance", "rank"]]
     if "throughput.job" in names and not tp.empty:
         fraction = float(opts.get("warmup", th.WARMUP_FRACTION))
         out["throughput.job"] = jobfig.job_figures(
@@ -664,4 +977,6 @@ def run_rules(ds: Dataset, thresholds: Mapping[str, float] | None = None,
             kwargs = {th.OVERRIDABLE[k].param: th.OVERRIDABLE[k].argument(v)
                       for k, v in given.items() if k in rule.kinds}
             out.extend(rule.fn(*(have[n] for n in rule.needs), **kwargs))
-    return out
+    # then the rule over findings: one rank named by several sources
+    return cross_source_stragglers(out, have.get("throughput.instances"),
+                                   have.get("throughput.ranks"))

@@ -40,6 +40,44 @@ LAST_SHARE: float = 0.5
 #: SambaNova: a tile at or above this %idle with no PID is idle (``analysis.tiles.IDLE_PCT``)
 IDLE_PCT: float = tl.IDLE_PCT
 
+# -- compute straggler (mpitrace): decided from real runs, not taken from an analysis module ---
+#
+# A rank is a compute straggler when its time in MPI is below the median of the other ranks'
+# by a gap that is (1) large against the run: at least COMPUTE_GAP_SHARE of the job's elapsed
+# time, and (2) an outlier against the others' spread: at least COMPUTE_GAP_MADS median
+# absolute deviations of the others' MPI times (the deviation floored at COMPUTE_MAD_FLOOR_S,
+# mpitrace's resolution), in a job of at least COMPUTE_MIN_RANKS ranks with an MPI time.
+# Measured gaps (gap / elapsed; gap / MAD of the others), tests/fixtures/straggler/
+# noise_runs.tsv:
+# - 14 balanced 4-rank runs of tests/fixtures/straggler/dp_steps.c on a loaded 2-core VM (4
+#   kept as fixtures, 10 more measured): gap at most 0.016 s, 0.2-1.2% of elapsed (0.4-3.2
+#   MADs: with 4 ranks the spread alone does not tell noise from a straggler; the share does);
+# - the same with one rank 3 ms slower per 40 ms step (22 steps): 3.0-5.0% and 5.2-13 MADs;
+#   with 15 ms (delayed_r2): 0.33 s, 16.8%, 8.3 MADs;
+# - real jobs without a lone slow rank: ThetaGPU cpu8 176429 (a continuous spread: 1.4%, 2.1
+#   MADs), ThetaGPU gpu8 2475362 (a continuous spread of 3.6-8.4 s: 10.8% but 3.0 MADs), the
+#   Polaris/ThetaGPU NCCL jobs (MPI at start-up only: gaps of 0.00-0.02 s, 0.0%);
+# - real jobs with one (or two) ranks well below all others: Theta knl32 19013 rank 0 (7.0%,
+#   11.5 MADs, the others' extra time in 8-byte Allreduces), Theta knl16 75877 rank 0 (10.6%,
+#   16 MADs), ThetaGPU gpu8 163698 ranks 4 and 0 (35% and 32%, 6.1 and 5.6 MADs), the 16-rank
+#   job of alcfws_MPI_README_from_docs.md ranks 0 and 2 (8.0% and 7.7%, 7.3 and 7.0 MADs).
+#: compute straggler: the gap must be at least this share of the job's elapsed time
+COMPUTE_GAP_SHARE: float = 0.02
+#: compute straggler: ... and at least this many median absolute deviations of the others
+COMPUTE_GAP_MADS: float = 4.0
+#: compute straggler: the others' median absolute deviation is at least this (s): mpitrace
+#: prints 0.001 s, rank 0's table 0.01 s (so a rounded time is within 0.005 s)
+COMPUTE_MAD_FLOOR_S: float = 0.005
+#: compute straggler: ranks with an MPI time a job needs (a median and a spread of the others)
+COMPUTE_MIN_RANKS: int = 3
+#: compute straggler: where rank profiles show it, at least this share of the others' extra
+#: MPI time (over the straggler's, routine by routine) must be in collectives
+COLLECTIVE_SHARE: float = 0.5
+
+# -- one rank named by several sources ---------------------------------------------------------
+#: sources (compute straggler, negotiation straggler, throughput straggler) that must name one
+#: rank of a run for one cross_source_straggler finding of severity critical
+CROSS_SOURCES: int = 2
 
 #: mpitrace: ranks spending more than this share of their elapsed time in MPI, on average over
 #: the job's ranks (``communication.jobs.comm_share_mean``). Real jobs: Horovod on MPI with
@@ -104,6 +142,10 @@ OVERRIDABLE: dict[str, Threshold] = {t.kind: t for t in (
               "this share of the time"),
     Threshold("negotiation_straggler", "share", 100.0 * LAST_SHARE, "%",
               "a rank last ready in at least this share of the compared Horovod negotiations",
+              scale=0.01),
+    Threshold("compute_straggler", "share", 100.0 * COMPUTE_GAP_SHARE, "%",
+              "a rank this share of the job's elapsed time below the other ranks' median MPI "
+              f"time (and >= {COMPUTE_GAP_MADS:g} median absolute deviations of theirs)",
               scale=0.01),
 )}
 
