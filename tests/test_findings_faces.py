@@ -146,3 +146,25 @@ def test_the_readme_lists_every_overridable_threshold():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     for kind, t in th.OVERRIDABLE.items():
         assert f"| `{kind}` | {t.default:g} | {t.unit} |" in readme, kind
+
+
+def test_a_finding_on_several_sources_links_each():
+    """A cross-source straggler joins the evidence of each source with '; ': the HTML links
+    every piece to its own row (the staged run of tests/test_findings_straggler.py: the real
+    4-rank mpitrace job whose rank 3 computes longer, with a 4-rank timeline whose rank 3 is
+    last)."""
+    import re
+
+    ds = dptrace.load({"staged": [FIX / "mpitrace" / "ibm_mpitrace_callstack_4rank",
+                                  FIX / "horovod" / "synthetic_v0201_packed.json"]})
+    report = dptrace.report(ds)
+    f = report.tables["findings.findings"]
+    cross = f[f["kind"] == "cross_source_straggler"]
+    assert len(cross) == 1 and "; " in cross["evidence"].iloc[0]
+    page = report.to_html()
+    item = page.split("<li class='finding critical'>", 1)[1].split("</li>", 1)[0]
+    hrefs = re.findall(r"href='#([^']+)'", item)
+    assert len(hrefs) >= 2
+    assert {h.split("-")[1] for h in hrefs} >= {"communication", "horovod"}
+    for h in hrefs:
+        assert f"id='{h}'" in page, h

@@ -44,6 +44,16 @@ def parse(evidence: str, columns: list[str] | None = None) -> tuple[str, dict[st
     return head, keys
 
 
+def split_evidence(evidence: str, names: list[str]) -> list[str]:
+    """The pieces of an evidence text that joins several sources with '; ' (a straggler
+    named by the MPI profiles and the timeline), each ``table key=value ...``: split only
+    where '; ' is followed by one of the table ``names`` and a space."""
+    if not names:
+        return [str(evidence)]
+    alts = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return [p for p in re.split(rf"; (?=(?:{alts}) )", str(evidence).strip()) if p]
+
+
 def _text(value: Any) -> str:
     if value is None or value is pd.NA or (isinstance(value, float) and value != value):
         return "None"

@@ -25,7 +25,8 @@ import pandas as pd
 
 from .. import __version__
 from ..dataset import Dataset
-from .evidence import ROW_ID, TABLE_ID, anchor, locate
+from ..schema import tables as schema_tables
+from .evidence import ROW_ID, TABLE_ID, anchor, locate, split_evidence
 from .fmt import is_share, table_float, table_share
 from .model import Report, Section
 from .registry import section_spec
@@ -235,10 +236,17 @@ def _filled(v: object) -> bool:
 
 
 def _evidence_link(r: object, tables: dict[str, pd.DataFrame]) -> str:
-    """The evidence text, linked to its row (or its table, when the row is not written to
-    the page); plain text when it names no table of the report."""
+    """Each piece of the evidence (a finding resting on several sources joins them with
+    '; ') linked to its row (or its table, when the row is not written to the page); plain
+    text when it names no table of the report."""
     text = str(getattr(r, "evidence", "") or "")
-    found = locate(tables, text, getattr(r, "run", None))
+    run = getattr(r, "run", None)
+    names = [*tables, *schema_tables()]
+    return "; ".join(_one_link(part, tables, run) for part in split_evidence(text, names))
+
+
+def _one_link(text: str, tables: dict[str, pd.DataFrame], run: object) -> str:
+    found = locate(tables, text, run)
     if found is None:
         return f"<code>{_e(text)}</code>"
     section, table, row = found
