@@ -53,6 +53,11 @@ def configure_fast(module: Any) -> None:
     module.configure(general._PRE, general._pre_info, general._UNIT, rules.rate_unit,
                      rules._tqdm_count, rules.postfix_pairs, general._SCAN_TEXT.search,
                      rules._snake)
+    match = general.re2_match()
+    if match is not None and hasattr(module, "scan"):  # the scan loop in C needs RE2's matcher
+        module.configure_scan(*match, general.WINDOW, general.MAX_SEGMENT,
+                              *general.c_plain_guards())
+        general.C_SCANS[module.cr_line] = module.scan
 
 
 _FAST = _load_fast()

@@ -24,6 +24,12 @@ from . import SCAN as _SCAN
 #: the fast engine's reader of one line of tqdm updates: (raw, whole_start, line, start, rows)
 #: -> True when it added the line's rows, False (adding nothing) when it declines
 CrLine = Callable[[bytes, bool, int, int, rules.Rows], bool]
+#: the fast engine's scan loop, by its reader of tqdm lines (registered by :mod:`.fast`):
+#: ``scan(buf, pos, end, start, counted, line, rows) -> (hit, line, counted)`` reads the lines
+#: of keywords from ``pos`` on that it is sure of (``\r`` lines with ``cr_line``, SambaFlow and
+#: loss lines) and returns at the first keyword it leaves to this loop (-1: none left)
+CScan = Callable[[Any, int, int, int, int, int, rules.Rows], tuple[int, int, int]]
+C_SCANS: dict[CrLine, CScan] = {}
 
 #: how far to look for a line or segment boundary before giving up (very long lines)
 WINDOW = 1 << 16
@@ -69,7 +75,14 @@ class _Scanner:
         rfind, find = buf.rfind, buf.find
         line, counted, next_free = self.line0, start, start
         hit = _keyword_finder()
-        while (pos := hit(buf, next_free, n)) >= 0:
+        c_scan = C_SCANS.get(self.cr_line) if self.cr_line is not None else None
+        while True:
+            if c_scan is not None:  # the lines it reads, in C; it stops at any other hit
+                pos, line, counted = c_scan(buf, next_free, n, start, counted, line, rows)
+            else:
+                pos = hit(buf, next_free, n)
+            if pos < 0:
+                break
             if pos - counted < _NP_COUNT_MIN:  # the usual gap: a line or a few (no call)
                 line += buf[counted:pos].count(b"\n")
             else:
@@ -276,6 +289,29 @@ def _pre_info(pre: str) -> tuple[str | None, str | None, float | None]:
         _PRE.clear()
     _PRE[pre] = info
     return info
+
+
+def re2_match() -> tuple[Any, Any] | None:
+    """(the RE2 matcher of :data:`SCAN`, its unanchored mode), or None without google-re2."""
+    regexp = getattr(_SCAN, "_regexp", None)
+    anchor = getattr(getattr(_re_engine, "_Anchor", None), "UNANCHORED", None)
+    if regexp is None or anchor is None:
+        return None
+    return regexp.Match, anchor
+
+
+def c_plain_guards() -> tuple[tuple[bytes, ...], bytes, bytes]:
+    """For the C scan's plain lines: (every guard of :data:`rules.SPECIFIC` but sambaflow's,
+    and generic_rate's: a line holding one is left to :func:`_recognise`), sambaflow's guard,
+    generic_loss's guard. With none of the first, ``_recognise`` can only run
+    ``rules.sambaflow`` and then ``rules.generic_loss``, which the C code reads."""
+    declines = [g for guards, rec in rules.SPECIFIC if rec is not rules.sambaflow for g in guards]
+    (samba,) = next(guards for guards, rec in rules.SPECIFIC if rec is rules.sambaflow)
+    fallback = dict((rec, guards) for guards, rec in rules.FALLBACK)
+    assert [rec for _, rec in rules.FALLBACK] == [rules.generic_rate, rules.generic_loss]
+    declines += fallback[rules.generic_rate]
+    (loss,) = fallback[rules.generic_loss]
+    return tuple(g.encode() for g in declines), samba.encode(), loss.encode()
 
 
 def _keyword_finder() -> Callable[[Any, int, int], int]:
