@@ -312,6 +312,8 @@ typedef struct {
     PyObject *values;  /* 'c': list of the distinct values, by code */
     PyObject *memo;    /* 'c': the last value put, and its code */
     int32_t memo_code;
+    PyObject *memo2;   /* 'c': the value put before memo (two names alternate), its code */
+    int32_t memo2_code;
     PyObject *objs;    /* the column as a list of objects, once a value did not fit; else NULL */
 } Col;
 
@@ -338,6 +340,7 @@ col_clear(Col *c)
     Py_CLEAR(c->index);
     Py_CLEAR(c->values);
     Py_CLEAR(c->memo);
+    Py_CLEAR(c->memo2);
     Py_CLEAR(c->objs);
 }
 
@@ -435,6 +438,18 @@ col_to_objects(Col *c, Py_ssize_t n)
     return 0;
 }
 
+/* whether the exact str a equals b (a str or NULL): same kind, length and code units */
+static int
+same_str(PyObject *a, PyObject *b)
+{
+    Py_ssize_t n;
+
+    if (b == NULL || !PyUnicode_CheckExact(b) || (n = PyUnicode_GET_LENGTH(a)) != PyUnicode_GET_LENGTH(b) ||
+        PyUnicode_KIND(a) != PyUnicode_KIND(b))
+        return 0;
+    return memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)(n * PyUnicode_KIND(a))) == 0;
+}
+
 /* row i (== T->n: rows are written in order) of column c is v (any object); -1 on error */
 static int
 put_obj(Table *T, Col *c, Py_ssize_t i, PyObject *v)
@@ -457,8 +472,22 @@ put_obj(Table *T, Col *c, Py_ssize_t i, PyObject *v)
             return 0;
         }
         if (PyUnicode_CheckExact(v)) {
-            PyObject *code = PyDict_GetItemWithError(c->index, v);
+            PyObject *code;
             long k;
+            if (same_str(v, c->memo)) { /* an equal str: the same code (as the dict gives) */
+                COL_I32(c)[i] = c->memo_code;
+                return 0;
+            }
+            if (v == c->memo2 || same_str(v, c->memo2)) { /* swap the two memos */
+                PyObject *o = c->memo;
+                int32_t oc = c->memo_code;
+                COL_I32(c)[i] = c->memo_code = c->memo2_code;
+                c->memo = c->memo2;
+                c->memo2 = o;
+                c->memo2_code = oc;
+                return 0;
+            }
+            code = PyDict_GetItemWithError(c->index, v);
             if (code) {
                 k = PyLong_AsLong(code);
             }
@@ -477,7 +506,9 @@ put_obj(Table *T, Col *c, Py_ssize_t i, PyObject *v)
                 Py_DECREF(code);
             }
             COL_I32(c)[i] = (int32_t)k;
-            Py_XSETREF(c->memo, Py_NewRef(v));
+            Py_XSETREF(c->memo2, c->memo);
+            c->memo2_code = c->memo_code;
+            c->memo = Py_NewRef(v);
             c->memo_code = (int32_t)k;
             return 0;
         }
@@ -586,6 +617,7 @@ Table_traverse(Table *T, visitproc visit, void *arg)
         Py_VISIT(T->cols[k].index);
         Py_VISIT(T->cols[k].values);
         Py_VISIT(T->cols[k].memo);
+        Py_VISIT(T->cols[k].memo2);
         Py_VISIT(T->cols[k].objs);
     }
     return 0;
@@ -1751,7 +1783,6 @@ static Py_ssize_t
 count_newlines(const char *p, Py_ssize_t n)
 {
     Py_ssize_t c = 0, i = 0;
-#if defined(__GNUC__) || defined(__clang__)
     const uint64_t ones = 0x0101010101010101ULL, nl = ones * '\n', low = ones * 0x7f;
     const uint64_t high = ones << 7;
     for (; i + 32 <= n; i += 32) {
@@ -1760,10 +1791,10 @@ count_newlines(const char *p, Py_ssize_t n)
         memcpy(x, p + i, 32);
         for (k = 0; k < 4; k++) {
             uint64_t y = x[k] ^ nl;
-            c += __builtin_popcountll(~(((y & low) + low) | y) & high);
+            /* one bit a zero byte, at its top; summed by a multiply (no popcnt needed) */
+            c += (Py_ssize_t)((((~(((y & low) + low) | y) & high) >> 7) * ones) >> 56);
         }
     }
-#endif
     for (; i < n; i++)
         c += p[i] == '\n';
     return c;
