@@ -899,21 +899,49 @@ pre_slots_clear(void)
     }
 }
 
-/* _PRE.get(pre) or _pre_info(pre) (a new reference); NULL with *ret set as unit_of */
+/* The key under which a pre's info is remembered: the pre itself, or, for a pre whose first
+ * character is not one general._PREFIX_START holds (" \t[" and 0-9), the pre cut as
+ * rules._strip_bar cuts it (before its last "%|" and the digits before that): _pre_info then
+ * gives (None, *rules._desc_label(pre)) = (None, *rules._bar_label(_strip_bar(pre))), a pure
+ * function of that cut, so pres that differ only in their percentage and bar (all the updates
+ * of a bar) share one key. No key of one kind is a key of the other: a cut that is not empty
+ * starts with the pre's first character. (The line has no Unicode digit: read_line declines
+ * those, so str.isdigit is 0-9 here.) Returns the end of the key, which starts at s. */
+static Py_ssize_t
+pre_key_end(const Text *t, Py_ssize_t s, Py_ssize_t e)
+{
+    Py_UCS4 c0;
+    Py_ssize_t k;
+
+    if (s < e && ((c0 = CH(t, s)) == ' ' || c0 == '\t' || c0 == '[' || IS_DIGIT(c0)))
+        return e;
+    for (k = e - 2; k >= s; k--) {
+        if (CH(t, k) == '%' && CH(t, k + 1) == '|') {
+            while (k > s && IS_DIGIT(CH(t, k - 1)))
+                k--;
+            return k;
+        }
+    }
+    return e;
+}
+
+/* _PRE.get(pre) or _pre_info(pre) (a new reference), or what they gave for a pre of the same
+ * key (pre_key_end); NULL with *ret set as unit_of */
 static PyObject *
 info_of(Line *L, Py_ssize_t s, Py_ssize_t e, int *ret)
 {
-    PyObject *pre, *info;
+    PyObject *pre, *key, *info;
     Py_uhash_t hash;
+    Py_ssize_t ke = pre_key_end(&L->t, s, e);
     int slot;
 
     *ret = -1;
-    if (span_eq(&L->t, s, e, memo_pre))
+    if (span_eq(&L->t, s, ke, memo_pre))
         return Py_NewRef(memo_info);
-    hash = span_hash(&L->t, s, e);
+    hash = span_hash(&L->t, s, ke);
     slot = (int)(hash & (PRE_SLOTS - 1));
     if (pre_slots[slot].pre && pre_slots[slot].hash == hash &&
-        span_eq(&L->t, s, e, pre_slots[slot].pre)) {
+        span_eq(&L->t, s, ke, pre_slots[slot].pre)) {
         Py_XSETREF(memo_pre, Py_NewRef(pre_slots[slot].pre));
         Py_XSETREF(memo_info, Py_NewRef(pre_slots[slot].info));
         return Py_NewRef(memo_info);
@@ -929,15 +957,20 @@ info_of(Line *L, Py_ssize_t s, Py_ssize_t e, int *ret)
         *ret = callback_failed();
         goto done;
     }
-    if (!PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 3) {
+    if (!PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 3 ||
+        (ke != e && PyTuple_GET_ITEM(info, 0) != Py_None)) {
         *ret = 0;
         Py_CLEAR(info);
         goto done;
     }
-    Py_XSETREF(memo_pre, Py_NewRef(pre));
+    if (!(key = ke == e ? Py_NewRef(pre) : PyUnicode_Substring(L->text, s, ke))) {
+        Py_CLEAR(info);
+        goto done;
+    }
+    Py_XSETREF(memo_pre, Py_NewRef(key));
     Py_XSETREF(memo_info, Py_NewRef(info));
     pre_slots[slot].hash = hash;
-    Py_XSETREF(pre_slots[slot].pre, Py_NewRef(pre));
+    Py_XSETREF(pre_slots[slot].pre, key);
     Py_XSETREF(pre_slots[slot].info, Py_NewRef(info));
 done:
     Py_DECREF(pre);
