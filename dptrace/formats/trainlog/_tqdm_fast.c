@@ -787,6 +787,10 @@ typedef struct {
     PyObject *text, *line_prefix, *line;
     Text t;
     Py_ssize_t start;
+    /* from cr_bytes(): the text holds no Unicode number (checked), and where its '\r' are
+     * (ncr of them in cr; NULL: read_line finds them) */
+    int checked;
+    Py_ssize_t *cr, ncr;
     Stage stage; /* the rows read so far */
 } Line;
 
@@ -1489,12 +1493,12 @@ static int
 read_line(Line *L, Py_ssize_t n)
 {
     const Text *t = &L->t;
-    Py_ssize_t s, e, i;
+    Py_ssize_t s, e, i, k;
     Match m;
     int r;
 
     /* a Unicode digit or number anywhere: \d, isdigit, int() and float() see more than 0-9 */
-    if (PyUnicode_MAX_CHAR_VALUE(L->text) > 127) {
+    if (!L->checked && PyUnicode_MAX_CHAR_VALUE(L->text) > 127) {
         Py_UCS4 c, seen = 0; /* the last non-ASCII character found not numeric */
         for (i = 0; i < n; i++) {
             if ((c = CH(t, i)) > 127 && c != seen) {
@@ -1504,9 +1508,12 @@ read_line(Line *L, Py_ssize_t n)
             }
         }
     }
-    for (s = 0; s <= n; s = e + 1) {
-        for (e = s; e < n && CH(t, e) != '\r'; e++)
-            ;
+    for (s = 0, k = 0; s <= n; s = e + 1, k++) {
+        if (L->cr)
+            e = k < L->ncr ? L->cr[k] : n;
+        else
+            for (e = s; e < n && CH(t, e) != '\r'; e++)
+                ;
         if (e == s)
             continue;
         if (segment(t, s, e, &m)) {
@@ -1658,6 +1665,9 @@ line_args(Line *L, PyObject *const *args)
     if (!PyLong_CheckExact(args[3]))
         return 0;
     L->line = args[2];
+    L->checked = 0;
+    L->cr = NULL;
+    L->ncr = 0;
     L->start = PyLong_AsSsize_t(args[3]);
     if (L->start == -1 && PyErr_Occurred())
         return -1;
@@ -1693,6 +1703,8 @@ tqdm_updates(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  *     "<std" not in text and _tqdm_updates(text, line_prefix, line, start, rows)
  * declining (False, nothing added) when that would be False, and also for bytes that are not
  * UTF-8 or contain ESC (the scanner's _decode then records the bad bytes / strips ANSI). */
+#define CR_STACK 64
+
 /* the bytes p[0:n] of a line as cr_line() reads them: 1 read, 0 declined, -1 error */
 static int
 cr_bytes(const char *p, Py_ssize_t n, PyObject *whole_start, PyObject *line, Py_ssize_t start,
@@ -1702,13 +1714,55 @@ cr_bytes(const char *p, Py_ssize_t n, PyObject *whole_start, PyObject *line, Py_
     Py_ssize_t i;
     Line L;
 
-    /* "<std" and ESC are ASCII: in the UTF-8 bytes iff in the text */
+    Py_ssize_t chars = 0, crs[CR_STACK], *cr = crs, ncr = 0, cap = CR_STACK;
+    Py_UCS4 seen = 0; /* the last non-ASCII character found not numeric */
+
+    /* One pass over the bytes before decoding them: "<std" and ESC (ASCII: in the UTF-8 bytes
+     * iff in the text) decline the line; the '\r' are noted by their index in the text (one
+     * character a byte that does not continue a UTF-8 sequence); every non-ASCII character is
+     * decoded and checked here for the Unicode numbers read_line declines (the text is
+     * decoded by PyUnicode_DecodeUTF8 after this: a sequence that is not UTF-8 declines) */
     for (i = 0; i < n; i++) {
-        if (p[i] == 0x1b || (p[i] == '<' && i + 3 < n && p[i + 1] == 's' && p[i + 2] == 't' &&
-                             p[i + 3] == 'd'))
-            return 0;
+        unsigned char c = (unsigned char)p[i];
+        if (c < 0x80) {
+            if (c == '\r') {
+                if (ncr == cap) {
+                    Py_ssize_t *more = PyMem_Malloc(2 * cap * sizeof(Py_ssize_t));
+                    if (!more)
+                        goto nomem;
+                    memcpy(more, cr, ncr * sizeof(Py_ssize_t));
+                    if (cr != crs)
+                        PyMem_Free(cr);
+                    cr = more;
+                    cap *= 2;
+                }
+                cr[ncr++] = chars;
+            }
+            else if (c == 0x1b || (c == '<' && i + 3 < n && p[i + 1] == 's' && p[i + 2] == 't' &&
+                                   p[i + 3] == 'd'))
+                goto decline;
+            chars++;
+        }
+        else if (c >= 0xc0) { /* a lead byte: decode its character (bounds checked) */
+            Py_UCS4 u;
+            int len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2, k;
+            if (i + len > n)
+                goto decline; /* cut: not UTF-8 */
+            u = c & (0x7f >> len);
+            for (k = 1; k < len; k++)
+                u = (u << 6) | ((unsigned char)p[i + k] & 0x3f);
+            if (u != seen) {
+                if (u <= 0x10ffff &&
+                    (Py_UNICODE_ISNUMERIC(u) || Py_UNICODE_ISDIGIT(u) || Py_UNICODE_ISDECIMAL(u)))
+                    goto decline;
+                seen = u;
+            }
+            chars++;
+        }
     }
     if (!(L.text = PyUnicode_DecodeUTF8(p, n, NULL))) {
+        if (cr != crs)
+            PyMem_Free(cr);
         if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
             PyErr_Clear();
             return 0;
@@ -1724,14 +1778,29 @@ cr_bytes(const char *p, Py_ssize_t n, PyObject *whole_start, PyObject *line, Py_
     L.line = line;
     L.start = start;
     L.line_prefix = whole_start == Py_True ? NULL : Py_None; /* NULL: run_line finds it */
+    /* the checks above hold for the text only when it has exactly the characters counted */
+    L.checked = PyUnicode_GET_LENGTH(L.text) == chars;
+    L.cr = L.checked ? cr : NULL;
+    L.ncr = ncr;
     result = run_line(&L, rows);
     if (whole_start == Py_True)
         Py_XDECREF(L.line_prefix);
     Py_DECREF(L.text);
+    if (cr != crs)
+        PyMem_Free(cr);
     if (!result)
         return -1;
     Py_DECREF(result);
     return result == Py_True;
+decline:
+    if (cr != crs)
+        PyMem_Free(cr);
+    return 0;
+nomem:
+    if (cr != crs)
+        PyMem_Free(cr);
+    PyErr_NoMemory();
+    return -1;
 }
 
 static PyObject *
