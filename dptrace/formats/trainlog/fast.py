@@ -5,7 +5,10 @@ read by a small C extension (``_tqdm_fast.c``, built by ``pip install`` when a c
 there): it adds exactly the rows of the general engine's :func:`.general._tqdm_updates`, or
 adds nothing and declines the line, which the general engine then reads. :data:`_FAST` is
 its entry point (None: not built, or ``DPTRACE_PURE_PYTHON`` set); ``engine="fast"`` and
-``"auto"`` hand it to the scanner, ``"general"`` does not.
+``"auto"`` hand it to the scanner, ``"general"`` does not. With google-re2 the scanner's loop
+runs in the extension as well (``_tqdm_fast.scan``, registered in :data:`.general.C_SCANS`):
+it reads the lines it is sure of (tqdm lines, SambaFlow and loss lines of plain ASCII: exactly
+the rows of :func:`.general._recognise`) and returns any other keyword to the Python loop.
 
 The fast engine also keeps its rows in the extension's Tables (:func:`new_rows`): one
 array per column, strings as codes into their distinct values, instead of a tuple of Python

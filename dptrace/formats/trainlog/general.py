@@ -4,8 +4,10 @@ One pass over a buffer (:class:`_Scanner`): find the keywords, cut the segment a
 hit, resolve the launcher prefix, run the recognisers of :mod:`.rules`. Lines made only of
 ``\\r``-separated tqdm updates go first to the fast engine's C reader when the scanner is
 given one (:mod:`.fast`), which declines any line it is unsure of; this module reads the rest
-(and everything under ``engine="general"``). Ranges, holes, cut numbers and the tables are
-:mod:`.read`'s.
+(and everything under ``engine="general"``). With that reader the loop itself runs in C too
+(:data:`C_SCANS`: the same RE2 matcher, newline counts, tqdm lines, SambaFlow and loss lines
+of plain ASCII) and hands every other keyword back to the Python loop. Ranges, holes, cut
+numbers and the tables are :mod:`.read`'s.
 """
 
 from __future__ import annotations
