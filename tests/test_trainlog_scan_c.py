@@ -183,3 +183,20 @@ def test_scan_checks_its_arguments() -> None:
     rows = rules.Rows()
     assert _tqdm_fast.scan(b"3: loss: 1\nx\n", 0, 13, 0, 0, 1, rows) == (-1, 1, 4)
     assert rows.tm == [("3", 1, 0, "loss_line", "loss", 1.0, None, None)]
+
+
+def test_patched_recognisers_turn_the_c_loop_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the C loop reads SambaFlow and loss lines as rules.SPECIFIC / FALLBACK read them at
+    # import; with other tables (a test's, a plugin's) the Python loop runs them
+    _cr_line()
+    seen: list[str] = []
+
+    def spy(text: str, rows: rules.Rows) -> bool:
+        seen.append(text)
+        return False
+
+    monkeypatch.setattr(rules, "SPECIFIC", ((("e2e",), spy),))
+    rows = rules.Rows()
+    general._Scanner(b"0: e2e samples_per_sec: 5\n", "x", rows, [], 0, 26,
+                     cr_line=_cr_line()).run()
+    assert seen == ["e2e samples_per_sec: 5"]

@@ -60,7 +60,7 @@ def configure_fast(module: Any) -> None:
     if match is not None and hasattr(module, "scan"):  # the scan loop in C needs RE2's matcher
         module.configure_scan(*match, general.WINDOW, general.MAX_SEGMENT,
                               *general.c_plain_guards())
-        general.C_SCANS[module.cr_line] = module.scan
+        general.C_SCANS[module.cr_line] = (module.scan, rules.SPECIFIC, rules.FALLBACK)
 
 
 _FAST = _load_fast()

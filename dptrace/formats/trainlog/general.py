@@ -31,7 +31,9 @@ CrLine = Callable[[bytes, bool, int, int, rules.Rows], bool]
 #: of keywords from ``pos`` on that it is sure of (``\r`` lines with ``cr_line``, SambaFlow and
 #: loss lines) and returns at the first keyword it leaves to this loop (-1: none left)
 CScan = Callable[[Any, int, int, int, int, int, rules.Rows], tuple[int, int, int]]
-C_SCANS: dict[CrLine, CScan] = {}
+#: ... with the recogniser tables it was configured from: it is used only while
+#: ``rules.SPECIFIC`` and ``rules.FALLBACK`` are still those very tables
+C_SCANS: dict[CrLine, tuple[CScan, Any, Any]] = {}
 
 #: how far to look for a line or segment boundary before giving up (very long lines)
 WINDOW = 1 << 16
@@ -77,7 +79,9 @@ class _Scanner:
         rfind, find = buf.rfind, buf.find
         line, counted, next_free = self.line0, start, start
         hit = _keyword_finder()
-        c_scan = C_SCANS.get(self.cr_line) if self.cr_line is not None else None
+        entry = C_SCANS.get(self.cr_line) if self.cr_line is not None else None
+        c_scan = entry[0] if entry is not None and entry[1] is rules.SPECIFIC \
+            and entry[2] is rules.FALLBACK else None
         while True:
             if c_scan is not None:  # the lines it reads, in C; it stops at any other hit
                 pos, line, counted = c_scan(buf, next_free, n, start, counted, line, rows)
