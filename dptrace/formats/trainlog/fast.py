@@ -56,10 +56,9 @@ def configure_fast(module: Any) -> None:
     module.configure(general._PRE, general._pre_info, general._UNIT, rules.rate_unit,
                      rules._tqdm_count, rules.postfix_pairs, general._SCAN_TEXT.search,
                      rules._snake)
-    match = general.re2_match()
-    if match is not None and hasattr(module, "scan"):  # the scan loop in C needs RE2's matcher
-        module.configure_scan(*match, general.WINDOW, general.MAX_SEGMENT,
-                              *general.c_plain_guards())
+    match, guards = general.re2_match(), general.c_plain_guards()
+    if match is not None and guards is not None and hasattr(module, "scan"):  # needs RE2
+        module.configure_scan(*match, general.WINDOW, general.MAX_SEGMENT, *guards)
         general.C_SCANS[module.cr_line] = (module.scan, rules.SPECIFIC, rules.FALLBACK)
 
 

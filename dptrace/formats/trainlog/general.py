@@ -306,18 +306,21 @@ def re2_match() -> tuple[Any, Any] | None:
     return regexp.Match, anchor
 
 
-def c_plain_guards() -> tuple[tuple[bytes, ...], bytes, bytes]:
+def c_plain_guards() -> tuple[tuple[bytes, ...], bytes, bytes] | None:
     """For the C scan's plain lines: (every guard of :data:`rules.SPECIFIC` but sambaflow's,
     and generic_rate's: a line holding one is left to :func:`_recognise`), sambaflow's guard,
     generic_loss's guard. With none of the first, ``_recognise`` can only run
-    ``rules.sambaflow`` and then ``rules.generic_loss``, which the C code reads."""
+    ``rules.sambaflow`` and then ``rules.generic_loss``, which the C code reads. None when
+    the tables are not laid out as that C code knows them (then the C loop is not used)."""
+    samba = [guards for guards, rec in rules.SPECIFIC if rec is rules.sambaflow]
+    fallback = [(rec, guards) for guards, rec in rules.FALLBACK]
+    if len(samba) != 1 or len(samba[0]) != 1 or [rec for rec, _ in fallback] != [
+            rules.generic_rate, rules.generic_loss] or len(fallback[1][1]) != 1:
+        return None
     declines = [g for guards, rec in rules.SPECIFIC if rec is not rules.sambaflow for g in guards]
-    (samba,) = next(guards for guards, rec in rules.SPECIFIC if rec is rules.sambaflow)
-    fallback = dict((rec, guards) for guards, rec in rules.FALLBACK)
-    assert [rec for _, rec in rules.FALLBACK] == [rules.generic_rate, rules.generic_loss]
-    declines += fallback[rules.generic_rate]
-    (loss,) = fallback[rules.generic_loss]
-    return tuple(g.encode() for g in declines), samba.encode(), loss.encode()
+    declines += fallback[0][1]
+    return (tuple(g.encode() for g in declines), samba[0][0].encode(),
+            fallback[1][1][0].encode())
 
 
 def _keyword_finder() -> Callable[[Any, int, int], int]:
