@@ -6,6 +6,8 @@
  *     tqdm_updates(text, line_prefix, line, start, rows) -> bool
  *     cr_line(raw, whole_start, line, start, rows) -> bool
  *     Table(kinds): rows kept as columns (the fast engine's rows.tp and rows.tm)
+ *     configure_scan(...), scan(buf, pos, end, start, counted, line, rows): the scanner's loop
+ *     (general._Scanner.run) for the lines it is sure of; see the section "scan()" below
  *
  * tqdm_updates() adds to rows.tp / rows.tm exactly the rows that the pure-Python
  * trainlog._tqdm_updates() appends and returns True, or adds nothing and returns False
@@ -90,6 +92,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <float.h>
+#include <stdint.h>
+#include <string.h>
 
 static PyObject *pre_cache, *pre_info, *unit_cache, *unit_kind, *tqdm_count, *postfix,
     *scan_text, *snake, *s_tqdm, *s_instance, *s_tp, *s_tm;
@@ -308,6 +312,8 @@ typedef struct {
     PyObject *values;  /* 'c': list of the distinct values, by code */
     PyObject *memo;    /* 'c': the last value put, and its code */
     int32_t memo_code;
+    PyObject *memo2;   /* 'c': the value put before memo (two names alternate), its code */
+    int32_t memo2_code;
     PyObject *objs;    /* the column as a list of objects, once a value did not fit; else NULL */
 } Col;
 
@@ -334,6 +340,7 @@ col_clear(Col *c)
     Py_CLEAR(c->index);
     Py_CLEAR(c->values);
     Py_CLEAR(c->memo);
+    Py_CLEAR(c->memo2);
     Py_CLEAR(c->objs);
 }
 
@@ -431,6 +438,18 @@ col_to_objects(Col *c, Py_ssize_t n)
     return 0;
 }
 
+/* whether the exact str a equals b (a str or NULL): same kind, length and code units */
+static int
+same_str(PyObject *a, PyObject *b)
+{
+    Py_ssize_t n;
+
+    if (b == NULL || !PyUnicode_CheckExact(b) || (n = PyUnicode_GET_LENGTH(a)) != PyUnicode_GET_LENGTH(b) ||
+        PyUnicode_KIND(a) != PyUnicode_KIND(b))
+        return 0;
+    return memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)(n * PyUnicode_KIND(a))) == 0;
+}
+
 /* row i (== T->n: rows are written in order) of column c is v (any object); -1 on error */
 static int
 put_obj(Table *T, Col *c, Py_ssize_t i, PyObject *v)
@@ -453,8 +472,22 @@ put_obj(Table *T, Col *c, Py_ssize_t i, PyObject *v)
             return 0;
         }
         if (PyUnicode_CheckExact(v)) {
-            PyObject *code = PyDict_GetItemWithError(c->index, v);
+            PyObject *code;
             long k;
+            if (same_str(v, c->memo)) { /* an equal str: the same code (as the dict gives) */
+                COL_I32(c)[i] = c->memo_code;
+                return 0;
+            }
+            if (v == c->memo2 || same_str(v, c->memo2)) { /* swap the two memos */
+                PyObject *o = c->memo;
+                int32_t oc = c->memo_code;
+                COL_I32(c)[i] = c->memo_code = c->memo2_code;
+                c->memo = c->memo2;
+                c->memo2 = o;
+                c->memo2_code = oc;
+                return 0;
+            }
+            code = PyDict_GetItemWithError(c->index, v);
             if (code) {
                 k = PyLong_AsLong(code);
             }
@@ -473,7 +506,9 @@ put_obj(Table *T, Col *c, Py_ssize_t i, PyObject *v)
                 Py_DECREF(code);
             }
             COL_I32(c)[i] = (int32_t)k;
-            Py_XSETREF(c->memo, Py_NewRef(v));
+            Py_XSETREF(c->memo2, c->memo);
+            c->memo2_code = c->memo_code;
+            c->memo = Py_NewRef(v);
             c->memo_code = (int32_t)k;
             return 0;
         }
@@ -582,6 +617,7 @@ Table_traverse(Table *T, visitproc visit, void *arg)
         Py_VISIT(T->cols[k].index);
         Py_VISIT(T->cols[k].values);
         Py_VISIT(T->cols[k].memo);
+        Py_VISIT(T->cols[k].memo2);
         Py_VISIT(T->cols[k].objs);
     }
     return 0;
@@ -751,6 +787,10 @@ typedef struct {
     PyObject *text, *line_prefix, *line;
     Text t;
     Py_ssize_t start;
+    /* from cr_bytes(): the text holds no Unicode number (checked), and where its '\r' are
+     * (ncr of them in cr; NULL: read_line finds them) */
+    int checked;
+    Py_ssize_t *cr, ncr;
     Stage stage; /* the rows read so far */
 } Line;
 
@@ -863,21 +903,49 @@ pre_slots_clear(void)
     }
 }
 
-/* _PRE.get(pre) or _pre_info(pre) (a new reference); NULL with *ret set as unit_of */
+/* The key under which a pre's info is remembered: the pre itself, or, for a pre whose first
+ * character is not one general._PREFIX_START holds (" \t[" and 0-9), the pre cut as
+ * rules._strip_bar cuts it (before its last "%|" and the digits before that): _pre_info then
+ * gives (None, *rules._desc_label(pre)) = (None, *rules._bar_label(_strip_bar(pre))), a pure
+ * function of that cut, so pres that differ only in their percentage and bar (all the updates
+ * of a bar) share one key. No key of one kind is a key of the other: a cut that is not empty
+ * starts with the pre's first character. (The line has no Unicode digit: read_line declines
+ * those, so str.isdigit is 0-9 here.) Returns the end of the key, which starts at s. */
+static Py_ssize_t
+pre_key_end(const Text *t, Py_ssize_t s, Py_ssize_t e)
+{
+    Py_UCS4 c0;
+    Py_ssize_t k;
+
+    if (s < e && ((c0 = CH(t, s)) == ' ' || c0 == '\t' || c0 == '[' || IS_DIGIT(c0)))
+        return e;
+    for (k = e - 2; k >= s; k--) {
+        if (CH(t, k) == '%' && CH(t, k + 1) == '|') {
+            while (k > s && IS_DIGIT(CH(t, k - 1)))
+                k--;
+            return k;
+        }
+    }
+    return e;
+}
+
+/* _PRE.get(pre) or _pre_info(pre) (a new reference), or what they gave for a pre of the same
+ * key (pre_key_end); NULL with *ret set as unit_of */
 static PyObject *
 info_of(Line *L, Py_ssize_t s, Py_ssize_t e, int *ret)
 {
-    PyObject *pre, *info;
+    PyObject *pre, *key, *info;
     Py_uhash_t hash;
+    Py_ssize_t ke = pre_key_end(&L->t, s, e);
     int slot;
 
     *ret = -1;
-    if (span_eq(&L->t, s, e, memo_pre))
+    if (span_eq(&L->t, s, ke, memo_pre))
         return Py_NewRef(memo_info);
-    hash = span_hash(&L->t, s, e);
+    hash = span_hash(&L->t, s, ke);
     slot = (int)(hash & (PRE_SLOTS - 1));
     if (pre_slots[slot].pre && pre_slots[slot].hash == hash &&
-        span_eq(&L->t, s, e, pre_slots[slot].pre)) {
+        span_eq(&L->t, s, ke, pre_slots[slot].pre)) {
         Py_XSETREF(memo_pre, Py_NewRef(pre_slots[slot].pre));
         Py_XSETREF(memo_info, Py_NewRef(pre_slots[slot].info));
         return Py_NewRef(memo_info);
@@ -893,15 +961,20 @@ info_of(Line *L, Py_ssize_t s, Py_ssize_t e, int *ret)
         *ret = callback_failed();
         goto done;
     }
-    if (!PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 3) {
+    if (!PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 3 ||
+        (ke != e && PyTuple_GET_ITEM(info, 0) != Py_None)) {
         *ret = 0;
         Py_CLEAR(info);
         goto done;
     }
-    Py_XSETREF(memo_pre, Py_NewRef(pre));
+    if (!(key = ke == e ? Py_NewRef(pre) : PyUnicode_Substring(L->text, s, ke))) {
+        Py_CLEAR(info);
+        goto done;
+    }
+    Py_XSETREF(memo_pre, Py_NewRef(key));
     Py_XSETREF(memo_info, Py_NewRef(info));
     pre_slots[slot].hash = hash;
-    Py_XSETREF(pre_slots[slot].pre, Py_NewRef(pre));
+    Py_XSETREF(pre_slots[slot].pre, key);
     Py_XSETREF(pre_slots[slot].info, Py_NewRef(info));
 done:
     Py_DECREF(pre);
@@ -1420,12 +1493,12 @@ static int
 read_line(Line *L, Py_ssize_t n)
 {
     const Text *t = &L->t;
-    Py_ssize_t s, e, i;
+    Py_ssize_t s, e, i, k;
     Match m;
     int r;
 
     /* a Unicode digit or number anywhere: \d, isdigit, int() and float() see more than 0-9 */
-    if (PyUnicode_MAX_CHAR_VALUE(L->text) > 127) {
+    if (!L->checked && PyUnicode_MAX_CHAR_VALUE(L->text) > 127) {
         Py_UCS4 c, seen = 0; /* the last non-ASCII character found not numeric */
         for (i = 0; i < n; i++) {
             if ((c = CH(t, i)) > 127 && c != seen) {
@@ -1435,9 +1508,12 @@ read_line(Line *L, Py_ssize_t n)
             }
         }
     }
-    for (s = 0; s <= n; s = e + 1) {
-        for (e = s; e < n && CH(t, e) != '\r'; e++)
-            ;
+    for (s = 0, k = 0; s <= n; s = e + 1, k++) {
+        if (L->cr)
+            e = k < L->ncr ? L->cr[k] : n;
+        else
+            for (e = s; e < n && CH(t, e) != '\r'; e++)
+                ;
         if (e == s)
             continue;
         if (segment(t, s, e, &m)) {
@@ -1589,6 +1665,9 @@ line_args(Line *L, PyObject *const *args)
     if (!PyLong_CheckExact(args[3]))
         return 0;
     L->line = args[2];
+    L->checked = 0;
+    L->cr = NULL;
+    L->ncr = 0;
     L->start = PyLong_AsSsize_t(args[3]);
     if (L->start == -1 && PyErr_Occurred())
         return -1;
@@ -1624,12 +1703,109 @@ tqdm_updates(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  *     "<std" not in text and _tqdm_updates(text, line_prefix, line, start, rows)
  * declining (False, nothing added) when that would be False, and also for bytes that are not
  * UTF-8 or contain ESC (the scanner's _decode then records the bad bytes / strips ANSI). */
+#define CR_STACK 64
+
+/* the bytes p[0:n] of a line as cr_line() reads them: 1 read, 0 declined, -1 error */
+static int
+cr_bytes(const char *p, Py_ssize_t n, PyObject *whole_start, PyObject *line, Py_ssize_t start,
+         PyObject *rows)
+{
+    PyObject *result;
+    Py_ssize_t i;
+    Line L;
+
+    Py_ssize_t chars = 0, crs[CR_STACK], *cr = crs, ncr = 0, cap = CR_STACK;
+    Py_UCS4 seen = 0; /* the last non-ASCII character found not numeric */
+
+    /* One pass over the bytes before decoding them: "<std" and ESC (ASCII: in the UTF-8 bytes
+     * iff in the text) decline the line; the '\r' are noted by their index in the text (one
+     * character a byte that does not continue a UTF-8 sequence); every non-ASCII character is
+     * decoded and checked here for the Unicode numbers read_line declines (the text is
+     * decoded by PyUnicode_DecodeUTF8 after this: a sequence that is not UTF-8 declines) */
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c < 0x80) {
+            if (c == '\r') {
+                if (ncr == cap) {
+                    Py_ssize_t *more = PyMem_Malloc(2 * cap * sizeof(Py_ssize_t));
+                    if (!more)
+                        goto nomem;
+                    memcpy(more, cr, ncr * sizeof(Py_ssize_t));
+                    if (cr != crs)
+                        PyMem_Free(cr);
+                    cr = more;
+                    cap *= 2;
+                }
+                cr[ncr++] = chars;
+            }
+            else if (c == 0x1b || (c == '<' && i + 3 < n && p[i + 1] == 's' && p[i + 2] == 't' &&
+                                   p[i + 3] == 'd'))
+                goto decline;
+            chars++;
+        }
+        else if (c >= 0xc0) { /* a lead byte: decode its character (bounds checked) */
+            Py_UCS4 u;
+            int len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2, k;
+            if (i + len > n)
+                goto decline; /* cut: not UTF-8 */
+            u = c & (0x7f >> len);
+            for (k = 1; k < len; k++)
+                u = (u << 6) | ((unsigned char)p[i + k] & 0x3f);
+            if (u != seen) {
+                if (u <= 0x10ffff &&
+                    (Py_UNICODE_ISNUMERIC(u) || Py_UNICODE_ISDIGIT(u) || Py_UNICODE_ISDECIMAL(u)))
+                    goto decline;
+                seen = u;
+            }
+            chars++;
+        }
+    }
+    if (!(L.text = PyUnicode_DecodeUTF8(p, n, NULL))) {
+        if (cr != crs)
+            PyMem_Free(cr);
+        if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+            PyErr_Clear();
+            return 0;
+        }
+        return -1;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(L.text) < 0) {
+        Py_DECREF(L.text);
+        return -1;
+    }
+#endif
+    L.line = line;
+    L.start = start;
+    L.line_prefix = whole_start == Py_True ? NULL : Py_None; /* NULL: run_line finds it */
+    /* the checks above hold for the text only when it has exactly the characters counted */
+    L.checked = PyUnicode_GET_LENGTH(L.text) == chars;
+    L.cr = L.checked ? cr : NULL;
+    L.ncr = ncr;
+    result = run_line(&L, rows);
+    if (whole_start == Py_True)
+        Py_XDECREF(L.line_prefix);
+    Py_DECREF(L.text);
+    if (cr != crs)
+        PyMem_Free(cr);
+    if (!result)
+        return -1;
+    Py_DECREF(result);
+    return result == Py_True;
+decline:
+    if (cr != crs)
+        PyMem_Free(cr);
+    return 0;
+nomem:
+    if (cr != crs)
+        PyMem_Free(cr);
+    PyErr_NoMemory();
+    return -1;
+}
+
 static PyObject *
 cr_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    PyObject *raw, *result;
-    const char *p;
-    Py_ssize_t n, i;
     Line L;
     int r;
 
@@ -1639,36 +1815,13 @@ cr_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     if ((r = line_args(&L, args)) <= 0)
         return r < 0 ? NULL : Py_NewRef(Py_False);
-    raw = args[0];
-    if (!PyBytes_CheckExact(raw) || (args[1] != Py_True && args[1] != Py_False))
+    if (!PyBytes_CheckExact(args[0]) || (args[1] != Py_True && args[1] != Py_False))
         Py_RETURN_FALSE;
-    p = PyBytes_AS_STRING(raw);
-    n = PyBytes_GET_SIZE(raw);
-    /* "<std" and ESC are ASCII: in the UTF-8 bytes iff in the text */
-    for (i = 0; i < n; i++) {
-        if (p[i] == 0x1b || (p[i] == '<' && i + 3 < n && p[i + 1] == 's' && p[i + 2] == 't' &&
-                             p[i + 3] == 'd'))
-            Py_RETURN_FALSE;
-    }
-    if (!(L.text = PyUnicode_DecodeUTF8(p, n, NULL))) {
-        if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-            PyErr_Clear();
-            Py_RETURN_FALSE;
-        }
+    r = cr_bytes(PyBytes_AS_STRING(args[0]), PyBytes_GET_SIZE(args[0]), args[1], L.line,
+                 L.start, args[4]);
+    if (r < 0)
         return NULL;
-    }
-#if PY_VERSION_HEX < 0x030C0000
-    if (PyUnicode_READY(L.text) < 0) {
-        Py_DECREF(L.text);
-        return NULL;
-    }
-#endif
-    L.line_prefix = args[1] == Py_True ? NULL : Py_None; /* NULL: run_line finds it */
-    result = run_line(&L, args[4]);
-    if (args[1] == Py_True)
-        Py_XDECREF(L.line_prefix);
-    Py_DECREF(L.text);
-    return result;
+    return Py_NewRef(r ? Py_True : Py_False);
 }
 
 /* line_prefix(text): trainlog._split_prefix(text)[0] for texts without Unicode numbers
@@ -1689,6 +1842,678 @@ line_prefix(PyObject *self, PyObject *text)
     t.kind = PyUnicode_KIND(text);
     t.data = PyUnicode_DATA(text);
     return split_prefix(text, &t, PyUnicode_GET_LENGTH(text));
+}
+
+/* --- scan(): the scanner's hot loop (general._Scanner.run), in C -----------------------------
+ *
+ *     configure_scan(match, anchor, window, max_segment, declines, samba_guard, loss_guard)
+ *     scan(buf, pos, end, start, counted, line, rows) -> (hit, line, counted)
+ *
+ * The loop of _Scanner.run over buf[pos:end] (a range of the file without NUL bytes, starting
+ * at a line start `start`): the next keyword from the very RE2 matcher the Python loop calls
+ * (match(anchor, buf, pos, end), the SCAN pattern of trainlog/__init__.py), the newlines before
+ * it (line numbers), the line around it; then
+ *
+ *  - a line with '\r' (tqdm updates): cr_line() on its bytes, as _Scanner._cr_line does first;
+ *  - any other line: when it is printable ASCII (no byte outside 0x20-0x7e but '\t'), within
+ *    max_segment bytes either side of the keyword, has no "<std" tag and none of `declines`
+ *    (every guard of rules.SPECIFIC but sambaflow's, and generic_rate's "/s": general.py
+ *    builds the list from rules), _recognise() could only run rules.sambaflow (when it holds
+ *    samba_guard) and then rules.generic_loss (when it holds loss_guard): both in C below,
+ *    giving the very rows.
+ *
+ * Anything else, and any line this code declines (a cr_line() decline, a line that does not
+ * end with '\n' before `end`, a line longer than `window` either side of the keyword, numbers
+ * of more than 18 digits), stops the loop: scan() returns that keyword's position `hit` with the
+ * line number there and counted == hit, having added nothing for that line, and the Python
+ * loop reads it as it always did and calls scan() again after it. hit is -1 when no keyword is
+ * left; (line, counted) are then those of the last keyword, as in the Python loop.
+ *
+ * In the printable ASCII of a plain line, Python's \s is [ \t], \d is [0-9], \w is
+ * [A-Za-z0-9_], IGNORECASE folds only A-Z: the regexes of rules are matched here without
+ * backtracking, as argued at each function. */
+
+static PyObject *s_samba_guard_obj, *s_loss_guard_obj;
+static PyObject *scan_match, *scan_anchor, *scan_declines, *s_sambaflow, *s_e2e, *s_samples,
+    *s_loss_line, *s_loop_time, *s_epochs, *s_global_steps;
+static Py_ssize_t scan_window, scan_max_segment;
+static const char *samba_guard, *loss_guard;
+static Py_ssize_t samba_guard_len, loss_guard_len;
+
+/* newlines in p[0:n] (a zero byte test a word at a time, exact for every byte) */
+static Py_ssize_t
+count_newlines(const char *p, Py_ssize_t n)
+{
+    Py_ssize_t c = 0, i = 0;
+    const uint64_t ones = 0x0101010101010101ULL, nl = ones * '\n', low = ones * 0x7f;
+    const uint64_t high = ones << 7;
+    for (; i + 32 <= n; i += 32) {
+        uint64_t x[4];
+        int k;
+        memcpy(x, p + i, 32);
+        for (k = 0; k < 4; k++) {
+            uint64_t y = x[k] ^ nl;
+            /* one bit a zero byte, at its top; summed by a multiply (no popcnt needed) */
+            c += (Py_ssize_t)((((~(((y & low) + low) | y) & high) >> 7) * ones) >> 56);
+        }
+    }
+    for (; i < n; i++)
+        c += p[i] == '\n';
+    return c;
+}
+
+static int
+has(const char *p, Py_ssize_t n, const char *needle, Py_ssize_t m)
+{
+    Py_ssize_t i;
+
+    if (m == 0)
+        return 1;
+    for (i = 0; i + m <= n; i++) {
+        const char *q = memchr(p + i, needle[0], (size_t)(n - m - i + 1));
+        if (!q)
+            return 0;
+        i = q - p;
+        if (memcmp(q, needle, (size_t)m) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+#define A_WORD(c) (IS_ALNUM_(c))
+#define A_LOWER(c) ((c) >= 'A' && (c) <= 'Z' ? (c) + 32 : (c))
+
+/* the end of the longest NUM at i in p[0:n], or -1 (rules.NUM) */
+static Py_ssize_t
+num_end(const char *p, Py_ssize_t i, Py_ssize_t n)
+{
+    Py_ssize_t j;
+
+    if (i < n && (p[i] == '-' || p[i] == '+'))
+        i++;
+    if (i < n && IS_DIGIT(p[i])) {
+        while (i < n && IS_DIGIT(p[i]))
+            i++;
+        if (i < n && p[i] == '.')
+            for (i++; i < n && IS_DIGIT(p[i]); i++)
+                ;
+    }
+    else if (i + 1 < n && p[i] == '.' && IS_DIGIT(p[i + 1]))
+        for (i++; i < n && IS_DIGIT(p[i]); i++)
+            ;
+    else
+        return -1;
+    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+        j = i + 1;
+        if (j < n && (p[j] == '-' || p[j] == '+'))
+            j++;
+        if (j < n && IS_DIGIT(p[j])) {
+            for (; j < n && IS_DIGIT(p[j]); j++)
+                ;
+            i = j;
+        }
+    }
+    return i;
+}
+
+static Py_ssize_t
+blanks(const char *p, Py_ssize_t i, Py_ssize_t n)
+{
+    while (i < n && (p[i] == ' ' || p[i] == '\t'))
+        i++;
+    return i;
+}
+
+static Py_ssize_t
+lit(const char *p, Py_ssize_t i, Py_ssize_t n, const char *s)
+{
+    size_t m = strlen(s);
+
+    return (size_t)(n - i) >= m && memcmp(p + i, s, m) == 0 ? i + (Py_ssize_t)m : -1;
+}
+
+/* float() of the ASCII p[s:e] (a NUM or digits): 1, 0 decline, -1 error */
+static int
+bytes_float(const char *p, Py_ssize_t s, Py_ssize_t e, double *v)
+{
+    Text t = {PyUnicode_1BYTE_KIND, p};
+
+    return ascii_float(&t, s, e, v);
+}
+
+/* e2e samples_per_sec:\s*(?P<v>NUM) at i: the end of v (its start in *vs), or -1 */
+static Py_ssize_t
+samba_tail(const char *p, Py_ssize_t i, Py_ssize_t n, Py_ssize_t *vs)
+{
+    if ((i = lit(p, i, n, "e2e samples_per_sec:")) < 0)
+        return -1;
+    *vs = i = blanks(p, i, n);
+    return num_end(p, i, n);
+}
+
+typedef struct {
+    Py_ssize_t s, e;
+} Span;
+
+/* rules._SAMBA.search(p[b:n]): 1 found (v, and t/ep/steps when t.s >= 0), 0 not found.
+ * At each start the optional group is tried first, then the tail alone: every part is
+ * determined (NUM and \d+ are followed by what they cannot hold, \s* by a non-blank). */
+static int
+samba_search(const char *p, Py_ssize_t b, Py_ssize_t n, Span *v, Span *t, Span *ep, Span *st)
+{
+    Py_ssize_t i, j;
+
+    for (i = b; i < n; i++) {
+        if (p[i] == 'i' && (j = lit(p, i, n, "inner train loop time")) >= 0) {
+            j = blanks(p, j, n);
+            if (j < n && p[j] == ':') {
+                t->s = j = blanks(p, j + 1, n);
+                if ((j = t->e = num_end(p, j, n)) < 0)
+                    goto tail;
+                j = blanks(p, j, n);
+                if ((j = lit(p, j, n, "for")) < 0)
+                    goto tail;
+                ep->s = j = blanks(p, j, n);
+                while (j < n && IS_DIGIT(p[j]))
+                    j++;
+                if ((ep->e = j) == ep->s)
+                    goto tail;
+                j = blanks(p, j, n);
+                if ((j = lit(p, j, n, "epoch")) < 0)
+                    goto tail;
+                if (j < n && p[j] == 's')
+                    j++;
+                if (!(j < n && p[j] == ','))
+                    goto tail;
+                j = blanks(p, j + 1, n);
+                if ((j = lit(p, j, n, "number of global steps:")) < 0)
+                    goto tail;
+                st->s = j = blanks(p, j, n);
+                while (j < n && IS_DIGIT(p[j]))
+                    j++;
+                if ((st->e = j) == st->s || !(j < n && p[j] == ','))
+                    goto tail;
+                j = blanks(p, j + 1, n);
+                if ((v->e = samba_tail(p, j, n, &v->s)) >= 0)
+                    return 1;
+            }
+        }
+    tail:
+        if (p[i] == 'e' && (v->e = samba_tail(p, i, n, &v->s)) >= 0) {
+            t->s = -1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* case-insensitive ASCII word at i (w lowercase): its end or -1 */
+static Py_ssize_t
+ci_lit(const char *p, Py_ssize_t i, Py_ssize_t n, const char *w)
+{
+    Py_ssize_t k, m = (Py_ssize_t)strlen(w);
+
+    if (n - i < m)
+        return -1;
+    for (k = 0; k < m; k++)
+        if (A_LOWER(p[i + k]) != w[k])
+            return -1;
+    return i + m;
+}
+
+/* \b(?:step|iter(?:ation)?)\s*[=:#]?\s*(\d+) (epoch: \bepoch...) with IGNORECASE, search in
+ * p[b:n] (b: the text's start for \b): 1 with the digits in *d, 0 none. Once the word is
+ * there the rest is determined: "iteration" taken whole (giving "ation" back leaves 'a' where
+ * blanks, [=:#] or a digit must come), \s* maximal (none of [=:#] or \d is blank). */
+static int
+hint_search(const char *p, Py_ssize_t b, Py_ssize_t n, int epoch, Span *d)
+{
+    Py_ssize_t i, j;
+
+    for (i = b; i < n; i++) {
+        if (i > b && A_WORD(p[i - 1]))
+            continue;
+        if (epoch)
+            j = ci_lit(p, i, n, "epoch");
+        else if ((j = ci_lit(p, i, n, "step")) < 0 && (j = ci_lit(p, i, n, "iter")) >= 0) {
+            Py_ssize_t k = ci_lit(p, j, n, "ation");
+            if (k >= 0)
+                j = k;
+        }
+        if (j < 0)
+            continue;
+        j = blanks(p, j, n);
+        if (j < n && (p[j] == '=' || p[j] == ':' || p[j] == '#'))
+            j = blanks(p, j + 1, n);
+        d->s = j;
+        while (j < n && IS_DIGIT(p[j]))
+            j++;
+        if ((d->e = j) > d->s)
+            return 1;
+    }
+    return 0;
+}
+
+#define MAX_LOSSES 32
+
+/* rules._LOSS.findall(p[b:n]) = \b((?:[A-Za-z]{1,20}[ _])?[Ll]oss)\s*[:=]\s*(NUM)(?![\w.]):
+ * the number of matches (<= MAX_LOSSES; -1: more, decline), keys and values in k[], v[].
+ * At a start i (\b: a letter at i, no word character before): the optional group can only
+ * be the whole run of letters at i (a shorter one leaves a letter where [ _] must be),
+ * tried first, then left out; \s* maximal; NUM: only the longest can be followed by
+ * (?![\w.]) (a shorter one leaves a digit, '.', 'e' or 'E' next), so it is that or none. */
+static int
+loss_findall(const char *p, Py_ssize_t b, Py_ssize_t n, Span *k, Span *v)
+{
+    Py_ssize_t i = b, j, r, c, found = 0;
+    int opt;
+
+    while (i < n) {
+        if (!(IS_ALPHA(p[i]) && (i == b || !A_WORD(p[i - 1])))) {
+            i++;
+            continue;
+        }
+        for (r = i; r < n && IS_ALPHA(p[r]); r++)
+            ;
+        for (opt = 1; opt >= 0; opt--) {
+            j = i;
+            if (opt) {
+                if (!(r - i <= 20 && r < n && (p[r] == ' ' || p[r] == '_')))
+                    continue;
+                j = r + 1;
+            }
+            if (!(n - j >= 4 && (p[j] == 'L' || p[j] == 'l') && p[j + 1] == 'o' &&
+                  p[j + 2] == 's' && p[j + 3] == 's'))
+                continue;
+            j += 4;
+            c = blanks(p, j, n);
+            if (!(c < n && (p[c] == ':' || p[c] == '=')))
+                continue;
+            c = blanks(p, c + 1, n);
+            r = num_end(p, c, n);
+            if (r < 0 || (r < n && (A_WORD(p[r]) || p[r] == '.')))
+                continue;
+            if (found == MAX_LOSSES)
+                return -1;
+            k[found].s = i;
+            k[found].e = j;
+            v[found].s = c;
+            v[found].e = r;
+            found++;
+            break;
+        }
+        if (opt >= 0)
+            i = r; /* the end of the match */
+        else
+            i++;
+    }
+    return (int)found;
+}
+
+/* a row of 8 (tm) or 11 (tp) values into a Table or a list: 0, -1 error */
+static int
+put_row(PyObject *dest, PyObject **vals, int nvals)
+{
+    if (Py_IS_TYPE(dest, &TableType)) {
+        Table *T = (Table *)dest;
+        Py_ssize_t i;
+        int k;
+        if ((i = table_room(T)) < 0)
+            return -1;
+        for (k = 0; k < nvals; k++)
+            if (put_obj(T, &T->cols[k], i, vals[k]) < 0)
+                return -1;
+        T->n++;
+        return 0;
+    }
+    {
+        PyObject *row = PyTuple_New(nvals);
+        int k;
+        if (row)
+            for (k = 0; k < nvals; k++)
+                PyTuple_SET_ITEM(row, k, Py_NewRef(vals[k]));
+        return append_row(dest, row);
+    }
+}
+
+static PyObject *
+float_obj(const char *p, Span s, int *ret)
+{
+    double v;
+    int r = bytes_float(p, s.s, s.e, &v);
+
+    if (r != 1) {
+        *ret = r;
+        return NULL;
+    }
+    return PyFloat_FromDouble(v);
+}
+
+/* the rows of a plain line p[b:n] (the body: after the launcher prefix): 1 read (rows added,
+ * maybe none), 0 decline (nothing added), -1 error */
+static int
+plain_line(const char *p, Py_ssize_t b, Py_ssize_t n, PyObject *prefix, PyObject *line,
+           PyObject *seg, PyObject *tp, PyObject *tm)
+{
+    Span v = {0, 0}, t = {-1, -1}, ep = {0, 0}, st = {0, 0}, ks[MAX_LOSSES], vs[MAX_LOSSES], d;
+    PyObject *objs[4 + 2 * MAX_LOSSES] = {NULL}, *step = NULL, *epoch = NULL;
+    int ret = -1, nobj = 0, r, k, nloss;
+
+    if (has(p + b, n - b, samba_guard, samba_guard_len) && samba_search(p, b, n, &v, &t, &ep, &st)) {
+        if (!(objs[nobj++] = float_obj(p, v, &ret)))
+            goto done;
+        if (t.s >= 0) {
+            if (!(objs[nobj++] = float_obj(p, t, &ret)) || !(objs[nobj++] = float_obj(p, ep, &ret)) ||
+                !(objs[nobj++] = float_obj(p, st, &ret)))
+                goto done;
+        }
+        {
+            PyObject *row[11] = {prefix, line, seg, s_sambaflow, s_e2e, s_samples, objs[0],
+                                 s_instance, Py_None, Py_None, Py_None};
+            if (put_row(tp, row, 11) < 0)
+                goto done;
+        }
+        if (t.s >= 0) {
+            PyObject *names[3] = {s_loop_time, s_epochs, s_global_steps};
+            for (k = 0; k < 3; k++) {
+                PyObject *row[8] = {prefix, line, seg, s_sambaflow, names[k], objs[1 + k],
+                                    Py_None, Py_None};
+                if (put_row(tm, row, 8) < 0)
+                    goto done;
+            }
+        }
+        ret = 1;
+        goto done;
+    }
+    if (!has(p + b, n - b, loss_guard, loss_guard_len)) {
+        ret = 1;
+        goto done;
+    }
+    if ((nloss = loss_findall(p, b, n, ks, vs)) <= 0) {
+        ret = nloss < 0 ? 0 : 1;
+        goto done;
+    }
+    /* first everything that may decline, then the rows */
+    for (k = 0; k < nloss; k++) {
+        if (!(objs[2 * k] = float_obj(p, vs[k], &ret)))
+            goto done;
+        {
+            char name[32];
+            Py_ssize_t i, m = 0;
+            for (i = ks[k].s; i < ks[k].e; i++)
+                name[m++] = p[i] == ' ' ? '_' : (char)A_LOWER(p[i]);
+            if (!(objs[2 * k + 1] = PyUnicode_FromStringAndSize(name, m)))
+                goto done;
+        }
+    }
+    nobj = 2 * nloss;
+    if (hint_search(p, b, n, 0, &d)) {
+        if (d.e - d.s > 18) {
+            ret = 0;
+            goto done;
+        }
+        {
+            long long x = 0;
+            Py_ssize_t i;
+            for (i = d.s; i < d.e; i++)
+                x = x * 10 + (p[i] - '0');
+            if (!(step = PyLong_FromLongLong(x)))
+                goto done;
+        }
+    }
+    if (hint_search(p, b, n, 1, &d) && !(epoch = float_obj(p, d, &ret)))
+        goto done;
+    for (k = 0; k < nloss; k++) {
+        PyObject *row[8] = {prefix, line, seg, s_loss_line, objs[2 * k + 1], objs[2 * k],
+                            step ? step : Py_None, epoch ? epoch : Py_None};
+        if (put_row(tm, row, 8) < 0)
+            goto done;
+    }
+    ret = 1;
+done:
+    for (r = 0; r < (int)(sizeof(objs) / sizeof(objs[0])); r++)
+        Py_XDECREF(objs[r]);
+    Py_XDECREF(step);
+    Py_XDECREF(epoch);
+    return ret;
+}
+
+/* the launcher prefix of ASCII p[0:n] (split_prefix's rules, without the "<std" forms, which
+ * the caller declines): *label set (a new str, or None) and the body's start returned; -1 on
+ * error */
+static Py_ssize_t
+bytes_prefix(const char *p, Py_ssize_t n, PyObject **label)
+{
+    Py_ssize_t i = 0, a, b, d;
+
+    *label = NULL;
+    while (i < n && (p[i] == ' ' || p[i] == '\t'))
+        i++;
+    if (i < n && IS_DIGIT(p[i])) { /* srun */
+        a = i;
+        while (i < n && IS_DIGIT(p[i]))
+            i++;
+        if (i - a <= 6 && i + 1 < n && p[i] == ':' && p[i + 1] == ' ') {
+            *label = PyUnicode_FromStringAndSize(p + a, i - a);
+            return *label ? i + 2 : -1;
+        }
+    }
+    else if (i < n && p[i] == '[') {
+        a = ++i;
+        if (i < n && IS_DIGIT(p[i])) { /* bare */
+            for (b = i; b < n && IS_DIGIT(p[b]); b++)
+                ;
+            if (b - a <= 6 && b + 1 < n && p[b] == ']' && (p[b + 1] == ' ' || p[b + 1] == '\t')) {
+                *label = PyUnicode_FromStringAndSize(p + a, b - a);
+                return *label ? b + 2 : -1;
+            }
+        }
+        else {
+            for (b = i; b < n && IS_WORD(p[b]); b++)
+                ;
+            for (d = b; d < n && IS_DIGIT(p[d]); d++)
+                ;
+            if (b - i == 4 && memcmp(p + i, "rank", 4) == 0 && d > b && d + 1 < n &&
+                p[d] == ']' && (p[d + 1] == ':' || p[d + 1] == ' ' || p[d + 1] == '\t')) {
+                *label = PyUnicode_FromStringAndSize(p + b, d - b);
+                return *label ? d + 2 : -1;
+            }
+            if (b > i && d > b && d + 1 < n && p[d] == ']' && p[d + 1] == ':') {
+                *label = PyUnicode_FromStringAndSize(p + a, d - a);
+                return *label ? d + 2 : -1;
+            }
+        }
+    }
+    *label = Py_NewRef(Py_None);
+    return 0;
+}
+
+static int
+cr_bytes(const char *p, Py_ssize_t n, PyObject *whole_start, PyObject *line, Py_ssize_t start,
+         PyObject *rows);
+
+/* the next keyword at or after pos: its position, -1 none, -2 error */
+static Py_ssize_t
+next_hit(PyObject *bufobj, Py_ssize_t pos, Py_ssize_t end)
+{
+    PyObject *args[4], *r, *first, *at;
+    Py_ssize_t hit = -2;
+
+    args[0] = scan_anchor;
+    args[1] = bufobj;
+    if (!(args[2] = PyLong_FromSsize_t(pos)))
+        return -2;
+    if (!(args[3] = PyLong_FromSsize_t(end))) {
+        Py_DECREF(args[2]);
+        return -2;
+    }
+    r = PyObject_Vectorcall(scan_match, args, 4, NULL);
+    Py_DECREF(args[2]);
+    Py_DECREF(args[3]);
+    if (!r)
+        return -2;
+    if ((first = PySequence_GetItem(r, 0))) {
+        if ((at = PySequence_GetItem(first, 0))) {
+            hit = PyLong_AsSsize_t(at);
+            if (hit == -1 && PyErr_Occurred())
+                hit = -2;
+            else if (hit < 0)
+                hit = -1;
+            Py_DECREF(at);
+        }
+        Py_DECREF(first);
+    }
+    Py_DECREF(r);
+    return hit;
+}
+
+/* one plain line [ls, le) with the keyword at pos: 1 read, 0 decline, -1 error */
+static int
+plain_bytes(const char *buf, Py_ssize_t ls, Py_ssize_t le, Py_ssize_t pos, PyObject *line,
+            PyObject *tp, PyObject *tm)
+{
+    const char *p = buf + ls;
+    Py_ssize_t n = le - ls, i, b;
+    PyObject *label, *seg;
+    int r;
+
+    if (pos - ls > scan_max_segment || le - pos > scan_max_segment)
+        return 0;
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if ((c < 0x20 && c != '\t') || c > 0x7e)
+            return 0;
+    }
+    if (has(p, n, "<std", 4))
+        return 0;
+    for (i = 0; i < PyTuple_GET_SIZE(scan_declines); i++) {
+        PyObject *g = PyTuple_GET_ITEM(scan_declines, i);
+        if (has(p, n, PyBytes_AS_STRING(g), PyBytes_GET_SIZE(g)))
+            return 0;
+    }
+    if ((b = bytes_prefix(p, n, &label)) < 0)
+        return -1;
+    if (!(seg = PyLong_FromSsize_t(ls))) {
+        Py_DECREF(label);
+        return -1;
+    }
+    r = plain_line(p, b, n, label, line, seg, tp, tm);
+    Py_DECREF(label);
+    Py_DECREF(seg);
+    return r;
+}
+
+static PyObject *
+scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    Py_ssize_t pos, end, start, counted, lineno, hit = -1, lo, ls, le, i;
+    PyObject *tp = NULL, *tm = NULL, *line = NULL, *result = NULL;
+    const char *buf;
+    int r = 0;
+
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "scan(buf, pos, end, start, counted, line, rows)");
+        return NULL;
+    }
+    if (scan_match == NULL || pre_cache == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_tqdm_fast.configure_scan() was not called");
+        return NULL;
+    }
+    pos = PyLong_AsSsize_t(args[1]);
+    end = PyLong_AsSsize_t(args[2]);
+    start = PyLong_AsSsize_t(args[3]);
+    counted = PyLong_AsSsize_t(args[4]);
+    lineno = PyLong_AsSsize_t(args[5]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    buf = view.buf;
+    if (!(0 <= start && start <= counted && counted <= pos && pos <= end && end <= view.len)) {
+        PyErr_SetString(PyExc_ValueError, "scan(): positions out of order");
+        goto done;
+    }
+    if (!(tp = PyObject_GetAttr(args[6], s_tp)) || !(tm = PyObject_GetAttr(args[6], s_tm)))
+        goto done;
+    if (!((Py_IS_TYPE(tp, &TableType) && Py_IS_TYPE(tm, &TableType) &&
+           ((Table *)tp)->ncols == 11 && ((Table *)tm)->ncols == 8) ||
+          (PyList_CheckExact(tp) && PyList_CheckExact(tm)))) {
+        PyErr_SetString(PyExc_TypeError, "scan(): rows.tp, rows.tm: Tables or lists");
+        goto done;
+    }
+    for (;;) {
+        if ((hit = next_hit(args[0], pos, end)) < -1)
+            goto done;
+        if (hit < 0)
+            break;
+        lineno += count_newlines(buf + counted, hit - counted);
+        counted = hit;
+        /* the line around the hit: a '\n' before it within the window (or the range start
+         * within it), a '\n' after it within the window and before end */
+        lo = hit - scan_window > start ? hit - scan_window : start;
+        for (ls = hit; ls > lo && buf[ls - 1] != '\n'; ls--)
+            ;
+        if (ls == lo && lo > start)
+            break; /* longer than the window (Python records it): Python */
+        i = hit + scan_window < end ? hit + scan_window : end;
+        {
+            const char *q = memchr(buf + hit, '\n', (size_t)(i - hit));
+            if (!q)
+                break; /* no newline: a long line, or the last one; Python */
+            le = q - buf;
+        }
+        Py_XSETREF(line, PyLong_FromSsize_t(lineno));
+        if (!line)
+            goto done;
+        if (memchr(buf + ls, '\r', (size_t)(le - ls)))
+            r = cr_bytes(buf + ls, le - ls, Py_True, line, ls, args[6]);
+        else
+            r = plain_bytes(buf, ls, le, hit, line, tp, tm);
+        if (r < 0)
+            goto done;
+        if (r == 0)
+            break; /* declined: Python reads this line */
+        pos = le;
+    }
+    result = Py_BuildValue("(nnn)", hit, lineno, counted);
+done:
+    Py_XDECREF(line);
+    Py_XDECREF(tp);
+    Py_XDECREF(tm);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyObject *
+configure_scan(PyObject *self, PyObject *args)
+{
+    PyObject *match, *anchor, *declines, *samba, *loss;
+    Py_ssize_t window, max_segment, i;
+
+    if (!PyArg_ParseTuple(args, "OOnnO!O!O!:configure_scan", &match, &anchor, &window,
+                          &max_segment, &PyTuple_Type, &declines, &PyBytes_Type, &samba,
+                          &PyBytes_Type, &loss))
+        return NULL;
+    for (i = 0; i < PyTuple_GET_SIZE(declines); i++) {
+        if (!PyBytes_CheckExact(PyTuple_GET_ITEM(declines, i))) {
+            PyErr_SetString(PyExc_TypeError, "configure_scan(): declines: a tuple of bytes");
+            return NULL;
+        }
+    }
+    Py_XSETREF(scan_match, Py_NewRef(match));
+    Py_XSETREF(scan_anchor, Py_NewRef(anchor));
+    Py_XSETREF(scan_declines, Py_NewRef(declines));
+    /* the guards live as long as the module holds them */
+    Py_XSETREF(s_samba_guard_obj, Py_NewRef(samba));
+    Py_XSETREF(s_loss_guard_obj, Py_NewRef(loss));
+    samba_guard = PyBytes_AS_STRING(samba);
+    samba_guard_len = PyBytes_GET_SIZE(samba);
+    loss_guard = PyBytes_AS_STRING(loss);
+    loss_guard_len = PyBytes_GET_SIZE(loss);
+    scan_window = window;
+    scan_max_segment = max_segment;
+    Py_RETURN_NONE;
 }
 
 static PyObject *
@@ -1723,6 +2548,10 @@ static PyMethodDef methods[] = {
     {"cr_line", (PyCFunction)(void (*)(void))cr_line, METH_FASTCALL,
      "cr_line(raw, whole_start, line, start, rows) -> bool: the fast path of _cr_line."},
     {"line_prefix", line_prefix, METH_O, "line_prefix(text): trainlog._split_prefix(text)[0]."},
+    {"scan", (PyCFunction)(void (*)(void))scan, METH_FASTCALL,
+     "scan(buf, pos, end, start, counted, line, rows) -> (hit, line, counted): the scan loop."},
+    {"configure_scan", configure_scan, METH_VARARGS,
+     "configure_scan(match, anchor, window, max_segment, declines, samba_guard, loss_guard)"},
     {"configure", configure, METH_VARARGS,
      "configure(pre_cache, pre_info, unit_cache, unit_kind, tqdm_count, postfix, scan_text, "
      "snake)"},
@@ -1743,7 +2572,14 @@ PyInit__tqdm_fast(void)
     if (!(s_tqdm = PyUnicode_InternFromString("tqdm")) ||
         !(s_instance = PyUnicode_InternFromString("instance")) ||
         !(s_tp = PyUnicode_InternFromString("tp")) ||
-        !(s_tm = PyUnicode_InternFromString("tm")))
+        !(s_tm = PyUnicode_InternFromString("tm")) ||
+        !(s_sambaflow = PyUnicode_InternFromString("sambaflow")) ||
+        !(s_e2e = PyUnicode_InternFromString("e2e samples_per_sec")) ||
+        !(s_samples = PyUnicode_InternFromString("samples_per_s")) ||
+        !(s_loss_line = PyUnicode_InternFromString("loss_line")) ||
+        !(s_loop_time = PyUnicode_InternFromString("train_loop_time_s")) ||
+        !(s_epochs = PyUnicode_InternFromString("epochs")) ||
+        !(s_global_steps = PyUnicode_InternFromString("global_steps")))
         return NULL;
     if (PyType_Ready(&TableType) < 0)
         return NULL;

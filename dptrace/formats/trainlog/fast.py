@@ -5,7 +5,10 @@ read by a small C extension (``_tqdm_fast.c``, built by ``pip install`` when a c
 there): it adds exactly the rows of the general engine's :func:`.general._tqdm_updates`, or
 adds nothing and declines the line, which the general engine then reads. :data:`_FAST` is
 its entry point (None: not built, or ``DPTRACE_PURE_PYTHON`` set); ``engine="fast"`` and
-``"auto"`` hand it to the scanner, ``"general"`` does not.
+``"auto"`` hand it to the scanner, ``"general"`` does not. With google-re2 the scanner's loop
+runs in the extension as well (``_tqdm_fast.scan``, registered in :data:`.general.C_SCANS`):
+it reads the lines it is sure of (tqdm lines, SambaFlow and loss lines of plain ASCII: exactly
+the rows of :func:`.general._recognise`) and returns any other keyword to the Python loop.
 
 The fast engine also keeps its rows in the extension's Tables (:func:`new_rows`): one
 array per column, strings as codes into their distinct values, instead of a tuple of Python
@@ -53,6 +56,10 @@ def configure_fast(module: Any) -> None:
     module.configure(general._PRE, general._pre_info, general._UNIT, rules.rate_unit,
                      rules._tqdm_count, rules.postfix_pairs, general._SCAN_TEXT.search,
                      rules._snake)
+    match, guards = general.re2_match(), general.c_plain_guards()
+    if match is not None and guards is not None and hasattr(module, "scan"):  # needs RE2
+        module.configure_scan(*match, general.WINDOW, general.MAX_SEGMENT, *guards)
+        general.C_SCANS[module.cr_line] = (module.scan, rules.SPECIFIC, rules.FALLBACK)
 
 
 _FAST = _load_fast()

@@ -4,8 +4,10 @@ One pass over a buffer (:class:`_Scanner`): find the keywords, cut the segment a
 hit, resolve the launcher prefix, run the recognisers of :mod:`.rules`. Lines made only of
 ``\\r``-separated tqdm updates go first to the fast engine's C reader when the scanner is
 given one (:mod:`.fast`), which declines any line it is unsure of; this module reads the rest
-(and everything under ``engine="general"``). Ranges, holes, cut numbers and the tables are
-:mod:`.read`'s.
+(and everything under ``engine="general"``). With that reader the loop itself runs in C too
+(:data:`C_SCANS`: the same RE2 matcher, newline counts, tqdm lines, SambaFlow and loss lines
+of plain ASCII) and hands every other keyword back to the Python loop. Ranges, holes, cut
+numbers and the tables are :mod:`.read`'s.
 """
 
 from __future__ import annotations
@@ -24,6 +26,14 @@ from . import SCAN as _SCAN
 #: the fast engine's reader of one line of tqdm updates: (raw, whole_start, line, start, rows)
 #: -> True when it added the line's rows, False (adding nothing) when it declines
 CrLine = Callable[[bytes, bool, int, int, rules.Rows], bool]
+#: the fast engine's scan loop, by its reader of tqdm lines (registered by :mod:`.fast`):
+#: ``scan(buf, pos, end, start, counted, line, rows) -> (hit, line, counted)`` reads the lines
+#: of keywords from ``pos`` on that it is sure of (``\r`` lines with ``cr_line``, SambaFlow and
+#: loss lines) and returns at the first keyword it leaves to this loop (-1: none left)
+CScan = Callable[[Any, int, int, int, int, int, rules.Rows], tuple[int, int, int]]
+#: ... with the recogniser tables it was configured from: it is used only while
+#: ``rules.SPECIFIC`` and ``rules.FALLBACK`` are still those very tables
+C_SCANS: dict[CrLine, tuple[CScan, Any, Any]] = {}
 
 #: how far to look for a line or segment boundary before giving up (very long lines)
 WINDOW = 1 << 16
@@ -69,7 +79,16 @@ class _Scanner:
         rfind, find = buf.rfind, buf.find
         line, counted, next_free = self.line0, start, start
         hit = _keyword_finder()
-        while (pos := hit(buf, next_free, n)) >= 0:
+        entry = C_SCANS.get(self.cr_line) if self.cr_line is not None else None
+        c_scan = entry[0] if entry is not None and entry[1] is rules.SPECIFIC \
+            and entry[2] is rules.FALLBACK else None
+        while True:
+            if c_scan is not None:  # the lines it reads, in C; it stops at any other hit
+                pos, line, counted = c_scan(buf, next_free, n, start, counted, line, rows)
+            else:
+                pos = hit(buf, next_free, n)
+            if pos < 0:
+                break
             if pos - counted < _NP_COUNT_MIN:  # the usual gap: a line or a few (no call)
                 line += buf[counted:pos].count(b"\n")
             else:
@@ -276,6 +295,32 @@ def _pre_info(pre: str) -> tuple[str | None, str | None, float | None]:
         _PRE.clear()
     _PRE[pre] = info
     return info
+
+
+def re2_match() -> tuple[Any, Any] | None:
+    """(the RE2 matcher of :data:`SCAN`, its unanchored mode), or None without google-re2."""
+    regexp = getattr(_SCAN, "_regexp", None)
+    anchor = getattr(getattr(_re_engine, "_Anchor", None), "UNANCHORED", None)
+    if regexp is None or anchor is None:
+        return None
+    return regexp.Match, anchor
+
+
+def c_plain_guards() -> tuple[tuple[bytes, ...], bytes, bytes] | None:
+    """For the C scan's plain lines: (every guard of :data:`rules.SPECIFIC` but sambaflow's,
+    and generic_rate's: a line holding one is left to :func:`_recognise`), sambaflow's guard,
+    generic_loss's guard. With none of the first, ``_recognise`` can only run
+    ``rules.sambaflow`` and then ``rules.generic_loss``, which the C code reads. None when
+    the tables are not laid out as that C code knows them (then the C loop is not used)."""
+    samba = [guards for guards, rec in rules.SPECIFIC if rec is rules.sambaflow]
+    fallback = [(rec, guards) for guards, rec in rules.FALLBACK]
+    if len(samba) != 1 or len(samba[0]) != 1 or [rec for rec, _ in fallback] != [
+            rules.generic_rate, rules.generic_loss] or len(fallback[1][1]) != 1:
+        return None
+    declines = [g for guards, rec in rules.SPECIFIC if rec is not rules.sambaflow for g in guards]
+    declines += fallback[0][1]
+    return (tuple(g.encode() for g in declines), samba[0][0].encode(),
+            fallback[1][1][0].encode())
 
 
 def _keyword_finder() -> Callable[[Any, int, int], int]:
