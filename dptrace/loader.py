@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from . import registry, runs, schema
+from . import memory, registry, runs, schema
 from .dataset import Dataset
 from .errors import Problem, UnknownFormatError
 from .executor import Executor, ExecutorArg, resolve
@@ -97,6 +97,7 @@ def load_sources(sources: list[Source], problems: list[Problem],
         if name in schema.TABLES else schema.concat(parts)
         for name, parts in frames.items()
     }
+    memory.release(sum(len(df) for df in tables.values()))
     settle = _Settle(problems, forced)
     ordered = [settle(outcomes[i]) for i in range(len(sources))]
     return _with_runs(tables, _sources_frame(ordered), _problems_frame(settle.problems()),

@@ -228,6 +228,8 @@ def split_parts(tables: dict[str, pd.DataFrame], order: list[str], labels: dict[
     ``<run>/<file name>/<k+1>`` (a directory of several logs: each log's parts apart).
     Returns the tables, the run order, the labels and, for each new run, the run it was
     split from."""
+    if not any(_has_parts(df) for df in tables.values()):
+        return tables, order, labels, {}   # one part per file (a max, no copy of the rows)
     found: dict[str, dict[str, set[int]]] = {}   # run -> source -> parts > 0
     inputs: dict[str, set[str]] = {}             # run -> its sources (any table)
     for df in tables.values():
@@ -279,6 +281,14 @@ def split_parts(tables: dict[str, pd.DataFrame], order: list[str], labels: dict[
             df = df.assign(run=pd.Categorical(df["run"].astype("object"), categories=new_order))
         out[name] = df
     return out, new_order, {r: new_labels[r] for r in new_order}, parent
+
+
+def _has_parts(df: pd.DataFrame) -> bool:
+    """True when ``df`` has rows of a part after the first (see :func:`split_parts`)."""
+    if "part" not in df.columns or "run" not in df.columns or not len(df):
+        return False
+    top = df["part"].max()
+    return bool(pd.notna(top) and top > 0)
 
 
 # ---- what is known of each run ----------------------------------------------------------
@@ -343,7 +353,22 @@ def _cols(df: pd.DataFrame | None, *cols: str) -> pd.DataFrame | None:
 def _per_run(df: pd.DataFrame | None) -> list[tuple[str, pd.DataFrame]]:
     if df is None or df.empty or "run" not in df.columns:
         return []
+    run = df["run"]
+    if isinstance(run.dtype, pd.CategoricalDtype):
+        codes = run.cat.codes.to_numpy()
+        if codes[0] >= 0 and (codes == codes[0]).all():  # one run: the frame as it is (a
+            return [(str(run.cat.categories[codes[0]]), df)]  # group would copy its rows)
     return [(str(r), g) for r, g in df.groupby("run", observed=True, sort=False)]
+
+
+def _distinct(values: pd.Series) -> list:
+    """The distinct non-null values of a column (a categorical's from its codes: no
+    object per row)."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        codes = values.cat.codes.to_numpy()
+        seen = np.unique(codes[codes >= 0])
+        return values.cat.categories[seen].tolist()
+    return [v for v in values.unique().tolist() if not pd.isna(v)]
 
 
 def _set_world(row: dict[str, object], n: object, why: str) -> None:
@@ -412,14 +437,14 @@ def _from_trainlog(rows: dict[str, dict[str, object]], metrics: pd.DataFrame | N
     for df in (throughput, metrics):
         for run, g in _per_run(df):
             if "rank" in g:
-                printed.setdefault(run, set()).update(g["rank"].dropna().astype(int).tolist())
+                printed.setdefault(run, set()).update(int(r) for r in _distinct(g["rank"]))
     for run, ranks in printed.items():
         if rows[run]["world_size"] is None and len(ranks) > 1 and \
                 ranks == set(range(len(ranks))):
             _set_world(rows[run], len(ranks), f"ranks 0-{len(ranks) - 1} printed")
     for run, g in _per_run(throughput):
         if rows[run]["launcher"] is None:
-            inst = g["instance"].dropna().astype(str)
+            inst = pd.Series(_distinct(g["instance"]), dtype=object).astype(str)
             if inst.str.fullmatch(r"default\d+").any():
                 rows[run]["launcher"] = "torchrun"
 

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 
@@ -194,23 +195,82 @@ def conform(data: pd.DataFrame | Mapping[str, Any], table: Table) -> pd.DataFram
     n = len(df)
     out: dict[str, Any] = {}
     for col in table.columns:
-        values = df[col.name] if col.name in df else pd.Series([None] * n, dtype="object")
-        out[col.name] = _as_dtype(values, col.dtype)
+        out[col.name] = (_as_dtype(df[col.name], col.dtype) if col.name in df
+                         else _nulls(n, col.dtype))
     extra = {k: df[k] for k in df.columns if k not in out}
     # no copy: the columns are new, or the caller's (copy-on-write shares them safely); a
     # copy made the peak memory of a large table three times its size
     frame = pd.DataFrame({**out, **extra}, copy=False)
-    return frame.reset_index(drop=True)
+    return frame if _default_index(frame) else frame.reset_index(drop=True)
+
+
+def _default_index(data: pd.DataFrame | pd.Series) -> bool:
+    """True when the index is 0..n-1 already: pandas 2's ``reset_index`` copies every
+    column (on millions of rows, a copy of the table at its largest)."""
+    index = data.index
+    return isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1
 
 
 def concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
     """The parts' rows in order. Parts with all-null columns are kept as they are; the
     schema sets each column's dtype afterwards (:func:`conform`), so pandas 2's
     FutureWarning about how such columns will count towards the result's dtype does not
-    apply."""
+    apply. Categorical columns stay categorical (:func:`unite_categories`): pandas makes
+    objects of categoricals whose categories differ (two files' sources), a Python object
+    per row that :func:`conform` would have to turn back."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        return pd.concat(parts, ignore_index=True)
+        return pd.concat(unite_categories(parts), ignore_index=True)
+
+
+def _is_categorical(s: pd.Series) -> bool:
+    return isinstance(s.dtype, pd.CategoricalDtype)
+
+
+def unite_categories(frames: list[pd.DataFrame]) -> list[pd.DataFrame]:
+    """``frames`` with one categorical dtype in each column that is categorical in every
+    frame with rows (frames without rows may hold anything there: all-null objects), so
+    that they concatenate into a categorical. Where the frames with rows agree, that dtype
+    is kept (its categories keep their order: ``phase``'s is meaningful); otherwise the
+    categories become the sorted union (what ``astype("category")`` gives the
+    concatenated values). The codes are recoded, no value becomes an object."""
+    full = [df for df in frames if len(df)]
+    if len(frames) < 2 or not full:
+        return frames
+    cols = [c for c in full[0].columns
+            if all(c in df.columns and _is_categorical(df[c]) for df in full)
+            and all(c in df.columns for df in frames)]
+    out = None
+    for col in cols:
+        if all(df[col].dtype == full[0][col].dtype for df in frames):
+            continue
+        dtype = full[0][col].dtype
+        if not all(df[col].dtype == dtype for df in full):
+            cats = [df[col].cat.categories for df in full]
+            values = list(dict.fromkeys(v for c in cats for v in c.tolist()))
+            with contextlib.suppress(TypeError):   # mixed kinds: in order of appearance
+                values = sorted(values)
+            dtype = pd.CategoricalDtype(text_categories(values) if all(
+                isinstance(v, str) for v in values) else pd.Index(values))
+        if out is None:
+            out = [df.copy(deep=False) for df in frames]
+        for df in out:
+            if df[col].dtype == dtype:
+                continue
+            df[col] = (df[col].cat.set_categories(dtype.categories) if _is_categorical(df[col])
+                       else df[col].astype(dtype))
+    return frames if out is None else out
+
+
+def text_categories(values: Any) -> pd.Index:
+    """Categories of text in the dtype pandas gives text categories by default (object on
+    pandas 2, ``str`` on pandas 3), whatever they arrived as (Arrow strings, objects): so
+    that the categoricals of two files or two routes compare equal and concatenate."""
+    return pd.Index(list(values), dtype=_TEXT_INDEX)
+
+
+#: the dtype of an Index of Python strings on this pandas
+_TEXT_INDEX = pd.Index(["x"]).dtype
 
 
 #: the one text dtype: Arrow-backed on every pandas (pandas 2 would keep whichever storage a
@@ -219,11 +279,15 @@ STRING = pd.StringDtype("pyarrow")
 
 
 def _as_dtype(values: Any, dtype: str) -> pd.Series:
-    s = pd.Series(values).reset_index(drop=True)
+    s = values if isinstance(values, pd.Series) else pd.Series(values)
+    if not _default_index(s):
+        s = s.reset_index(drop=True)
     if dtype == "string":
         if isinstance(s.dtype, pd.CategoricalDtype):
             return _categorical_strings(s)
         return s if s.dtype == STRING else s.astype(STRING)
+    if dtype == "category":
+        return _as_category(s)
     if str(s.dtype) == dtype:
         return s
     if dtype.startswith("datetime64"):
@@ -231,10 +295,62 @@ def _as_dtype(values: Any, dtype: str) -> pd.Series:
     if dtype == "float64":
         return pd.to_numeric(s, errors="coerce").astype("float64")
     if dtype == "Int64":
+        if isinstance(s.dtype, np.dtype) and s.dtype == np.int64:
+            # the values as they are, with a mask (astype copies them)
+            return pd.Series(pd.arrays.IntegerArray(s.to_numpy(), np.zeros(len(s), dtype=bool)),
+                             index=s.index, name=s.name, copy=False)
         if pd.api.types.is_integer_dtype(s.dtype):
             return s.astype("Int64")
+        if isinstance(s.dtype, np.dtype) and s.dtype == np.float64:
+            return _whole_floats(s)
         return pd.to_numeric(s, errors="coerce").astype("Int64")
     return s.astype(dtype)
+
+
+def _nulls(n: int, dtype: str) -> pd.Series:
+    """A column of ``n`` nulls of ``dtype``, made as that dtype (a list of ``n`` Nones
+    converted took several times the column's size)."""
+    if dtype == "Int64":
+        return pd.Series(pd.arrays.IntegerArray(np.zeros(n, dtype=np.int64),
+                                                np.ones(n, dtype=bool)), copy=False)
+    if dtype == "float64":
+        return pd.Series(np.full(n, np.nan), copy=False)
+    if dtype == "category":
+        return pd.Series(pd.Categorical.from_codes(np.full(n, -1, dtype=np.int8),
+                                                   categories=text_categories([])), copy=False)
+    return _as_dtype(pd.Series([None] * n, dtype="object"), dtype)
+
+
+def _whole_floats(s: pd.Series) -> pd.Series:
+    """A float64 column of whole numbers (NaN: missing) as Int64, with one integer array
+    and the mask as temporaries (pandas' ``astype`` makes several of the column's size).
+    Fractions and numbers beyond int64 go through ``astype``, which raises on them."""
+    v = s.to_numpy()
+    missing = np.isnan(v)
+    if missing.all() or not (np.nanmin(v) >= -2.0 ** 63 and np.nanmax(v) < 2.0 ** 63):
+        return s.astype("Int64")
+    with np.errstate(invalid="ignore"):
+        ints = v.astype(np.int64)
+    exact = ints == v
+    exact |= missing
+    if not exact.all():
+        return s.astype("Int64")
+    ints[missing] = 0
+    return pd.Series(pd.arrays.IntegerArray(ints, missing), index=s.index, name=s.name,
+                     copy=False)
+
+
+def _as_category(s: pd.Series) -> pd.Series:
+    """``s`` as a categorical; text categories in one dtype (:func:`text_categories`)."""
+    if not _is_categorical(s):
+        s = s.astype("category")
+    cats = s.cat.categories
+    if cats.dtype == _TEXT_INDEX or not pd.api.types.is_string_dtype(cats.dtype) or (
+            len(cats) and not all(isinstance(v, str) for v in cats.tolist())):
+        return s
+    dtype = pd.CategoricalDtype(text_categories(cats.tolist()), ordered=s.cat.ordered)
+    return pd.Series(pd.Categorical.from_codes(s.cat.codes.to_numpy(), dtype=dtype),
+                     index=s.index, name=s.name)
 
 
 def _categorical_strings(s: pd.Series) -> pd.Series:

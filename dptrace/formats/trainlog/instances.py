@@ -2,7 +2,7 @@
 
 Run once per file on the finished rows of both tables (:func:`resolve`), vectorised: a dense
 log has millions of rows and a handful of distinct printers, patterns and labels, so every
-key is reduced to integer codes first (:func:`_codes`).
+key is reduced to integer codes first (:func:`_combined`).
 
 - **Printer** (``instance``, ``rank``): the launcher prefix (``3: ``, ``[1,3]<stdout>:``,
   ``[rank3]:``, ``[default3]:``), else the rank a per-rank file's path gives
@@ -43,22 +43,61 @@ def shown(instance: object) -> str:
     return "?" if instance is None or pd.isna(instance) else str(instance)
 
 
-def _codes(df: pd.DataFrame, cols: Sequence[str]) -> np.ndarray:
-    """One int64 code per row for the combination of ``cols`` (nulls are a value)."""
-    out = np.zeros(len(df), dtype=np.int64)
-    for c in cols:
-        col = df[c]
+def _combined(columns: Sequence[pd.Series]) -> np.ndarray:
+    """One int64 code per row for the combination of ``columns`` (nulls are a value): each
+    column's codes (a categorical's own, else ``factorize``) mixed into one number, in
+    place (one array of the rows' length at a time)."""
+    out: np.ndarray | None = None
+    for col in columns:
         if isinstance(col.dtype, pd.CategoricalDtype):
-            codes = col.cat.codes.to_numpy().astype(np.int64) + 1
+            codes = col.cat.codes.to_numpy()
             n = len(col.cat.categories) + 1
         else:
             codes, uniques = pd.factorize(col, use_na_sentinel=True)
-            codes = codes.astype(np.int64) + 1
             n = len(uniques) + 1
-        out = out * n + codes
+        if out is None:
+            out = codes.astype(np.int64)
+        else:
+            out *= n
+            out += codes
+        out += 1  # null (-1) is 0
         if out.max(initial=0) > (1 << 40):  # re-number before the product could overflow
             out = pd.factorize(out)[0].astype(np.int64)
-    return out
+    return np.zeros(0, dtype=np.int64) if out is None else out
+
+
+def _dense(codes: np.ndarray) -> np.ndarray:
+    """``codes`` (non-negative) renumbered 0..k-1 in the order of their values, in the
+    smallest unsigned dtype that holds them: the order of the rows by these numbers is the
+    order by ``codes``, and a stable sort of 8 or 16 bits is a radix sort (linear), which a
+    dense log's streams fit (a few printers times a few kinds of line)."""
+    if not len(codes):
+        return codes
+    top = int(codes.max())
+    if top <= 4 * len(codes) + 4096:  # a table of every possible code: no sort, no hash
+        present = np.zeros(top + 1, dtype=bool)
+        present[codes] = True
+        remap = np.cumsum(present, dtype=np.int64) - 1
+        return remap.astype(_uint_for(int(remap[-1]) + 1))[codes]
+    uniques, inverse = np.unique(codes, return_inverse=True)
+    return inverse.reshape(-1).astype(_uint_for(len(uniques)))
+
+
+def _uint_for(k: int) -> type:
+    """The smallest unsigned integer dtype that holds 0..k-1."""
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if k <= np.iinfo(dtype).max + 1:
+            return dtype
+    return np.uint64
+
+
+def _floats(s: pd.Series) -> np.ndarray:
+    """A column as float64 with NaN for missing; float64 columns as they are (no copy)."""
+    if isinstance(s.dtype, np.dtype) and s.dtype == np.float64:
+        return s.to_numpy()
+    if pd.api.types.is_numeric_dtype(s.dtype):
+        return s.to_numpy(dtype="float64", na_value=np.nan)
+    return pd.to_numeric(s, errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
 
 
 def printers(df: pd.DataFrame, source: str) -> tuple[pd.Series, pd.Series]:
@@ -66,6 +105,14 @@ def printers(df: pd.DataFrame, source: str) -> tuple[pd.Series, pd.Series]:
     SambaFlow's k-th line of a kind is instance k (documented instances). A categorical
     ``prefix`` (the fast engine's) stays categorical: dense logs have millions of rows and
     a handful of prefixes."""
+    instance, prefix = printer_and_prefix(df, source)
+    return instance, prefix_rank(prefix)
+
+
+def printer_and_prefix(df: pd.DataFrame, source: str) -> tuple[pd.Series, pd.Series]:
+    """(instance, the prefix with the file's rank where there is none) of each row: what
+    :func:`printers` gives, the rank left to :func:`prefix_rank` (a reader of millions of
+    rows makes that column when it needs it)."""
     prefix = df["prefix"]
     found = rank_of_path(source)
     documented = (df["pattern"].isin(INSTANCE_PATTERNS) & prefix.isna()).to_numpy()
@@ -75,7 +122,7 @@ def printers(df: pd.DataFrame, source: str) -> tuple[pd.Series, pd.Series]:
             if label not in prefix.cat.categories:
                 prefix = prefix.cat.add_categories([label])
             prefix = prefix.fillna(label)
-        return prefix, _prefix_rank(prefix)
+        return prefix, prefix
     prefix = prefix.astype("object")
     if found is not None:
         prefix = prefix.where(prefix.notna(), str(found[0]))
@@ -85,10 +132,10 @@ def printers(df: pd.DataFrame, source: str) -> tuple[pd.Series, pd.Series]:
         cols = [c for c in ("pattern", "name", "label", "metric", "step", "epoch") if c in sub]
         order = sub.groupby(cols, sort=False, dropna=False, observed=True).cumcount()
         instance.loc[documented] = order.astype(str).to_numpy()
-    return instance, _prefix_rank(prefix)
+    return instance, prefix
 
 
-def _prefix_rank(prefix: pd.Series) -> pd.Series:
+def prefix_rank(prefix: pd.Series) -> pd.Series:
     """The rank a launcher prefix gives: srun's ``3``, mpirun's ``[1,3]`` -> ``3``, a bare
     ``[3]``, ``[rank3]:``; a torchrun role (``default3``: the local rank) and no prefix give
     null. Each distinct prefix is looked at once."""
@@ -100,56 +147,68 @@ def _prefix_rank(prefix: pd.Series) -> pd.Series:
 
 
 def steps_and_repeats(df: pd.DataFrame, instance: pd.Series) -> tuple[pd.Series, np.ndarray]:
-    """(step, repeat) of each row (see the module's docstring); ``df`` in file order."""
+    """(step, repeat) of each row (see the module's docstring); ``df`` in file order.
+
+    Linear in the rows (they are millions in dense logs): the rows of each stream (kind and
+    printer) are put together in file order with a radix sort (:func:`_dense`), then
+    every rule compares a row with the one before it in its stream. A pass (a restart of the
+    stream's count) is a run of rows between two places where the step goes down."""
     n = len(df)
     repeat = np.zeros(n, dtype=bool)
     step = df["step"]
     if n == 0:
         return step, repeat
     kind_cols = [c for c in ("pattern", "name", "label", "metric") if c in df]
-    frame = df[kind_cols].assign(_printer=instance.set_axis(df.index))
-    stream = _codes(frame, [*kind_cols, "_printer"])
+    stream = _dense(_combined([df[c] for c in kind_cols] + [instance]))
     documented = df["pattern"].isin(INSTANCE_PATTERNS).to_numpy()
-    step_f = pd.to_numeric(step, errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    step_f = _floats(step)
     stepped = ~np.isnan(step_f)
-    epoch = df["epoch"].to_numpy(dtype="float64", na_value=np.nan)
+    epoch = _floats(df["epoch"])
     new_step = step
     if stepped.any():
-        idx = np.flatnonzero(stepped)
-        s_stream, s_step = stream[idx], step_f[idx]
-        order = np.argsort(s_stream, kind="stable")          # file order within a stream
-        st, sp = s_stream[order], s_step[order]
-        first = np.ones(len(st), dtype=bool)
-        first[1:] = st[1:] != st[:-1]
-        down = np.zeros(len(st), dtype=bool)
-        down[1:] = (sp[1:] < sp[:-1]) & ~first[1:]
-        # pass number within the stream: restarts so far
-        csum = np.cumsum(down)
-        start_of_stream = np.maximum.accumulate(np.where(first, np.arange(len(st)), 0))
-        passes = csum - csum[start_of_stream]
-        # repeats: same stream, pass, step and epoch as an earlier row. Within a pass the
-        # step never goes down, so equal steps are neighbours in stream order: one pass of
-        # comparisons, no sort (millions of rows in dense logs)
-        ep = epoch[idx][order]
-        same = np.zeros(len(st), dtype=bool)
-        same[1:] = (~first[1:] & (passes[1:] == passes[:-1]) & (sp[1:] == sp[:-1])
-                    & ((ep[1:] == ep[:-1]) | (np.isnan(ep[1:]) & np.isnan(ep[:-1]))))
-        rep = np.zeros(len(st), dtype=bool)
-        rep[order] = same
-        repeat[idx] = rep
+        # the stepped rows of each stream together, in file order; arrays of the rows'
+        # length are freed as soon as they are used (millions of rows)
+        order = np.argsort(stream, kind="stable")            # radix: file order in a stream
+        pos = order if stepped.all() else order[stepped[order]]   # the stepped rows
+        del order
+        first = np.ones(len(pos), dtype=bool)                 # a stream's first row
+        st = stream[pos]
+        np.not_equal(st[1:], st[:-1], out=first[1:])
+        del st
+        sp = step_f[pos]
+        down = np.zeros(len(sp), dtype=bool)                  # the count restarts
+        np.less(sp[1:], sp[:-1], out=down[1:])
+        down &= ~first
+        # repeats: same stream, pass, step and epoch as the row before in the stream (within
+        # a pass the step never goes down, so equal steps are neighbours; a row equal to the
+        # one before it does not start a pass). Epochs are compared where the steps agree.
+        same = np.zeros(len(sp), dtype=bool)
+        np.equal(sp[1:], sp[:-1], out=same[1:])
+        same &= ~first
+        at = np.flatnonzero(same)
+        e1, e0 = epoch[pos[at]], epoch[pos[at - 1]]
+        same[at] = (e1 == e0) | (np.isnan(e1) & np.isnan(e0))
+        repeat[pos] = same
+        del same, at
         # global steps: the earlier passes' last steps added, where the rows say which
         # epoch they are in (a count restarting without an epoch may be another rank's bar)
-        bar_like = ~np.isnan(ep)
-        if (passes > 0).any() and bar_like.any():
-            pass_max = pd.Series(sp).groupby([st, passes]).max()
-            offsets = pass_max.groupby(level=0).cumsum() - pass_max   # steps before the pass
-            off = offsets.reindex(pd.MultiIndex.from_arrays([st, passes])).to_numpy()
-            shifted = np.where(bar_like, sp + off, sp)
-            g = np.empty(len(st), dtype="float64")
-            g[order] = shifted
+        bar_like = ~np.isnan(epoch)[pos] if down.any() else None
+        if bar_like is not None and bar_like.any():
+            starts = np.flatnonzero(first | down)             # each pass's first row
+            pass_max = np.maximum.reduceat(sp, starts)
+            owner = np.cumsum(first[starts]) - 1              # each pass's stream
+            del first, down
+            # steps before each pass: its stream's earlier passes' last steps, summed in
+            # order per stream (as pandas' groupby cumsum)
+            before = (pd.Series(pass_max).groupby(owner).cumsum() - pass_max).to_numpy()
+            off = np.repeat(before, np.diff(np.append(starts, len(sp))))
+            off[~bar_like] = 0
+            sp += off
+            del off, bar_like
             values = step_f.copy()
-            values[idx] = g
-            new_step = pd.Series(values, index=df.index).astype("Int64")
+            values[pos] = sp
+            del sp, pos
+            new_step = _int64(values, df.index)
     if "scope" in df:  # global figures without a step: a copy with the same value repeats
         glob = (~stepped & (df["scope"] == "global").to_numpy() & ~documented)
         if glob.any():
@@ -159,6 +218,16 @@ def steps_and_repeats(df: pd.DataFrame, instance: pd.Series) -> tuple[pd.Series,
                                      epoch[gi])
     repeat[documented] = False
     return new_step, repeat
+
+
+def _int64(values: np.ndarray, index: pd.Index) -> pd.Series:
+    """Whole floats (NaN: missing) as an Int64 column, made from ``values`` in place."""
+    missing = np.isnan(values)
+    values[missing] = 0
+    if np.abs(values).max(initial=0) >= 2.0 ** 63:
+        values[missing] = np.nan
+        return pd.Series(values, index=index).astype("Int64")
+    return pd.Series(pd.arrays.IntegerArray(values.astype(np.int64), missing), index=index)
 
 
 def _duplicated(stream: np.ndarray, passes: np.ndarray, step: np.ndarray,

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ... import progress, schema
+from ... import memory, progress, schema
 from ...errors import Problem
 from ...executor import Executor, resolve
 from ...registry import ParseResult
@@ -65,11 +65,16 @@ def parse(source: Source, *, engine: str = "auto", executor: Executor | None = N
         _flag_cut_number(buf, source.name, problems)
         context = _bars_after_setup_lines(buf, tp)
     variant = _variant(tp, tm)
+    rows = len(tp) + len(tm)
+    memory.release(rows)  # the ranges' frames and the scan's tables are gone
     # each table's rows go as soon as its frame is made (millions of rows in dense logs)
     throughput = _finish(tp, source.name, THROUGHPUT, problems, context)
     del tp
+    memory.release(rows)
     tables = {"throughput": throughput,
               "train_metrics": _finish(tm, source.name, TRAIN_METRICS, problems)}
+    del tm
+    memory.release(rows)
     _split_parts(tables, headers)
     return ParseResult(tables, problems, variant)
 
@@ -290,7 +295,9 @@ def _scan_parallel(buf: Any, name: str, use_c: bool, executor: Executor) -> list
 def _merge(parts: list[_Part], problems: list[Problem],
            ) -> tuple[pd.DataFrame, pd.DataFrame, list[_Header]]:
     """Concatenate the ranges' frames and run headers, shifting line numbers by the lines
-    before each range."""
+    before each range. Takes the frames out of ``parts`` (which it empties): each range's
+    column is freed as soon as it is in the concatenated one (the ranges of a dense log
+    hold millions of rows; a concat of whole frames held them twice)."""
     offset, tps, tms = 0, [], []
     headers: list[_Header] = []
     for tp, tm, probs, newlines, heads in parts:
@@ -302,33 +309,33 @@ def _merge(parts: list[_Part], problems: list[Problem],
         tps.append(tp)
         tms.append(tm)
         offset += newlines
-    if len(parts) == 1:
-        return _tidy_categories(tps[0]), _tidy_categories(tms[0]), headers
-    tps, tms = _same_categories(tps), _same_categories(tms)
-    tp, tm = pd.concat(tps, ignore_index=True), pd.concat(tms, ignore_index=True)
+    parts.clear()
+    tp, tm = _concat_columns(tps), _concat_columns(tms)
+    if "seg" in tm:
+        del tm["seg"]  # the bars' segments are looked at in throughput only
     return _tidy_categories(tp), _tidy_categories(tm), headers
+
+
+def _concat_columns(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The frames (same columns; the list is emptied) one after another, column by column:
+    each range's column goes once it is copied. Ranges without rows are left out (their
+    columns are all-null objects); the others' categoricals get one dtype first
+    (:func:`dptrace.schema.unite_categories`), so they stay categorical."""
+    full = [df for df in frames if len(df)] or frames[:1]
+    frames.clear()
+    if len(full) == 1:
+        return full[0]
+    full = schema.unite_categories(full)
+    data: dict[str, pd.Series] = {}
+    for col in list(full[0].columns):
+        data[col] = pd.concat([df[col] for df in full], ignore_index=True)
+        for df in full:
+            del df[col]
+    return pd.DataFrame(data, copy=False)
 
 
 def _categorical(s: pd.Series) -> bool:
     return isinstance(s.dtype, pd.CategoricalDtype)
-
-
-def _same_categories(frames: list[pd.DataFrame]) -> list[pd.DataFrame]:
-    """The ranges' frames with the same categories in each column that is categorical in
-    every range with rows (the fast engine's strings), so that they concatenate without
-    becoming objects (a range without rows has object columns: they become categorical)."""
-    full = [df for df in frames if len(df)]
-    cols = [c for c in frames[0].columns if full and all(_categorical(df[c]) for df in full)]
-    if not cols:
-        return frames
-    out = [df.copy(deep=False) for df in frames]
-    for col in cols:
-        union = pd.CategoricalDtype(pd.Index(sorted(set().union(
-            *(df[col].cat.categories for df in full)))))
-        for df in out:
-            df[col] = (df[col].cat.set_categories(union.categories) if len(df)
-                       else df[col].astype(union))
-    return out
 
 
 def _tidy_categories(df: pd.DataFrame) -> pd.DataFrame:
@@ -360,9 +367,10 @@ def _finish(df: pd.DataFrame, source: str, table: schema.Table, problems: list[P
     by line, from the line before them (:func:`_bars_after_setup_lines`)."""
     if df.empty:
         return table.empty()
-    df = df.reset_index(drop=True)
+    if not _default_index(df):
+        df = df.reset_index(drop=True)
     _fit_numbers(df, source, problems)
-    df["instance"], df["rank"] = instances.printers(df, source)
+    df["instance"], prefix = instances.printer_and_prefix(df, source)
     if "label" in df:  # throughput: from the bar label and name, after the rows (C path too)
         df["phase"] = rules.phases(df["name"], df["label"], df["metric"])
         if context:
@@ -371,9 +379,26 @@ def _finish(df: pd.DataFrame, source: str, table: schema.Table, problems: list[P
                 df["phase"] = df["phase"].astype("object")
                 df.loc[hit, "phase"] = df.loc[hit, "lineno"].map(context)
                 df["phase"] = pd.Categorical(df["phase"], categories=rules.PHASES)
+    memory.release(len(df))  # the temporaries of the numbers' checks
     df["step"], df["repeat"] = instances.steps_and_repeats(df, df["instance"])
-    df["source"] = source
-    return schema.conform(df.drop(columns=["prefix", "seg"]), table)
+    df["rank"] = instances.prefix_rank(prefix)  # after the steps' temporaries are gone
+    del prefix
+    # one category: a Python string per row made a column of millions of objects
+    df["source"] = pd.Categorical.from_codes(np.zeros(len(df), dtype=np.int8),
+                                             categories=schema.text_categories([source]))
+    # one run in the file until run headers say otherwise (_split_parts); zeros from calloc
+    df["part"] = pd.arrays.IntegerArray(np.zeros(len(df), dtype=np.int64),
+                                        np.zeros(len(df), dtype=bool))
+    for col in ("prefix", "seg"):  # in place: pandas 2's drop copies every column
+        if col in df:
+            del df[col]
+    return schema.conform(df, table)
+
+
+def _default_index(df: pd.DataFrame) -> bool:
+    """True when ``df``'s index is 0..n-1 already (pandas 2's reset_index copies the frame)."""
+    index = df.index
+    return isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1
 
 
 #: train_metrics that state the job's shape, printed before training starts
@@ -432,11 +457,13 @@ def _split_parts(tables: dict[str, pd.DataFrame], headers: list[_Header]) -> Non
             training.append((keep & ~df["repeat"]).to_numpy(dtype=bool))
         starts = instances.part_starts(headers, np.concatenate(lines),
                                        np.concatenate(printers), np.concatenate(training))
+    if not starts:
+        return  # one run: part 0 everywhere, as _finish made it
     for df in tables.values():
         if len(df):
             lines = df["lineno"].to_numpy(dtype="int64", na_value=0)
             part = np.searchsorted(np.asarray(starts, dtype="int64"), lines, side="right")
-            df["part"] = pd.array(part, dtype="Int64")
+            df["part"] = pd.arrays.IntegerArray(part, np.zeros(len(part), dtype=bool))
 
 
 #: a step at or beyond this does not fit Int64 (as a float: 2**63 - 1 rounds up to it)
@@ -463,13 +490,13 @@ def _fit_numbers(df: pd.DataFrame, source: str, problems: list[Problem]) -> None
             df["step"] = numeric.where(~bad)
         _bad_rows(df, bad, step, source, problems, "step {} does not fit a 64-bit integer: "
                   "the row is kept, its step is missing", "error")
-    epoch = df["epoch"].to_numpy(dtype="float64", na_value=np.nan)
+    epoch = instances._floats(df["epoch"])
     bad = np.isinf(epoch)
     if bad.any():
         _bad_rows(df, bad, df["epoch"], source, problems, "epoch {} is not a finite number: the"
                   " row is kept, its epoch is missing", "error")
         df["epoch"] = df["epoch"].where(~bad)
-    value = df["value"].to_numpy(dtype="float64", na_value=np.nan)
+    value = instances._floats(df["value"])
     throughput = "metric" in df
     bad = ~np.isfinite(value) if throughput else np.isinf(value)
     if bad.any():

@@ -6,8 +6,12 @@ from ...schema import LINENO, SOURCE, Column, Table, register_table
 
 _c = Column
 
+#: the text columns of these tables are categorical: a dense log's millions of rows hold a
+#: handful of distinct sources, printers, names and labels (as Arrow strings per row they
+#: were half of the tables' memory). Loading several files unites their categories.
+_SOURCE = _c(SOURCE.name, "category", SOURCE.doc)
 _INSTANCE = _c(
-    "instance", "string",
+    "instance", "category",
     "who printed the line: the launcher prefix (srun --label 3: -> '3', mpirun --tag-output, "
     "[rank3]:, torchrun [default7]: -> 'default7'), else the rank a per-rank file's path "
     "gives (attempt_0/3/stdout.log, 1/rank.3/stdout, rank3.log); null when unknown. "
@@ -36,9 +40,10 @@ THROUGHPUT = Table(
     "throughput",
     "One row per throughput figure printed in a training log.",
     (
-        SOURCE, _INSTANCE, _RANK, _PATTERN,
-        _c("name", "string", "the key as printed: 'e2e samples_per_sec', 'CurrSamplesPerSec', ..."),
-        _c("label", "string", "tqdm bar description, else null"),
+        _SOURCE, _INSTANCE, _RANK, _PATTERN,
+        _c("name", "category",
+           "the key as printed: 'e2e samples_per_sec', 'CurrSamplesPerSec', ..."),
+        _c("label", "category", "tqdm bar description, else null"),
         _c("metric", "category",
            "samples_per_s, sequences_per_s, images_per_s, tokens_per_s, iterations_per_s, "
            "steps_per_s or <unit>_per_s"),
@@ -63,8 +68,8 @@ TRAIN_METRICS = Table(
     "train_metrics",
     "Training metrics other than throughput (loss, learning rate, step time, ...).",
     (
-        SOURCE, _INSTANCE, _RANK, _PATTERN,
-        _c("name", "string", "snake_case metric name with its unit: loss, lm_loss, "
+        _SOURCE, _INSTANCE, _RANK, _PATTERN,
+        _c("name", "category", "snake_case metric name with its unit: loss, lm_loss, "
            "learning_rate, grad_norm, step_time_s, world_size, ..."),
         _c("value", "float64", "the value, in the unit named by name"),
         _STEP, _EPOCH, LINENO, _REPEAT, _PART,
