@@ -126,14 +126,9 @@ def report(ds: Dataset, *, warmup: float = 0.1,
     instance's steps dropped before averaging throughput (as ``dptrace report --warmup``);
     ``thresholds`` overrides the findings' thresholds by kind (as ``--threshold``; see
     :func:`findings`)."""
-    from .findings.thresholds import parse_overrides
     from .reports import model
 
-    try:
-        given = parse_overrides(thresholds or {})
-    except ValueError as exc:
-        raise DptraceError(str(exc)) from None
-    return model.build(ds, warmup=warmup, thresholds=given)
+    return model.build(ds, warmup=warmup, thresholds=_thresholds(thresholds))
 
 
 def findings(ds: Dataset, *, warmup: float = 0.1,
@@ -145,10 +140,15 @@ def findings(ds: Dataset, *, warmup: float = 0.1,
     ``{"throughput_straggler": 10}`` (10% below the median); the kinds that take one are
     ``dptrace.findings.thresholds.OVERRIDABLE``. ``warmup`` as for :func:`report`."""
     from .findings import build
+
+    return build(ds, warmup=warmup, thresholds=_thresholds(thresholds))
+
+
+def _thresholds(given: Mapping[str, float] | None) -> dict[str, float]:
+    """The findings' threshold overrides, checked (a usage error names what is wrong)."""
     from .findings.thresholds import parse_overrides
 
     try:
-        given = parse_overrides(thresholds or {})
+        return parse_overrides(given or {})
     except ValueError as exc:
         raise DptraceError(str(exc)) from None
-    return build(ds, warmup=warmup, thresholds=given)

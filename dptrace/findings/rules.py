@@ -728,10 +728,7 @@ def load_overhead(instances: pd.DataFrame, pct: float = th.LOAD_PCT) -> list[Fin
     program (``%pload``) or arguments (``%aload``) or checkpointing (``%chkpt``)."""
     out = []
     for r in instances.itertuples(index=False):
-        parts = [(n, getattr(r, c)) for n, c in (("program load", "pload_mean_pct"),
-                                                  ("argument load", "aload_mean_pct"),
-                                                  ("checkpoint", "chkpt_mean_pct"))]
-        known = [(n, float(v)) for n, v in parts if not _na(v)]
+        known = _load_parts(r)
         total = sum(v for _, v in known)
         if not known or not total > pct:
             continue
@@ -748,12 +745,20 @@ def load_overhead(instances: pd.DataFrame, pct: float = th.LOAD_PCT) -> list[Fin
     return out
 
 
+#: the columns of ``tiles.instances`` that hold time not spent executing, as messages name them
+_LOAD_COLUMNS = (("program load", "pload_mean_pct"), ("argument load", "aload_mean_pct"),
+                 ("checkpoint", "chkpt_mean_pct"))
+
+
+def _load_parts(r: Any) -> list[tuple[str, float]]:
+    """(name, mean %) of an instance's load and checkpoint columns that are known."""
+    values = [(n, getattr(r, c, np.nan)) for n, c in _LOAD_COLUMNS]
+    return [(n, float(v)) for n, v in values if not _na(v)]
+
+
 def _busy(r: Any) -> str:
-    """'; program load 11.2%, argument load 1.8%' for the non-zero load/checkpoint means."""
-    parts = [(n, getattr(r, c, np.nan)) for n, c in (("program load", "pload_mean_pct"),
-                                                      ("argument load", "aload_mean_pct"),
-                                                      ("checkpoint", "chkpt_mean_pct"))]
-    shown = [f"{n} {float(v):.1f}%" for n, v in parts if not _na(v) and float(v) > 0]
+    """' (program load 11.2%, argument load 1.8%)' for the non-zero load/checkpoint means."""
+    shown = [f"{n} {v:.1f}%" for n, v in _load_parts(r) if v > 0]
     return f" ({', '.join(shown)})" if shown else ""
 
 
