@@ -9,6 +9,8 @@ rich: the public names load on first use, so ``dptrace --help`` starts at once):
     dptrace.report(ds)                                        # a Report: its Sections'
                                                               # tables, figures, to_html()
     dptrace.findings(ds)                                      # what to look at first
+    dptrace.compare(ds_before, ds_after)                      # two runs side by side
+    dptrace.scaling({"1": ds1, "2": ds2, "4": ds4})           # speedup and efficiency
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ _PUBLIC = {
     "Report": ".reports.model",
     "Section": ".reports.model",
     "UnknownFormatError": ".errors",
+    "compare": ".api",
     "findings": ".findings",
     "load": ".api",
     "report": ".api",
+    "scaling": ".api",
     "throughput_summary": ".analysis.throughput",
 }
 #: ``read_<format>`` for each format package (dptrace/formats/<format>/), made from the
@@ -40,8 +44,10 @@ __all__ = sorted([*_PUBLIC, *_READERS])
 
 if TYPE_CHECKING:  # the names as type checkers and editors see them
     from .analysis.throughput import throughput_summary as throughput_summary
+    from .api import compare as compare
     from .api import load as load
     from .api import report as report
+    from .api import scaling as scaling
     from .dataset import Dataset as Dataset
     from .errors import DptraceError as DptraceError
     from .errors import ParseError as ParseError

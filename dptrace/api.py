@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 
     from .reports.model import Report
 
-__all__ = ["ProgressFn", "expand_arguments", "findings", "load", "load_sources", "read_function",
-           "report"]
+__all__ = ["ProgressFn", "compare", "expand_arguments", "findings", "load", "load_sources",
+           "read_function", "report", "scaling"]
 
 PathArg = str | bytes | os.PathLike[str] | Iterable[str | bytes | os.PathLike[str]]
 #: the decompression limit: bytes (0: no limit), a size such as "32G", or None (the default)
@@ -142,6 +142,68 @@ def findings(ds: Dataset, *, warmup: float = 0.1,
     from .findings import build
 
     return build(ds, warmup=warmup, thresholds=_thresholds(thresholds))
+
+
+def compare(base: Dataset, candidate: Dataset, *, labels: tuple[str, str] | None = None,
+            warmup: float = 0.1, thresholds: Mapping[str, float] | None = None) -> Report:
+    """Two runs side by side (as ``dptrace compare``): a :class:`Report` whose findings say
+    what changed and whose ``compare`` section holds ``changes`` (the ten largest changes in
+    time) and ``compare`` (every matching row of every report table both runs have, with
+    absolute and relative change). ``base`` and ``candidate`` each hold one run (see
+    :meth:`Dataset.run` to pick one); ``labels`` name them (default: their run labels, or
+    ``"base"`` and ``"candidate"`` where those are equal). ``warmup`` and ``thresholds`` as
+    for :func:`report`."""
+    from .reports import model
+
+    if labels is None:
+        found = [_only_label(base, "base"), _only_label(candidate, "candidate")]
+        labels = (found[0], found[1]) if found[0] != found[1] else ("base", "candidate")
+    ds = _together({labels[0]: base, labels[1]: candidate})
+    return model.build(ds, "compare", warmup=warmup, thresholds=_thresholds(thresholds),
+                       base=labels[0], candidate=labels[1])
+
+
+def scaling(runs: Mapping[str, Dataset] | Dataset, *, by: str = "ranks", strong: bool = False,
+            warmup: float = 0.1, thresholds: Mapping[str, float] | None = None) -> Report:
+    """Runs at several sizes (as ``dptrace scaling``): a :class:`Report` whose ``scaling``
+    section holds the ``scaling`` table (workers, job throughput, speedup, efficiency and
+    communication per run) and per-run tables of what grows with the workers.
+
+    ``runs``: label -> Dataset of one run each (``{"1": ds1, "2": ds2, "4": ds4}``; a label
+    that is a number states the workers where the data does not), or one Dataset whose
+    runs are the points (``dptrace.load({"1": "run1/", "2": "run2/"})``). ``by``: count
+    workers as ``"ranks"`` (the world size), ``"nodes"`` or ``"instances"``; ``strong``:
+    the global batch is fixed (the same formula, read as strong scaling)."""
+    from .analysis.scaling import BY
+    from .reports import model
+
+    if by not in BY:
+        raise DptraceError(f"by={by!r}: one of {', '.join(BY)}")
+    ds = runs if isinstance(runs, Dataset) else _together(runs)
+    return model.build(ds, "scaling", warmup=warmup, thresholds=_thresholds(thresholds),
+                       by=by, strong=strong)
+
+
+def _only_label(ds: Dataset, default: str) -> str:
+    labels = [str(v) for v in ds.runs["label"].tolist()] if len(ds.runs) else []
+    return labels[0] if len(labels) == 1 else default
+
+
+def _together(parts: Mapping[str, Dataset]) -> Dataset:
+    """One Dataset of several, each part's single run renamed to its label (a part with
+    more runs is a usage error that names them)."""
+    renamed = []
+    for label, ds in parts.items():
+        if not isinstance(ds, Dataset):
+            raise DptraceError(f"{label!r}: expected a Dataset (dptrace.load(...)), got "
+                               f"{type(ds).__name__}")
+        ids = ds.run_ids
+        if len(ids) > 1:
+            raise DptraceError(
+                f"{label!r} holds {len(ids)} runs ({', '.join(ids)}): pass one, e.g. "
+                f"ds.run({ids[0]!r})")
+        renamed.append(ds.relabelled(str(label)))
+    return Dataset.concat(renamed)
 
 
 def _thresholds(given: Mapping[str, float] | None) -> dict[str, float]:

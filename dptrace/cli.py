@@ -1,4 +1,5 @@
-"""Command line: ``dptrace report|export|schema|formats``. It only wires arguments to the library.
+"""Command line: ``dptrace report|compare|scaling|export|schema|formats``. It only wires
+arguments to the library.
 
 Exit codes (also in ``dptrace --help`` and the README):
   0  every input was parsed (files inside a directory that no format recognises are
@@ -25,6 +26,7 @@ if TYPE_CHECKING:  # the heavy modules (pandas, rich) load only for a command th
     from rich.console import Console
 
     from .dataset import Dataset
+    from .reports.model import Report
 
 #: inputs larger than this (in total) get a progress bar
 PROGRESS_BYTES = 64 << 20
@@ -69,10 +71,75 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--width", type=int, help="terminal width (default: detected)")
     _limit_options(r)
     r.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    _runs_parsers(sub)
     _export_parser(sub)
     sub.add_parser("schema", help="print every table's columns, dtypes, units and meaning")
     sub.add_parser("formats", help="list the input formats dptrace reads")
     return p
+
+
+_RUN_HELP = ("a run: [LABEL=]PATH[,PATH...] (files, globs, directories; every path of the "
+             "argument is one run; LABEL names it, default the first path's name)")
+
+
+def _runs_parsers(sub: argparse._SubParsersAction) -> None:
+    c = sub.add_parser("compare", help="two runs side by side: what changed, and where",
+                       epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.add_argument("base", metavar="BASE", help=_RUN_HELP + "; the run compared against")
+    c.add_argument("candidate", metavar="CANDIDATE", help="the run after the change, as BASE")
+    s = sub.add_parser("scaling", help="runs at several sizes: speedup, efficiency, and what "
+                       "grows with the number of workers",
+                       epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("runs", nargs="+", metavar="RUN", help=_RUN_HELP + "; a LABEL that is a "
+                   "number (8=path) states the workers where the data does not")
+    s.add_argument("--by", choices=("ranks", "nodes", "instances"), default="ranks",
+                   help="count workers as ranks (the world size; default), nodes or "
+                   "throughput instances")
+    s.add_argument("--strong", action="store_true",
+                   help="strong scaling: the global batch is fixed (same formula on the "
+                   "global figure; the default is weak scaling)")
+    for p in (c, s):
+        p.add_argument("--format", default="auto", help="force a format (see `dptrace formats`)")
+        p.add_argument("--json", metavar="FILE", help="also write the report as JSON ('-': "
+                       "stdout, replacing the terminal report)")
+        p.add_argument("--html", metavar="FILE",
+                       help="also write the self-contained HTML dashboard")
+        p.add_argument("--warmup", type=_fraction, default=0.1, metavar="FRACTION",
+                       help="share of each instance's steps dropped as warm-up (default 0.1)")
+        p.add_argument("--threshold", action="append", default=[], metavar="KIND=VALUE",
+                       help="override a finding's threshold (repeatable), e.g. "
+                       "throughput_change=10 or scaling_efficiency=70")
+        p.add_argument("--fail-on", choices=("warning", "critical"), metavar="LEVEL",
+                       help="exit 4 when a finding of LEVEL or worse is found")
+        p.add_argument("--width", type=int, help="terminal width (default: detected)")
+        _limit_options(p)
+        p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+
+
+def run_arguments(items: Sequence[str]) -> list[object]:
+    """The paths of ``[LABEL=]PATH[,PATH...]`` run arguments, each run labelled (its LABEL,
+    else its first path's name; repeated names get '#2', '#3', ...), so that all the paths
+    of one argument make one run."""
+    from . import runs
+
+    out: list[object] = []
+    taken: set[str] = set()
+    for item in items:
+        label, paths = None, item
+        first = runs.command_line([item])[0]
+        if first.label is not None:
+            label, paths = first.label, first.path
+        parts = [paths] if os.path.lexists(paths) else [p for p in paths.split(",") if p]
+        if not parts:
+            raise DptraceError(f"run {item!r}: no path")
+        name = label or os.path.basename(os.path.normpath(parts[0])) or parts[0]
+        unique, k = name, 1
+        while unique in taken:
+            k += 1
+            unique = f"{name}#{k}"
+        taken.add(unique)
+        out.extend(runs.Argument(p, unique) for p in parts)
+    return out
 
 
 def _export_parser(sub: argparse._SubParsersAction) -> None:
@@ -147,6 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _formats(console)
         if args.command == "export":
             return _export(args, err)
+        if args.command in ("compare", "scaling"):
+            return _runs_report(args, console, err)
         return _report(args, console, err)
     except BrokenPipeError:   # stdout closed early (`| head`): stop quietly
         return _stdout_closed(getattr(args, "_code", EXIT_OK))
@@ -191,7 +260,7 @@ def _stdout_closed(code: int) -> int:
 def _report(args: argparse.Namespace, console: Console, err: Console) -> int:
     from . import registry
     from .findings.thresholds import parse_overrides
-    from .reports import json_report, model, terminal
+    from .reports import model
 
     registry.get(args.format) if args.format != "auto" else None
     for option, target in (("--html", args.html), ("--json", args.json)):
@@ -203,7 +272,50 @@ def _report(args: argparse.Namespace, console: Console, err: Console) -> int:
         raise DptraceError(str(exc)) from None
     ds = _load_with_progress(args.paths, args.format, err, args.max_decompressed)
     report = model.build(ds, warmup=args.warmup, thresholds=thresholds)
-    code = args._code = _fail_on(model.exit_code(ds), report, args.fail_on)
+    return _write(args, report, model.exit_code(ds), console)
+
+
+def _runs_report(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """``dptrace compare`` and ``dptrace scaling``: every run loaded into one Dataset (one
+    labelled run per argument), then the view's report."""
+    from . import registry
+    from .findings.thresholds import parse_overrides
+    from .reports import model
+
+    registry.get(args.format) if args.format != "auto" else None
+    for option, target in (("--html", args.html), ("--json", args.json)):
+        if target and target != "-":
+            _check_output_file(option, target)
+    try:
+        thresholds = parse_overrides(args.threshold)
+    except ValueError as exc:
+        raise DptraceError(str(exc)) from None
+    items = [args.base, args.candidate] if args.command == "compare" else args.runs
+    arguments = run_arguments(items)
+    ds = _load_with_progress(arguments, args.format, err, args.max_decompressed)
+    labels = list(dict.fromkeys(a.label for a in arguments))  # type: ignore[attr-defined]
+    if args.command == "compare":
+        ids = ds.run_ids
+        base, cand = (labels[0], labels[1]) if set(labels[:2]) <= set(ids) else (None, None)
+        if base is None:
+            raise DptraceError(
+                f"a comparison needs one run per argument; the inputs make {len(ids)} run(s)"
+                + (f": {', '.join(ids)}" if ids else "") + " (a file that holds several "
+                "runs: split it, or compare its runs with dptrace.compare in a notebook)")
+        report = model.build(ds, "compare", warmup=args.warmup, thresholds=thresholds,
+                             base=base, candidate=cand)
+    else:
+        report = model.build(ds, "scaling", warmup=args.warmup, thresholds=thresholds,
+                             by=args.by, strong=args.strong)
+    return _write(args, report, model.exit_code(ds), console)
+
+
+def _write(args: argparse.Namespace, report: Report, data_code: int, console: Console) -> int:
+    """Write the report's faces (HTML and JSON files first, then the terminal or JSON on
+    stdout); the exit code (``--fail-on`` applied)."""
+    from .reports import json_report, terminal
+
+    code = args._code = _fail_on(data_code, report, args.fail_on)
     # files first: a closed stdout (`| head`) must not cost the dashboard or the JSON file
     if args.html:
         report.to_html(args.html)
@@ -215,7 +327,7 @@ def _report(args: argparse.Namespace, console: Console, err: Console) -> int:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
     else:
-        terminal.render(report, console, show_all=args.show_all)
+        terminal.render(report, console, show_all=getattr(args, "show_all", False))
         console.file.flush()
     return code
 
@@ -248,7 +360,7 @@ def _export(args: argparse.Namespace, err: Console) -> int:
     return exit_code(ds)
 
 
-def _load_with_progress(paths: list[str], fmt: str, err: Console,
+def _load_with_progress(paths: Sequence[object], fmt: str, err: Console,
                         max_decompressed: int | None = None) -> Dataset:
     """``api.load`` with a progress bar on stderr (a terminal only, inputs over
     PROGRESS_BYTES). The bar counts bytes, so it moves within one large file too: readers
@@ -266,8 +378,10 @@ def _load_with_progress(paths: list[str], fmt: str, err: Console,
     from . import progress as byte_progress
     from .sources import resolve_max_decompressed
 
+    given = [p if isinstance(p, runs.Argument) else runs.command_line([str(p)])[0]
+             for p in paths]
     sources, found, arguments, origins = api.expand_arguments(
-        runs.command_line(paths), max_decompressed=resolve_max_decompressed(max_decompressed))
+        given, max_decompressed=resolve_max_decompressed(max_decompressed))
     sizes = {src.name: _size_or_zero(src) for src in sources}
     total = sum(sizes.values())
     if total < PROGRESS_BYTES or not err.is_terminal:

@@ -84,6 +84,20 @@ class Dataset(Mapping[str, pd.DataFrame]):
                    _cat([ds.problems for ds in renamed], order),
                    _cat([ds.runs for ds in renamed], order))
 
+    def relabelled(self, label: str) -> Dataset:
+        """This Dataset with its one run renamed ``label`` (id and label), as
+        :func:`dptrace.compare` and :func:`dptrace.scaling` name the runs they are given.
+        A Dataset of no run is returned as it is; one of several runs is a ValueError."""
+        ids = self.run_ids
+        if not ids:
+            return self
+        if len(ids) > 1:
+            raise ValueError(f"{len(ids)} runs ({', '.join(ids)}): relabel one at a time")
+        out = self._renamed({ids[0]: label}) if ids[0] != label else self
+        runs = out.runs.copy()
+        runs["label"] = label
+        return Dataset(out._tables, out.sources, out.problems, runs)
+
     def _renamed(self, mapping: Mapping[str, str]) -> Dataset:
         def ren(df: pd.DataFrame) -> pd.DataFrame:
             if "run" not in df.columns:

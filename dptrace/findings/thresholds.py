@@ -102,6 +102,21 @@ LOW_EXEC_PCT: float = 50.0
 #: training instances: 0.2-1.3%; PID 49880: 13.0%
 LOAD_PCT: float = 10.0
 
+# -- runs side by side (dptrace compare / dptrace scaling: :mod:`.runs`) --------------------
+
+#: compare: the job throughput of the candidate this many percent below the base's is a
+#: warning (below it, the change is reported as info). Repeated runs of one job on this
+#: machine differ by under 1% (tests/fixtures/straggler: balanced .. balanced_4, 2,297 to
+#: 2,317 images/s), a real regression by far more (the delayed rank: -35%)
+THROUGHPUT_CHANGE_PCT: float = 5.0
+#: compare: MPI (or Horovod allreduce) time per rank this many percent above the base's is
+#: a warning. The balanced repeats differ by up to 10% (0.31-0.34 s); 25% is past that
+COMM_CHANGE_PCT: float = 25.0
+#: scaling: an efficiency below this (speedup over the ideal, as a fraction) is a warning.
+#: 0.8 is the usual line of "scales well" in HPC scaling studies (weak scaling of
+#: data-parallel training on a fast network reaches 0.9 and more)
+SCALING_EFFICIENCY: float = 0.8
+
 
 # -- overrides: `dptrace report --threshold KIND=VALUE`, `dptrace.findings(ds, thresholds=)` --
 
@@ -147,6 +162,12 @@ OVERRIDABLE: dict[str, Threshold] = {t.kind: t for t in (
               "a rank this share of the job's elapsed time below the other ranks' median MPI "
               f"time (and >= {COMPUTE_GAP_MADS:g} median absolute deviations of theirs)",
               scale=0.01),
+    Threshold("throughput_change", "drop_pct", THROUGHPUT_CHANGE_PCT, "%",
+              "compare: the candidate's job throughput this far below the base's"),
+    Threshold("comm_time_change", "grow_pct", COMM_CHANGE_PCT, "%",
+              "compare: MPI (or Horovod allreduce) time per rank this far above the base's"),
+    Threshold("scaling_efficiency", "floor", 100.0 * SCALING_EFFICIENCY, "%",
+              "scaling: an efficiency (speedup over the ideal) below this", scale=0.01),
 )}
 
 

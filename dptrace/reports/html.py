@@ -73,11 +73,13 @@ def render(report: Report) -> str:
     body = "".join(_findings(s, tables) if s.name == "findings" else _section(s)
                    for s in report.sections)
     nav = " ".join(f"<a href='#{_e(s.name)}'>{_e(s.title)}</a>" for s in report.sections)
+    title = {"compare": "dptrace compare", "scaling": "dptrace scaling"}.get(
+        getattr(report, "view", "report"), "dptrace report")
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-        f"<title>dptrace report</title><style>{_CSS}</style>{plotly_loader()}</head><body>"
-        f"<header><h1>dptrace report</h1>{_facts_table(report)}<nav>{nav}</nav></header>"
+        f"<title>{title}</title><style>{_CSS}</style>{plotly_loader()}</head><body>"
+        f"<header><h1>{title}</h1>{_facts_table(report)}<nav>{nav}</nav></header>"
         f"<main>{body}</main><script>{_OPEN_TARGET}</script></body></html>\n"
     )
 

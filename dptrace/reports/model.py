@@ -17,7 +17,6 @@ as ``figure_args``. Figure functions live in each format's ``figures.py`` (share
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +72,9 @@ class Report:
 
     dataset: Dataset
     sections: list[Section]
+    #: which report this is (:data:`~dptrace.reports.registry.VIEWS`): ``report``,
+    #: ``compare`` or ``scaling``
+    view: str = "report"
 
     def section(self, name: str) -> Section | None:
         return next((s for s in self.sections if s.name == name), None)
@@ -118,10 +120,20 @@ def exit_code(ds: Dataset) -> int:
     return EXIT_PARTIAL if ds.skipped else EXIT_OK
 
 
-def build(ds: Dataset, **opts: object) -> Report:
-    """Run every registered section builder on ``ds``, in report order; keep the sections
-    that have data. ``opts`` reach every builder (``warmup``: the share of each instance's
-    steps dropped as warm-up)."""
-    options: Mapping[str, Any] = opts
-    sections = [s for spec in registry.sections() if (s := spec.build(ds, options)) is not None]
-    return Report(ds, sections)
+def build(ds: Dataset, view: str = "report", **opts: object) -> Report:
+    """Run every registered section builder of ``view`` on ``ds``, in report order; keep
+    the sections that have data. ``opts`` reach every builder (``warmup``: the share of each
+    instance's steps dropped as warm-up).
+
+    The ``compare`` and ``scaling`` views are made from the ordinary report of ``ds`` (every
+    run's tables, the ``run`` column telling them apart): it is built first and reaches
+    their builders as ``opts["report"]``; ``opts["view"]`` names the view."""
+    if view not in registry.VIEWS:
+        raise ValueError(f"view {view!r} is not one of {registry.VIEWS}")
+    options: dict[str, Any] = {**opts, "view": view}
+    if view != "report":
+        options["report"] = build(ds, "report", **{k: v for k, v in opts.items()
+                                         if k in ("warmup", "thresholds")})
+    sections = [s for spec in registry.sections(view)
+                if (s := spec.build(ds, options)) is not None]
+    return Report(ds, sections, view)

@@ -74,8 +74,14 @@ class SectionSpec:
     #: facts for the HTML header (label -> plain text; the faces escape it). Sections that
     #: give the same label are joined with '; ' in report order.
     facts: FactsFn | None = None
+    #: the reports the section belongs to (:data:`VIEWS`): ``report`` (``dptrace report``),
+    #: ``compare`` (``dptrace compare``: two runs side by side), ``scaling`` (``dptrace
+    #: scaling``: runs at several sizes)
+    views: tuple[str, ...] = ("report",)
 
 
+#: the kinds of report: one Dataset's report, two runs compared, runs at several scales
+VIEWS = ("report", "compare", "scaling")
 _SPECS: dict[str, SectionSpec] = {}
 _DISCOVERED = False
 #: the package whose every module is imported to find the format-independent sections
@@ -92,6 +98,9 @@ def register_section(spec: SectionSpec) -> SectionSpec:
 
     Registering a name again from the module that first did it (a reloaded module) replaces
     the spec; from another module it is an error: two sections would share a key."""
+    unknown = set(spec.views) - set(VIEWS)
+    if unknown or not spec.views:
+        raise ValueError(f"section {spec.name!r}: views {spec.views!r} are not among {VIEWS}")
     old = _SPECS.get(spec.name)
     if old is not None and _module(old) != _module(spec):
         raise ValueError(f"section {spec.name!r} is already registered by {_module(old)}")
@@ -141,10 +150,11 @@ def _import_format_sections(module: str) -> None:
         UNAVAILABLE.pop(module, None)
 
 
-def sections() -> list[SectionSpec]:
-    """Every registered section, in report order."""
+def sections(view: str | None = None) -> list[SectionSpec]:
+    """Every registered section (of ``view`` only, when given), in report order."""
     discover()
-    return sorted(_SPECS.values(), key=lambda s: (s.order, s.name))
+    return sorted((s for s in _SPECS.values() if view is None or view in s.views),
+                  key=lambda s: (s.order, s.name))
 
 
 def section_spec(name: str) -> SectionSpec | None:

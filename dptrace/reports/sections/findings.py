@@ -22,11 +22,31 @@ CAPTION = (
     "behind it) is in --json and the HTML.")
 
 
+CAPTIONS = {
+    "compare": "What changed from the base run to the candidate, most severe first: the job "
+    "throughput, the largest single change in time and the communication time against the "
+    "time outside it. Each finding links to its row of the comparison.",
+    "scaling": "How the job scales, most severe first: runs that got slower with more "
+    "workers, efficiency below the threshold with the cost that grew most, runs that lack "
+    "what scaling needs. Each finding links to its row of the scaling table.",
+}
+
+
 def build(ds: Dataset, opts: Mapping[str, Any]) -> Section:
-    """The Findings section of ``ds`` (``opts``: ``warmup``, as for the throughput section)."""
-    return Section(SPEC.name, SPEC.title, CAPTION, {"findings": build_findings(ds, **opts)})
+    """The Findings section of ``ds`` (``opts``: ``warmup``, as for the throughput section;
+    ``thresholds``). In the compare and scaling views: the findings about the runs side by
+    side (:mod:`dptrace.findings.runs`), from the view's own section."""
+    view = opts.get("view", "report")
+    if view == "report":
+        found = build_findings(ds, **{k: v for k, v in opts.items()
+                                      if k in ("warmup", "thresholds")})
+    else:
+        from . import runs
+
+        found = runs.findings(ds, opts)
+    return Section(SPEC.name, SPEC.title, CAPTIONS.get(view, CAPTION), {"findings": found})
 
 
 SPEC = register_section(SectionSpec(
-    "findings", "Findings", order=5, build=build,
+    "findings", "Findings", order=5, build=build, views=("report", "compare", "scaling"),
     terminal="dptrace.reports.terminal.findings:draw_findings"))

@@ -22,5 +22,5 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section:
 
 
 SPEC = register_section(SectionSpec(
-    "inputs", "Inputs", order=10, build=build,
+    "inputs", "Inputs", order=10, build=build, views=("report", "compare", "scaling"),
     terminal="dptrace.reports.terminal.inputs:draw_inputs"))

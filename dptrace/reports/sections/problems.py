@@ -21,5 +21,5 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
 
 
 SPEC = register_section(SectionSpec(
-    "problems", "Problems", order=90, build=build,
+    "problems", "Problems", order=90, build=build, views=("report", "compare", "scaling"),
     terminal="dptrace.reports.terminal.problems:draw_problems"))

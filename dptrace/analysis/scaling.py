@@ -1,0 +1,215 @@
+"""Runs at several sizes (``dptrace scaling``): speedup and efficiency, and what grows with N.
+
+The input is the ordinary report of a Dataset with one run per size (each table's ``run``
+column tells them apart) and its ``runs`` table. For every run:
+
+- **workers**: ``--by ranks`` (the default) takes ``runs.world_size`` (where the job says
+  it: mpitrace, timelines, the log; see :mod:`dptrace.runs`), ``--by nodes`` takes
+  ``runs.nodes``, ``--by instances`` counts the instances of the run's throughput series
+  (SambaFlow instances, printing ranks). A run label that is a number (``8=path``) states
+  the workers where the data does not; where both do and disagree the data is used and
+  the ``note`` says so.
+- **the job throughput** per metric: the training-log job figure (``throughput.job``).
+- **speedup and efficiency** against the run with the fewest workers that has the same
+  metric (``base_run``): ``speedup = T(N) / T(N0)`` and ``efficiency = speedup / (N / N0)``.
+  For weak scaling (the default: the work per worker is fixed) ``T`` is the job throughput
+  and the ideal is linear growth; for strong scaling (``--strong``: the global batch is
+  fixed) the same formula is taken on the global figure, so efficiency 1 means the
+  throughput grew with the workers in both cases, and the ``mode`` column says which
+  reading applies. Runs whose metrics differ (samples vs tokens) are never divided into
+  each other.
+- **communication**: MPI time per rank and its share of the elapsed time (mpitrace: the
+  mean over the ranks), else the Horovod timeline's allreduce wall time and share;
+  ``comm_from`` says which.
+
+``missing`` says what a run lacks (no throughput figure, no world size, the base run's
+metric), so a run is kept for what it has.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from .keys import plain
+
+#: the scaling table's columns
+COLUMNS = ["run", "label", "workers", "workers_from", "metric", "job_value", "base_run",
+           "speedup", "ideal_speedup", "efficiency", "mode", "elapsed_s", "comm_time_s",
+           "comm_share", "comm_from", "missing", "note"]
+#: what workers can be counted by
+BY = ("ranks", "nodes", "instances")
+_NUMBER = re.compile(r"^\s*(\d+)\s*(?:ranks?|gpus?|nodes?|workers?|instances?|n)?\s*$", re.I)
+
+
+def stated_workers(label: object) -> int | None:
+    """The workers a run label states (``8``, ``8 ranks``, ``16gpus``), else None."""
+    m = _NUMBER.match(str(label)) if label is not None else None
+    if not m:
+        return None
+    n = int(m.group(1))
+    return n if n > 0 else None
+
+
+def _runs_rows(runs: pd.DataFrame) -> list[dict[str, object]]:
+    return [{k: (None if _missing(v) else v) for k, v in r.items()}
+            for r in runs.to_dict("records")]
+
+
+def _missing(v: object) -> bool:
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def _instances(tables: Mapping[str, pd.DataFrame], run: str) -> int | None:
+    inst = tables.get("throughput.instances")
+    if inst is None or inst.empty:
+        return None
+    rows = inst[(plain(inst["run"]).astype(str) == run).to_numpy()]
+    if "scope" in rows.columns:
+        rows = rows[(rows["scope"].astype(object) != "global").to_numpy()]
+    if "phase" in rows.columns:
+        ph = rows["phase"].astype(object)
+        rows = rows[(ph.isna() | (ph == "train")).to_numpy()]
+    n = rows["instance"].astype(object).nunique() if len(rows) else 0
+    return int(n) or None
+
+
+def workers(tables: Mapping[str, pd.DataFrame], runs: pd.DataFrame,
+            by: str = "ranks") -> pd.DataFrame:
+    """``run``, ``label``, ``workers``, ``workers_from``, ``note`` for every run."""
+    if by not in BY:
+        raise ValueError(f"--by {by!r}: one of {', '.join(BY)}")
+    out = []
+    for r in _runs_rows(runs):
+        run, label = str(r["run"]), str(r.get("label") or r["run"])
+        if by == "ranks":
+            data, why = r.get("world_size"), f"world size ({r.get('world_size_from') or 'data'})"
+        elif by == "nodes":
+            data, why = r.get("nodes"), "nodes (hosts in the data)"
+        else:
+            data, why = _instances(tables, run), "throughput instances"
+        given = stated_workers(label)
+        note = ""
+        if data is not None and not _missing(data):
+            n: int | None = int(data)  # type: ignore[call-overload]
+            if given is not None and given != n:
+                note = (f"the label says {given}, the data {n} {by}: the data is used "
+                        f"(--by {by})")
+        elif given is not None:
+            n, why = given, "the run's label"
+        else:
+            n, why = None, ""
+        out.append({"run": run, "label": label, "workers": n, "workers_from": why,
+                    "note": note})
+    return pd.DataFrame(out, columns=["run", "label", "workers", "workers_from", "note"])
+
+
+def _job_values(tables: Mapping[str, pd.DataFrame], run: str) -> dict[str, float]:
+    """The run's job figure per metric (the first row of each metric: the headline)."""
+    job = tables.get("throughput.job")
+    if job is None or job.empty:
+        return {}
+    rows = job[(plain(job["run"]).astype(str) == run).to_numpy()]
+    out: dict[str, float] = {}
+    for metric, value in zip(plain(rows["metric"]).astype(str), rows["value"], strict=True):
+        if metric not in out and not _missing(value):
+            out[metric] = float(value)
+    return out
+
+
+def communication(tables: Mapping[str, pd.DataFrame], run: str,
+                  ) -> tuple[float, float, float, str]:
+    """(elapsed s, communication s per rank, share, from) of a run; NaN where unknown."""
+    jobs = tables.get("communication.jobs")
+    if jobs is not None and not jobs.empty:
+        rows = jobs[(plain(jobs["run"]).astype(str) == run).to_numpy()]
+        if len(rows):
+            return (float(rows["elapsed_max_s"].astype("float64").max()),
+                    float(rows["comm_mean_s"].astype("float64").sum()),
+                    float(rows["comm_share_mean"].astype("float64").mean()), "mpitrace")
+    hv = tables.get("horovod.time")
+    if hv is not None and not hv.empty:
+        rows = hv[(plain(hv["run"]).astype(str) == run).to_numpy()]
+        if len(rows):
+            return (float(rows["span_us"].astype("float64").max()) * 1e-6,
+                    float(rows["op_wall_us"].astype("float64").sum()) * 1e-6,
+                    float(rows["op_share"].astype("float64").mean()), "horovod timeline")
+    return math.nan, math.nan, math.nan, ""
+
+
+def scaling(tables: Mapping[str, pd.DataFrame], runs: pd.DataFrame, *, by: str = "ranks",
+            strong: bool = False) -> pd.DataFrame:
+    """The ``scaling`` table: one row per run and metric, runs by workers (see above)."""
+    w = workers(tables, runs, by)
+    mode = "strong" if strong else "weak"
+    rows: list[dict[str, object]] = []
+    vals = {r: _job_values(tables, r) for r in w["run"]}
+    order = sorted(range(len(w)), key=lambda i: (w["workers"].iloc[i] is None
+                                                 or _missing(w["workers"].iloc[i]),
+                                                 w["workers"].iloc[i] or 0, i))
+    metrics = list(dict.fromkeys(m for r in w["run"] for m in vals[r]))
+    base: dict[str, tuple[str, int, float]] = {}
+    for i in order:
+        run, n = str(w["run"].iloc[i]), w["workers"].iloc[i]
+        for m, v in vals[run].items():
+            if m not in base and n is not None and not _missing(n) and v > 0:
+                base[m] = (run, int(n), v)
+    for i in order:
+        r = w.iloc[i]
+        run, n = str(r["run"]), (None if _missing(r["workers"]) else int(r["workers"]))
+        elapsed, comm_s, share, comm_from = communication(tables, run)
+        common = {"run": run, "label": r["label"], "workers": n,
+                  "workers_from": r["workers_from"], "mode": mode, "elapsed_s": elapsed,
+                  "comm_time_s": comm_s, "comm_share": share, "comm_from": comm_from,
+                  "note": r["note"]}
+        lacks = []
+        if n is None:
+            lacks.append(f"the number of {by}: the data does not say it; state it in the "
+                         f"run's label ({_hint(by)})")
+        if not vals[run]:
+            lacks.append("a throughput figure")
+            rows.append({**common, "metric": None, "job_value": math.nan, "base_run": None,
+                         "speedup": math.nan, "ideal_speedup": math.nan,
+                         "efficiency": math.nan, "missing": "; ".join(lacks)})
+            continue
+        for m in metrics:
+            if m not in vals[run]:
+                continue
+            v = vals[run][m]
+            b = base.get(m)
+            mine = list(lacks)
+            if b is None or n is None:
+                speed = ideal = eff = math.nan
+                if b is None and n is not None:
+                    mine.append(f"a run with a known size and {m}")
+            else:
+                speed = v / b[2]
+                ideal = n / b[1]
+                eff = speed / ideal
+            rows.append({**common, "metric": m, "job_value": v,
+                         "base_run": b[0] if b else None, "speedup": speed,
+                         "ideal_speedup": ideal, "efficiency": eff,
+                         "missing": "; ".join(mine)})
+    out = pd.DataFrame(rows, columns=COLUMNS)
+    out["workers"] = out["workers"].astype("Int64")
+    for c in ("job_value", "speedup", "ideal_speedup", "efficiency", "elapsed_s",
+              "comm_time_s", "comm_share"):
+        out[c] = out[c].astype("float64")
+    return out
+
+
+def _hint(by: str) -> str:
+    return {"ranks": "e.g. 8=path for 8 ranks", "nodes": "e.g. 2=path for 2 nodes",
+            "instances": "e.g. 4=path for 4 instances"}[by]
+
+
+def run_order(table: pd.DataFrame, runs: Sequence[str]) -> list[str]:
+    """The runs in the scaling table's order (fewest workers first), then any others."""
+    seen = list(dict.fromkeys(str(r) for r in table["run"]))
+    return seen + [r for r in runs if r not in seen]

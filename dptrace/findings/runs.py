@@ -1,0 +1,273 @@
+"""Findings about runs side by side: what changed from a base run to a candidate
+(``dptrace compare``), and how the job scales (``dptrace scaling``).
+
+Each rule is a small pure function from the comparison tables of
+:mod:`dptrace.analysis.compare` and :mod:`dptrace.analysis.scaling` to :class:`Finding`
+rows; their thresholds are in :mod:`.thresholds` (``THROUGHPUT_CHANGE_PCT``,
+``COMM_CHANGE_PCT``, ``SCALING_EFFICIENCY``), overridable like the others. The findings come
+first in the compare and scaling reports: the change of the job figure, where the time went
+(the largest single change), then the rest, most severe first.
+
+Kinds: ``throughput_change``, ``comm_time_change``, ``dominant_change`` (compare);
+``scaling_efficiency``, ``negative_scaling``, ``scaling_incomplete`` (scaling).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import pandas as pd
+
+from ..schema import SEVERITIES
+from . import Finding, frame
+from . import thresholds as th
+
+#: the kinds of this module, in the order they are listed within a severity
+KINDS = ("throughput_change", "dominant_change", "comm_time_change", "negative_scaling",
+         "scaling_efficiency", "scaling_incomplete")
+#: a size bin up to this many bytes is latency-bound: its time is mostly waiting
+_SMALL = 64
+
+
+def _n(v: float, unit: str = "") -> str:
+    a = abs(v)
+    text = f"{v:,.0f}" if a >= 100 else f"{v:,.1f}" if a >= 10 else f"{v:,.2f}" \
+        if a >= 0.1 else f"{v:.3g}"
+    return f"{text} {unit}".strip() if unit else text
+
+
+def _s(v: float) -> str:
+    return f"{v:.3g} s" if abs(v) < 0.1 else f"{v:,.2f} s"
+
+
+def _unit(metric: str) -> str:
+    """``images_per_s`` -> ``images/s``."""
+    return metric.replace("_per_s", "/s").replace("_", " ")
+
+
+def _factor(b: float, c: float) -> str:
+    if b > 0 and c / b >= 1.5:
+        return f"{c / b:.1f}x"
+    return f"{(c - b) / b * 100:+.0f}%" if b else "from 0"
+
+
+def _ev(table: str, key: str, metric: str) -> str:
+    return f"compare.compare table={table} key={key} metric={metric}"
+
+
+def ordered(findings: list[Finding]) -> pd.DataFrame:
+    """The findings table of a comparison: most severe first, then in :data:`KINDS` order."""
+    df = frame(findings)
+    if len(df):
+        sev = df["severity"].astype(object).map({s: i for i, s in enumerate(SEVERITIES)})
+        place = df["kind"].astype(object).map({k: i for i, k in enumerate(KINDS)})
+        df = df.loc[pd.DataFrame({"s": sev, "p": place}).sort_values(
+            ["s", "p"], kind="stable").index].reset_index(drop=True)
+    return df
+
+
+# ---- compare --------------------------------------------------------------------------------
+
+def throughput_change(cmp: pd.DataFrame, base: str, cand: str, *,
+                      drop_pct: float = th.THROUGHPUT_CHANGE_PCT) -> list[Finding]:
+    """The job figure from base to candidate, per metric: a warning when it fell by more
+    than ``drop_pct`` percent, else info."""
+    out = []
+    for r in cmp[cmp["table"] == "throughput.job"].itertuples(index=False):
+        if math.isnan(r.base) or math.isnan(r.candidate):
+            continue
+        pct = r.change_pct
+        fell = not math.isnan(pct) and pct <= -drop_pct
+        verb = "fell" if r.change < 0 else "rose" if r.change > 0 else "stayed the same"
+        how = f" {abs(pct):.1f}%" if not math.isnan(pct) and r.change else ""
+        out.append(Finding(
+            "warning" if fell else "info", "throughput_change", "job", f"{base} -> {cand}",
+            f"The job throughput {verb}{how} from {base} to {cand}: "
+            f"{_n(r.base)} -> {_n(r.candidate, _unit(r.metric))}.",
+            _ev(r.table, r.key, r.metric),
+            hint="the findings below say where the time went" if fell else "",
+            value=pct if not math.isnan(pct) else None, threshold=-drop_pct))
+    return out
+
+
+def comm_time_change(cmp: pd.DataFrame, base: str, cand: str, *,
+                     grow_pct: float = th.COMM_CHANGE_PCT) -> list[Finding]:
+    """MPI time per rank (mpitrace) or the Horovod allreduce time from base to candidate,
+    against the time outside it: a warning when it grew by more than ``grow_pct`` percent."""
+    def row(table: str, metric: str) -> object | None:
+        hit = cmp[(cmp["table"] == table) & (cmp["metric"] == metric)]
+        return None if hit.empty else next(hit.itertuples(index=False))
+
+    pairs = (("communication.jobs", "comm_mean_s", "elapsed_max_s", "MPI time per rank"),
+             ("horovod.time", "op_wall_us", "span_us", "Horovod allreduce time"))
+    out = []
+    for table, comm, whole, what in pairs:
+        c, w = row(table, comm), row(table, whole)
+        if c is None or math.isnan(c.base) or math.isnan(c.candidate):  # type: ignore[attr-defined]
+            continue
+        b, k = float(c.base), float(c.candidate)  # type: ignore[attr-defined]
+        pct = (k - b) / b * 100.0 if b else math.nan
+        rest = ""
+        if w is not None and not (math.isnan(w.base) or math.isnan(w.candidate)):  # type: ignore[attr-defined]
+            ob, oc = float(w.base) - b, float(w.candidate) - k  # type: ignore[attr-defined]
+            if ob > 0 and abs(oc - ob) / ob < 0.1:
+                rest = f" while the time outside it stayed at {_s(oc)} ({_s(ob)} -> {_s(oc)})"
+            elif ob > 0:
+                rest = (f"; the time outside it went from {_s(ob)} to {_s(oc)} "
+                        f"({_factor(ob, oc)})")
+        grew = not math.isnan(pct) and pct > grow_pct
+        verb = "grew" if k > b else "fell" if k < b else "stayed the same"
+        out.append(Finding(
+            "warning" if grew else "info", "comm_time_change", "job", f"{base} -> {cand}",
+            f"{what} {verb} {_factor(b, k)} from {base} to {cand} ({_s(b)} -> {_s(k)})"
+            f"{rest}.", _ev(c.table, c.key, c.metric),  # type: ignore[attr-defined]
+            hint="the change that dominates is listed with this finding" if grew else "",
+            value=pct if not math.isnan(pct) else None, threshold=grow_pct))
+    return out
+
+
+def dominant_change(cmp: pd.DataFrame, top: pd.DataFrame, base: str, cand: str,
+                    ) -> list[Finding]:
+    """The largest single change in time (the first row of "what changed most"), with its
+    share of the change in communication time."""
+    if top.empty:
+        return []
+    r = next(top.itertuples(index=False))
+    total = cmp[(cmp["table"].isin(("communication.jobs", "horovod.time")))
+                & (cmp["metric"].isin(("comm_mean_s", "op_wall_us")))]
+    share = ""
+    if len(total):
+        t = float(total["change"].iloc[0])
+        if t and (t > 0) == (r.change > 0) and abs(r.change) <= abs(t) * 1.5:
+            share = f", {min(abs(r.change / t), 1.0) * 100:.0f}% of the change in " \
+                    f"{'MPI' if total['table'].iloc[0] == 'communication.jobs' else 'allreduce'}" \
+                    " time"
+    what = "time per rank" if r.metric == "time_s_per_rank" else "time"
+    verb = "grew" if r.change > 0 else "fell"
+    small = _small_bin(r.table, r.key)
+    hint = ("a small collective that grows is waiting, not sending: look for a rank that "
+            "arrives late (dptrace report on the candidate names a straggler)" if small
+            else "a large-message collective that grows is bandwidth: check the network, the "
+            "bucket or fusion size (DDP bucket_cap_mb, HOROVOD_FUSION_THRESHOLD)"
+            if r.table in ("message_sizes.bins", "communication.routines") else "")
+    return [Finding(
+        "warning" if r.change > 0 else "info", "dominant_change", "job", str(r.key),
+        f"The largest change in time from {base} to {cand} is {r.key}: {what} {verb} by "
+        f"{_s(abs(r.change))} ({_s(r.base)} -> {_s(r.candidate)}{share}).",
+        _ev(r.table, r.key, r.metric), hint=hint, value=float(r.change_s), threshold=None)]
+
+
+def _small_bin(table: str, key: str) -> bool:
+    if table != "message_sizes.bins":
+        return False
+    tail = key.rsplit(" ", 2)
+    if len(tail) < 2 or tail[-1] != "B":
+        return False
+    try:
+        return int(tail[-2].split("-")[-1]) <= _SMALL
+    except ValueError:
+        return False
+
+
+def compare_findings(cmp: pd.DataFrame, top: pd.DataFrame, base: str, cand: str,
+                     thresholds: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """Every compare rule; the findings table, most severe first."""
+    t = dict(thresholds or {})
+    found = [*throughput_change(cmp, base, cand, drop_pct=t.get(
+                 "throughput_change", th.THROUGHPUT_CHANGE_PCT)),
+             *dominant_change(cmp, top, base, cand),
+             *comm_time_change(cmp, base, cand, grow_pct=t.get(
+                 "comm_time_change", th.COMM_CHANGE_PCT))]
+    return ordered(found)
+
+
+# ---- scaling --------------------------------------------------------------------------------
+
+def _who(n: object, by: str) -> str:
+    unit = by[:-1] if str(n) == "1" else by
+    return f"{n} {unit}"
+
+
+def scaling_efficiency(sc: pd.DataFrame, growth: pd.DataFrame | None, by: str = "ranks", *,
+                       floor: float = th.SCALING_EFFICIENCY) -> list[Finding]:
+    """For each metric, the largest run whose efficiency is below ``floor``: a warning that
+    names the communication cost that grew most from the base run to it (``growth``: the
+    per-run routine or activity times, ``key`` then one column per run)."""
+    out = []
+    rows = sc[sc["efficiency"].notna() & (sc["run"] != sc["base_run"])]
+    for metric, g in rows.groupby("metric", sort=False):
+        low = g[g["efficiency"] < floor]
+        if low.empty:
+            continue
+        r = low.iloc[-1]
+        base = sc[(sc["run"] == r["base_run"]) & (sc["metric"] == metric)].iloc[0]
+        ideal = base["job_value"] * r["ideal_speedup"]
+        msg = (f"Efficiency at {_who(r['workers'], by)} is {r['efficiency'] * 100:.0f}%: "
+               f"{_n(r['job_value'], _unit(str(metric)))} against an ideal "
+               f"{_n(ideal)} ({_n(base['job_value'])} at {_who(base['workers'], by)} x "
+               f"{r['ideal_speedup']:g})")
+        grown = _grown(growth, str(r["base_run"]), str(r["run"]))
+        if grown:
+            msg += f"; {grown}"
+        out.append(Finding(
+            "warning", "scaling_efficiency", "job", f"{_who(r['workers'], by)}", msg + ".",
+            f"scaling.scaling run={r['run']} metric={metric}",
+            hint="the per-run tables show which cost grows with the number of workers",
+            value=float(r["efficiency"]) * 100, threshold=floor * 100))
+    return out
+
+
+def _grown(growth: pd.DataFrame | None, base: str, run: str) -> str:
+    if growth is None or growth.empty or base not in growth.columns or run not in growth:
+        return ""
+    d = (growth[run].astype("float64") - growth[base].astype("float64"))
+    if d.empty or not (d > 0).any():
+        return ""
+    i = d.idxmax()
+    return (f"{growth.loc[i, 'key']} time per rank grew from {_s(growth.loc[i, base])} to "
+            f"{_s(growth.loc[i, run])}")
+
+
+def negative_scaling(sc: pd.DataFrame, by: str = "ranks") -> list[Finding]:
+    """A run with more workers and a lower job throughput than a smaller run."""
+    out = []
+    for metric, g in sc[sc["job_value"].notna() & sc["workers"].notna()].groupby(
+            "metric", sort=False):
+        g = g.sort_values("workers", kind="stable")
+        best = None
+        for r in g.itertuples(index=False):
+            if best is not None and r.workers > best.workers and r.job_value < best.job_value:
+                unit = _unit(str(metric))
+                out.append(Finding(
+                    "warning", "negative_scaling", "job", _who(r.workers, by),
+                    f"The job throughput fell from {_n(best.job_value, unit)} at "
+                    f"{_who(best.workers, by)} to {_n(r.job_value)} at "
+                    f"{_who(r.workers, by)}: adding workers made the job slower.",
+                    f"scaling.scaling run={r.run} metric={metric}",
+                    hint="communication or a shared resource (network, file system) "
+                    "dominates: compare the two runs (dptrace compare)",
+                    value=float(r.job_value), threshold=float(best.job_value)))
+            if best is None or r.job_value > best.job_value:
+                best = r
+    return out
+
+
+def scaling_incomplete(sc: pd.DataFrame) -> list[Finding]:
+    """A run that lacks what scaling needs (its size, a throughput figure): kept for the rest."""
+    out = []
+    for r in sc[sc["missing"].astype(str) != ""].drop_duplicates("run").itertuples(index=False):
+        out.append(Finding(
+            "info", "scaling_incomplete", "input", str(r.label),
+            f"Run {r.label} has no {r.missing}: it is kept for what it has.",
+            f"scaling.scaling run={r.run}"))
+    return out
+
+
+def scaling_findings(sc: pd.DataFrame, growth: pd.DataFrame | None, by: str = "ranks",
+                     thresholds: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """Every scaling rule; the findings table, most severe first."""
+    t = dict(thresholds or {})
+    floor = t.get("scaling_efficiency", th.SCALING_EFFICIENCY * 100) / 100
+    return ordered([*negative_scaling(sc, by), *scaling_efficiency(sc, growth, by, floor=floor),
+                    *scaling_incomplete(sc)])

@@ -1,0 +1,164 @@
+"""The sections of the compare and scaling reports (views ``compare`` and ``scaling``).
+
+Both are made from the ordinary report of a Dataset that holds the runs (``opts["report"]``,
+built by :func:`dptrace.reports.model.build`), so every number compared is the number the
+ordinary report shows for that run.
+
+- ``compare`` (``dptrace compare BASE CANDIDATE``): tables ``changes`` (the ten largest
+  changes in time), ``compare`` (every compared row: ``table``, ``key``, ``metric``,
+  ``base``, ``candidate``, ``change``, ``change_pct``, ...), ``ranks`` (communication time
+  per rank, both runs) and ``message_sizes`` (time per rank per size bin, both runs).
+  Options: ``base`` and ``candidate`` (run ids; default the first two runs).
+- ``scaling`` (``dptrace scaling RUN RUN ...``): tables ``scaling`` (one row per run and
+  metric: workers, job throughput, speedup, efficiency, communication), and one column
+  per run for what may grow with the number of workers: ``routines`` (MPI time per rank
+  per routine), ``message_sizes`` (per size bin), ``horovod`` (negotiation and allreduce
+  shares of the timeline), ``tiles`` (SambaNova %exec and load). Options: ``by`` (ranks,
+  nodes, instances) and ``strong``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from ...analysis import compare as cmp
+from ...analysis import scaling as scl
+from ...dataset import Dataset
+from ...errors import DptraceError
+from ...findings import runs as rules
+from ..model import Report, Section
+from ..registry import SectionSpec, register_section
+
+
+def pair(ds: Dataset, opts: Mapping[str, Any]) -> tuple[str, str]:
+    """The base and candidate run ids of a comparison (default: the first two runs)."""
+    ids = ds.run_ids
+    base, cand = opts.get("base"), opts.get("candidate")
+    if base is None or cand is None:
+        if len(ids) != 2:
+            raise DptraceError(
+                f"a comparison needs two runs, the inputs make {len(ids)}"
+                + (f" ({', '.join(ids)})" if ids else "")
+                + ": give one path (or LABEL=PATH[,PATH...]) per run")
+        return ids[0], ids[1]
+    for r in (base, cand):
+        if r not in ids:
+            raise DptraceError(f"no run {r!r}; runs: {', '.join(ids)}")
+    return str(base), str(cand)
+
+
+def names(ds: Dataset, runs: Sequence[str]) -> list[str]:
+    """What each run is called in column headers and messages: its label, or its id where
+    two runs share a label."""
+    label = dict(zip(ds.runs["run"].astype(str), ds.runs["label"].astype(str), strict=True))
+    out = [label.get(r, r) for r in runs]
+    return out if len(set(out)) == len(out) else list(runs)
+
+
+def _inner(opts: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
+    report: Report = opts["report"]
+    return report.tables
+
+
+def build_compare(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
+    base, cand = pair(ds, opts)
+    nb, nc = names(ds, [base, cand])
+    tables = _inner(opts)
+    table = cmp.compare(tables, base, cand)
+    return Section(
+        COMPARE.name, f"{COMPARE.title}: {nb} -> {nc}",
+        f"Every report table both runs have, row by row: base {nb}, candidate {nc}; change = "
+        "candidate - base in the metric's unit, change_pct of the base. Rows match by what "
+        "they are (routine, size bin, rank, activity, series and instance), never by file "
+        "or job id. 'changes' keeps the ten largest changes in time from the most specific "
+        "tables (MPI size bins, else routines; Horovod activities, else the timeline), so no "
+        "second is counted twice; a key only one run has counts as 0 in the other for "
+        "times, calls and bytes.",
+        {"changes": cmp.largest_changes(table), "compare": table,
+         "ranks": cmp.wide(tables, "communication.ranks", "comm_time_s", [base, cand],
+                           [nb, nc]),
+         "message_sizes": cmp.wide(tables, "message_sizes.bins", "time_s_per_rank",
+                                   [base, cand], [nb, nc])},
+        figure_args={"base": nb, "candidate": nc})
+
+
+def build_scaling(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
+    tables = _inner(opts)
+    by = str(opts.get("by") or "ranks")
+    table = scl.scaling(tables, ds.runs, by=by, strong=bool(opts.get("strong")))
+    order = scl.run_order(table, ds.run_ids)
+    cols = names(ds, order)
+    per_run = {"routines": cmp.wide(tables, "communication.routines", "time_s_per_rank",
+                                    order, cols),
+               "message_sizes": cmp.wide(tables, "message_sizes.bins", "time_s_per_rank",
+                                         order, cols),
+               "horovod": _stacked(tables, "horovod.time", (
+                   ("negotiate_share", "negotiation share of the timeline"),
+                   ("op_share", "allreduce share of the timeline"),
+                   ("idle_share", "idle share of the timeline")), order, cols),
+               "tiles": _stacked(tables, "tiles.overview", (
+                   ("exec_mean_pct", "tiles executing, mean %"),
+                   ("load_overhead_pct", "load and checkpoint, mean %")), order, cols)}
+    mode = "strong" if opts.get("strong") else "weak"
+    return Section(
+        SCALING.name, SCALING.title,
+        f"One row per run and metric, fewest {by} first. {mode.capitalize()} scaling: "
+        "speedup = T(N)/T(N0) of the job throughput against the run with the fewest workers "
+        "that has the metric, ideal = N/N0, efficiency = speedup/ideal"
+        + (" (strong: the global batch is fixed, so the throughput is the global figure "
+           "and 1 means time to solution fell with the workers)" if mode == "strong" else
+           " (weak: the work per worker is fixed, so the ideal throughput grows with N)")
+        + ". Communication: MPI time per rank and its share of elapsed (mpitrace), else "
+        "the Horovod allreduce time. The tables below hold one column per run: the cost "
+        "that grows with N shows as a row that grows to the right.",
+        {"scaling": table, **{k: v for k, v in per_run.items() if len(v)}},
+        figure_args={"by": by})
+
+
+def _stacked(tables: Mapping[str, pd.DataFrame], table: str,
+             metrics: Sequence[tuple[str, str]], runs: Sequence[str],
+             cols: Sequence[str]) -> pd.DataFrame:
+    parts = []
+    for column, what in metrics:
+        w = cmp.wide(tables, table, column, runs, cols)
+        if len(w):
+            parts.append(w.assign(key=what))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def findings(ds: Dataset, opts: Mapping[str, Any]) -> pd.DataFrame:
+    """The findings of the compare or scaling view (``opts["view"]``)."""
+    tables = _inner(opts)
+    thresholds = opts.get("thresholds") or {}
+    run: str | None
+    if opts.get("view") == "compare":
+        base, cand = pair(ds, opts)
+        nb, nc = names(ds, [base, cand])
+        table = cmp.compare(tables, base, cand)
+        out = rules.compare_findings(table, cmp.largest_changes(table), nb, nc, thresholds)
+        run = cand
+    else:
+        by = str(opts.get("by") or "ranks")
+        table = scl.scaling(tables, ds.runs, by=by, strong=bool(opts.get("strong")))
+        order = scl.run_order(table, ds.run_ids)
+        growth = cmp.wide(tables, "communication.routines", "time_s_per_rank", order)
+        if growth.empty:
+            growth = cmp.wide(tables, "horovod.activities", "wall_us", order)
+        out = rules.scaling_findings(table, growth, by, thresholds)
+        run = order[-1] if order else None
+    if len(out):   # about the runs together: filed under the candidate / the largest run
+        out["run"] = pd.Categorical([run] * len(out), categories=ds.run_ids)
+    return out
+
+
+COMPARE = register_section(SectionSpec(
+    "compare", "Compare", order=20, build=build_compare, views=("compare",),
+    figures="dptrace.reports.runs_figures:compare_figures",
+    terminal="dptrace.reports.terminal.runs:draw_compare"))
+SCALING = register_section(SectionSpec(
+    "scaling", "Scaling", order=20, build=build_scaling, views=("scaling",),
+    figures="dptrace.reports.runs_figures:scaling_figures",
+    terminal="dptrace.reports.terminal.runs:draw_scaling"))
