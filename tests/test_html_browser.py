@@ -167,3 +167,66 @@ def test_findings_link_to_their_evidence(page_result):
         assert followed is not None, href
         target, all_open, in_view = followed
         assert f"#{target}" == href and all_open and in_view, (href, followed)
+
+
+# ---- the compare and scaling dashboards (issue 16) --------------------------------------------
+
+def _visit(path: Path) -> dict:
+    """Open a dashboard in chromium: console errors, requests, marks drawn, evidence links
+    (each followed)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    seen: dict = {"errors": [], "requests": []}
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: m.type == "error" and seen["errors"].append(m.text))
+            page.on("pageerror", lambda e: seen["errors"].append(str(e)))
+            page.on("request", lambda r: seen["requests"].append(r.url))
+            page.goto(path.as_uri(), wait_until="load", timeout=120_000)
+            page.wait_for_timeout(500)
+            seen["drawn"] = page.evaluate(DRAWN_JS)
+            seen["findings"] = page.evaluate(FINDINGS_JS)
+            seen["followed"] = []
+            for href in [h for h, _ in seen["findings"]]:
+                page.click(f"a.ev[href='{href}']")
+                page.wait_for_timeout(50)
+                seen["followed"].append(page.evaluate(FOLLOWED_JS))
+        finally:
+            browser.close()
+    return seen
+
+
+@pytest.fixture(scope="module")
+def runs_dashboards(tmp_path_factory):
+    """``dptrace compare`` of the real straggler pair and ``dptrace scaling`` of real runs,
+    as the CLI writes them (run labels hostile: they are input strings too)."""
+    from dptrace.cli import main
+
+    d = tmp_path_factory.mktemp("runs")
+    strag = Path(__file__).parent / "fixtures" / "straggler"
+    label = "<i>after<script>x"   # no '=' or '/': a label, not a path
+    assert main(["compare", f"before={strag / 'balanced'}", f"{label}={strag / 'delayed_r2'}",
+                 "--html", str(d / "compare.html")]) == 0
+    assert label not in (d / "compare.html").read_text()   # escaped wherever it shows
+    assert main(["scaling", f"4={strag / 'balanced'}", f"8={strag / 'delayed_r2'}",
+                 "--html", str(d / "scaling.html")]) == 0
+    return {name: (d / f"{name}.html", _visit(d / f"{name}.html"))
+            for name in ("compare", "scaling")}
+
+
+@pytest.mark.parametrize("name", ["compare", "scaling"])
+def test_runs_dashboards_in_a_real_browser(runs_dashboards, name):
+    path, seen = runs_dashboards[name]
+    assert seen["errors"] == []
+    assert seen["requests"] == [path.as_uri()]
+    drawn = dict(seen["drawn"])
+    want = {"compare": {"fig-compare-largest_changes", "fig-compare-message_sizes",
+                        "fig-compare-ranks"},
+            "scaling": {"fig-scaling-throughput", "fig-scaling-efficiency",
+                        "fig-scaling-comm_share", "fig-scaling-routines"}}[name]
+    assert set(drawn) == want and all(n > 0 for n in drawn.values()), drawn
+    links = seen["findings"]
+    assert links and all(exists for _, exists in links), links
+    for (href, _), followed in zip(links, seen["followed"], strict=True):
+        assert followed is not None and f"#{followed[0]}" == href and followed[1], followed
