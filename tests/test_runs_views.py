@@ -269,3 +269,19 @@ def test_the_views_do_not_leak_into_the_ordinary_report():
     assert r.view == "report" and not {"compare", "scaling"} & {s.name for s in r.sections}
     with pytest.raises(ValueError, match="view"):
         model.build(dptrace.load(STRAG / "balanced"), "nope")
+
+
+def test_compare_horovod_timelines_names_the_activity_that_grew():
+    """Two real one-rank Horovod timelines (ALCF workshop: the CPU and the GPU build of the
+    same script): the GPU run's broadcasts spend 455 ms in INIT_NCCL (its one interval in
+    the timeline, 455,040 us), which the CPU run (MPI_BCAST) never has. The activity, not
+    the op's whole interval that holds it, is the dominant change."""
+    hv = HERE / "fixtures" / "horovod"
+    r = dptrace.compare(dptrace.load(hv / "alcfws_timeline_cpu_n1.json"),
+                        dptrace.load(hv / "alcfws_timeline_gpu_n1.json"), labels=("cpu", "gpu"))
+    top = r.tables["compare.changes"]
+    assert top.iloc[0]["key"] == "BROADCAST INIT_NCCL"
+    assert top.iloc[0]["candidate"] == pytest.approx(0.455040)
+    assert not top["key"].str.endswith("(whole op)").any()
+    f = r.tables["findings.findings"]
+    assert "BROADCAST INIT_NCCL" in f[f["kind"] == "dominant_change"]["message"].iloc[0]

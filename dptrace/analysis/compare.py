@@ -129,9 +129,10 @@ MEASURES: tuple[Measure, ...] = (
         Metric("op_wall_us", "sum", "s", US), Metric("negotiate_share", "mean", "share"),
         Metric("op_share", "mean", "share"), Metric("idle_share", "mean", "share")),
         lambda k: "Horovod timeline"),
-    Measure("horovod.activities", ("op", "activity"), (
+    Measure("horovod.activities", ("level", "op", "activity"), (
         Metric("wall_us", "sum", "s", US), Metric("intervals", "sum", "intervals")),
-        lambda k: f"{k['op']} {k['activity']}"),
+        lambda k: f"{k['op']} (whole op)" if k["level"] == "op"
+        else f"{k['op']} {k['activity']}"),
     Measure("horovod.stragglers", ("rank",), (
         Metric("last_share", "mean", "share"), Metric("mean_lag_us", "mean", "us")),
         lambda k: f"rank {k['rank']} negotiations"),
@@ -264,11 +265,15 @@ def largest_changes(table: pd.DataFrame, n: int = TOP) -> pd.DataFrame:
 
     Only the most specific tables of each source count, so that no time is counted twice
     (an Allreduce size bin's time is also its routine's, its ranks' and the job's): MPI
-    size bins (else routines) and Horovod activities (else the timeline's totals)."""
+    size bins (else routines) and Horovod activities (negotiation and the activities inside
+    an op, not the op's whole interval; else the timeline's totals)."""
     have = set(table["table"])
     keep = [next(t for t in family if t in have) for family in _FAMILIES
             if any(t in have for t in family)]
     table = table[table["table"].isin(keep)]
+    # a Horovod op's whole interval holds its activities: the activities are the detail
+    table = table[~((table["table"] == "horovod.activities")
+                    & table["key"].astype(str).str.endswith(" (whole op)"))]
     times = table[table["change_s"].notna() & (table["change_s"] != 0)]
     order = times["change_s"].abs().sort_values(ascending=False, kind="stable").index
     return times.loc[order[:n]].reset_index(drop=True)

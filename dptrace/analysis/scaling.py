@@ -19,7 +19,7 @@ column tells them apart) and its ``runs`` table. For every run:
   reading applies. Runs whose metrics differ (samples vs tokens) are never divided into
   each other.
 - **communication**: MPI time per rank and its share of the elapsed time (mpitrace: the
-  mean over the ranks), else the Horovod timeline's allreduce wall time and share;
+  mean over the ranks), else the Horovod timeline's collective-op wall time and share;
   ``comm_from`` says which.
 
 ``missing`` says what a run lacks (no throughput figure, no world size, the base run's

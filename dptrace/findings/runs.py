@@ -93,14 +93,14 @@ def throughput_change(cmp: pd.DataFrame, base: str, cand: str, *,
 
 def comm_time_change(cmp: pd.DataFrame, base: str, cand: str, *,
                      grow_pct: float = th.COMM_CHANGE_PCT) -> list[Finding]:
-    """MPI time per rank (mpitrace) or the Horovod allreduce time from base to candidate,
+    """MPI time per rank (mpitrace) or the Horovod collective time from base to candidate,
     against the time outside it: a warning when it grew by more than ``grow_pct`` percent."""
     def row(table: str, metric: str) -> object | None:
         hit = cmp[(cmp["table"] == table) & (cmp["metric"] == metric)]
         return None if hit.empty else next(hit.itertuples(index=False))
 
     pairs = (("communication.jobs", "comm_mean_s", "elapsed_max_s", "MPI time per rank"),
-             ("horovod.time", "op_wall_us", "span_us", "Horovod allreduce time"))
+             ("horovod.time", "op_wall_us", "span_us", "Horovod collective time (the ops' wall time)"))
     out = []
     for table, comm, whole, what in pairs:
         c, w = row(table, comm), row(table, whole)
@@ -141,7 +141,7 @@ def dominant_change(cmp: pd.DataFrame, top: pd.DataFrame, base: str, cand: str,
         t = float(total["change"].iloc[0])
         if t and (t > 0) == (r.change > 0) and abs(r.change) <= abs(t) * 1.5:
             share = f", {min(abs(r.change / t), 1.0) * 100:.0f}% of the change in " \
-                    f"{'MPI' if total['table'].iloc[0] == 'communication.jobs' else 'allreduce'}" \
+                    f"{'MPI' if total['table'].iloc[0] == 'communication.jobs' else 'collective'}" \
                     " time"
     what = "time per rank" if r.metric == "time_s_per_rank" else "time"
     verb = "grew" if r.change > 0 else "fell"

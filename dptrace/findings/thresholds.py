@@ -109,7 +109,7 @@ LOAD_PCT: float = 10.0
 #: machine differ by under 1% (tests/fixtures/straggler: balanced .. balanced_4, 2,297 to
 #: 2,317 images/s), a real regression by far more (the delayed rank: -35%)
 THROUGHPUT_CHANGE_PCT: float = 5.0
-#: compare: MPI (or Horovod allreduce) time per rank this many percent above the base's is
+#: compare: MPI (or Horovod collective) time per rank this many percent above the base's is
 #: a warning. The balanced repeats differ by up to 10% (0.31-0.34 s); 25% is past that
 COMM_CHANGE_PCT: float = 25.0
 #: scaling: an efficiency below this (speedup over the ideal, as a fraction) is a warning.
@@ -165,7 +165,7 @@ OVERRIDABLE: dict[str, Threshold] = {t.kind: t for t in (
     Threshold("throughput_change", "drop_pct", THROUGHPUT_CHANGE_PCT, "%",
               "compare: the candidate's job throughput this far below the base's"),
     Threshold("comm_time_change", "grow_pct", COMM_CHANGE_PCT, "%",
-              "compare: MPI (or Horovod allreduce) time per rank this far above the base's"),
+              "compare: MPI (or Horovod collective) time per rank this far above the base's"),
     Threshold("scaling_efficiency", "floor", 100.0 * SCALING_EFFICIENCY, "%",
               "scaling: an efficiency (speedup over the ideal) below this", scale=0.01),
 )}

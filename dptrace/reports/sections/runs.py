@@ -112,7 +112,7 @@ def build_scaling(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
            "and 1 means time to solution fell with the workers)" if mode == "strong" else
            " (weak: the work per worker is fixed, so the ideal throughput grows with N)")
         + ". Communication: MPI time per rank and its share of elapsed (mpitrace), else "
-        "the Horovod allreduce time. The tables below hold one column per run: the cost "
+        "the Horovod collective time. The tables below hold one column per run: the cost "
         "that grows with N shows as a row that grows to the right.",
         {"scaling": table, **{k: v for k, v in per_run.items() if len(v)}},
         figure_args={"by": by})
