@@ -199,7 +199,8 @@ def _visit(path: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def runs_dashboards(tmp_path_factory):
-    """``dptrace compare`` of the real straggler pair and ``dptrace scaling`` of real runs,
+    """``dptrace compare`` of the real straggler pair and ``dptrace scaling`` of the real
+    weak-scaling set (tests/fixtures/scaling),
     as the CLI writes them (run labels hostile: they are input strings too)."""
     from dptrace.cli import main
 
@@ -209,7 +210,8 @@ def runs_dashboards(tmp_path_factory):
     assert main(["compare", f"before={strag / 'balanced'}", f"{label}={strag / 'delayed_r2'}",
                  "--html", str(d / "compare.html")]) == 0
     assert label not in (d / "compare.html").read_text()   # escaped wherever it shows
-    assert main(["scaling", f"4={strag / 'balanced'}", f"8={strag / 'delayed_r2'}",
+    weak = Path(__file__).parent / "fixtures" / "scaling" / "weak"
+    assert main(["scaling", *(str(weak / f"n{n}") for n in (1, 2, 4, 8)),
                  "--html", str(d / "scaling.html")]) == 0
     return {name: (d / f"{name}.html", _visit(d / f"{name}.html"))
             for name in ("compare", "scaling")}

@@ -20,3 +20,6 @@ def test_example_notebook_executes():
     assert any("dptrace Dataset" in h for h in html)
     assert any("dptrace Report" in h for h in html)
     assert any("application/vnd.plotly.v1+json" in o.get("data", {}) for o in outputs)
+    # dptrace.compare and dptrace.scaling (issue 16): their findings and the scaling table
+    assert any("The job throughput fell" in h for h in html)
+    assert any("efficiency" in h and "speedup" in h for h in html)

@@ -285,3 +285,89 @@ def test_compare_horovod_timelines_names_the_activity_that_grew():
     assert not top["key"].str.endswith("(whole op)").any()
     f = r.tables["findings.findings"]
     assert "BROADCAST INIT_NCCL" in f[f["kind"] == "dominant_change"]["message"].iloc[0]
+
+
+# ---- the real weak-scaling set and bucket-size pair (tests/fixtures/scaling) -------------------
+
+SCALING = HERE / "fixtures" / "scaling"
+WEAK = {n: SCALING / "weak" / f"n{n}" for n in (1, 2, 4, 8)}
+
+
+def _printed_total(run: Path) -> tuple[int, float]:
+    """(N, img/s) of rank 0's 'Total img/sec on N CPU(s): X' line."""
+    m = re.search(r"Total img/sec on (\d+) CPU\(s\): ([\d.]+)", (run / "train.log").read_text())
+    return int(m.group(1)), float(m.group(2))
+
+
+def _mean_comm(run: Path) -> float:
+    t = [float(re.search(r"total communication time = ([\d.]+)", p.read_text()).group(1))
+         for p in sorted(run.glob("mpi_profile.*"))]
+    return sum(t) / len(t)
+
+
+@pytest.fixture(scope="module")
+def weak():
+    return main_json(["scaling", *(str(p) for p in WEAK.values())])
+
+
+def main_json(argv: list[str]) -> dict:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "r.json"
+        assert main([*argv, "--json", str(out)]) in (0, 4)
+        return json.loads(out.read_text())
+
+
+def test_weak_scaling_matches_the_runs_printed_totals(weak):
+    """Speedup and efficiency from the logs' own Total img/sec lines, by hand: n2 0.958, n4
+    0.907, n8 0.784 (tests/fixtures/scaling/README.md); workers from the mpitrace world
+    size; MPI time per rank from each profile's 'total communication time'."""
+    rows = weak["sections"]["scaling"]["tables"]["scaling"]
+    assert [r["label"] for r in rows] == ["n1", "n2", "n4", "n8"]
+    n1, t1 = _printed_total(WEAK[1])
+    for r, (n, path) in zip(rows, WEAK.items(), strict=True):
+        printed_n, total = _printed_total(path)
+        assert r["workers"] == printed_n == n
+        assert r["workers_from"].startswith("world size (mpitrace")
+        assert r["job_value"] == total
+        assert r["speedup"] == pytest.approx(total / t1)
+        assert r["efficiency"] == pytest.approx(total / (n / n1 * t1))
+        assert r["comm_time_s"] == pytest.approx(_mean_comm(path), abs=1e-3)
+        assert r["comm_from"] == "mpitrace" and r["missing"] == ""
+    assert [round(r["efficiency"], 3) for r in rows] == [1.0, 0.958, 0.907, 0.784]
+
+
+def test_weak_scaling_names_the_cost_that_grows(weak):
+    sec = weak["sections"]["scaling"]["tables"]
+    routines = {r["key"]: r for r in sec["routines"]}
+    grows = [routines["MPI_Allreduce"][k] for k in ("n1", "n2", "n4", "n8")]
+    assert grows == sorted(grows) and grows[-1] > 2.0
+    bins = {r["key"]: r for r in sec["message_sizes"]}
+    assert bins["MPI_Allreduce 512 KiB-1 MiB"]["n8"] == pytest.approx(1.856, abs=2e-3)
+    f = weak["sections"]["findings"]["tables"]["findings"]
+    eff = [x for x in f if x["kind"] == "scaling_efficiency"]
+    assert len(eff) == 1 and eff[0]["subject"] == "8 ranks"
+    assert eff[0]["message"].startswith("Efficiency at 8 ranks is 78%")
+    assert "MPI_Allreduce time per rank grew from 0.00" in eff[0]["message"]
+    assert not [x for x in f if x["kind"] == "negative_scaling"]
+
+
+def test_compare_bucket_size_pair_names_the_dominant_change():
+    """compare/base (3 x 1 MiB gradient buckets) vs compare/cand (3 x 8 MiB): the 4-8 MiB
+    Allreduce bin is the change that dominates, first in 'changes' and in its finding
+    (README: 7.586 s per rank, absent in base)."""
+    doc = main_json(["compare", f"1MiB={SCALING / 'compare' / 'base'}",
+                     f"8MiB={SCALING / 'compare' / 'cand'}"])
+    tables = doc["sections"]["compare"]["tables"]
+    first = tables["changes"][0]
+    assert (first["table"], first["key"]) == ("message_sizes.bins", "MPI_Allreduce 4-8 MiB")
+    assert first["base"] == 0 and first["candidate"] == pytest.approx(7.586, abs=2e-3)
+    f = doc["sections"]["findings"]["tables"]["findings"]
+    kinds = [x["kind"] for x in f]
+    assert kinds[:2] == ["throughput_change", "dominant_change"]
+    assert "fell 43.3%" in f[0]["message"]
+    assert "MPI_Allreduce 4-8 MiB" in f[1]["message"] and "bandwidth" in f[1]["hint"]
+    comm = next(x for x in f if x["kind"] == "comm_time_change")["message"]
+    b, c = _mean_comm(SCALING / "compare" / "base"), _mean_comm(SCALING / "compare" / "cand")
+    assert f"{c / b:.1f}x" in comm
