@@ -100,7 +100,8 @@ def comm_time_change(cmp: pd.DataFrame, base: str, cand: str, *,
         return None if hit.empty else next(hit.itertuples(index=False))
 
     pairs = (("communication.jobs", "comm_mean_s", "elapsed_max_s", "MPI time per rank"),
-             ("horovod.time", "op_wall_us", "span_us", "Horovod collective time (the ops' wall time)"))
+             ("horovod.time", "op_wall_us", "span_us",
+              "Horovod collective time (the ops' wall time)"))
     out = []
     for table, comm, whole, what in pairs:
         c, w = row(table, comm), row(table, whole)
