@@ -383,3 +383,22 @@ def test_a_directory_of_job_directories_is_one_run_each():
     assert sc["efficiency"].round(3).tolist() == [1.0, 0.958, 0.907, 0.784]
     # a per-rank layout (no job ids) stays one run
     assert len(dptrace.load(HERE / "fixtures" / "straggler" / "balanced").run_ids) == 1
+
+
+def test_scaling_by_instances_and_strong_mode():
+    """--by instances counts the ranks that print their own per-CPU figure (1, 2, 4, 8 in
+    the weak set); --strong keeps the formula and says so in `mode`."""
+    doc = main_json(["scaling", *(str(p) for p in WEAK.values()), "--by", "instances",
+                     "--strong"])
+    rows = doc["sections"]["scaling"]["tables"]["scaling"]
+    assert [r["workers"] for r in rows] == [1, 2, 4, 8]
+    assert {r["workers_from"] for r in rows} == {"throughput instances"}
+    assert {r["mode"] for r in rows} == {"strong"}
+    assert rows[-1]["efficiency"] == pytest.approx(5018.4 / (8 * 799.7))
+
+
+def test_scaling_nodes_when_every_run_is_on_one_host():
+    doc = main_json(["scaling", *(str(p) for p in WEAK.values()), "--by", "nodes"])
+    rows = doc["sections"]["scaling"]["tables"]["scaling"]
+    assert [r["workers"] for r in rows] == [1, 1, 1, 1]
+    assert [r["ideal_speedup"] for r in rows] == [1, 1, 1, 1]

@@ -260,7 +260,7 @@ def scaling_incomplete(sc: pd.DataFrame) -> list[Finding]:
     for r in sc[sc["missing"].astype(str) != ""].drop_duplicates("run").itertuples(index=False):
         out.append(Finding(
             "info", "scaling_incomplete", "input", str(r.label),
-            f"Run {r.label} has no {r.missing}: it is kept for what it has.",
+            f"Run {r.label} lacks {r.missing}: it is kept for what it has.",
             f"scaling.scaling run={r.run}"))
     return out
 
