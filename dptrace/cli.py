@@ -298,15 +298,18 @@ def _runs_report(args: argparse.Namespace, console: Console, err: Console) -> in
         ids = ds.run_ids
         base, cand = (labels[0], labels[1]) if set(labels[:2]) <= set(ids) else (None, None)
         if base is None:
+            lost = [a for a in labels[:2] if a not in ids]
+            why = ("; " + ", ".join(f"{a} gave no data" for a in lost)) if lost else ""
             raise DptraceError(
                 f"a comparison needs one run per argument; the inputs make {len(ids)} run(s)"
-                + (f": {', '.join(ids)}" if ids else "") + " (a file that holds several "
-                "runs: split it, or compare its runs with dptrace.compare in a notebook)")
+                + (f": {', '.join(ids)}" if ids else "") + why + " (a file that holds "
+                "several runs: split it, or compare its runs with dptrace.compare in a "
+                "notebook)")
         report = model.build(ds, "compare", warmup=args.warmup, thresholds=thresholds,
                              base=base, candidate=cand)
     else:
         report = model.build(ds, "scaling", warmup=args.warmup, thresholds=thresholds,
-                             by=args.by, strong=args.strong)
+                             by=args.by, strong=args.strong, expected=labels)
     return _write(args, report, model.exit_code(ds), console)
 
 

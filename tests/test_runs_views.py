@@ -315,7 +315,7 @@ def main_json(argv: list[str]) -> dict:
 
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "r.json"
-        assert main([*argv, "--json", str(out)]) in (0, 4)
+        assert main([*argv, "--json", str(out)]) in (0, 1, 4)
         return json.loads(out.read_text())
 
 
@@ -402,3 +402,15 @@ def test_scaling_nodes_when_every_run_is_on_one_host():
     rows = doc["sections"]["scaling"]["tables"]["scaling"]
     assert [r["workers"] for r in rows] == [1, 1, 1, 1]
     assert [r["ideal_speedup"] for r in rows] == [1, 1, 1, 1]
+
+
+def test_a_run_argument_that_reads_nothing_is_named(tmp_path, capsys):
+    assert main(["compare", str(STRAG / "balanced"), str(tmp_path / "nothing")]) == 2
+    assert "nothing gave no data" in capsys.readouterr().err
+    doc = main_json(["scaling", str(STRAG / "balanced"), f"8={tmp_path / 'nothing'}"])
+    rows = doc["sections"]["scaling"]["tables"]["scaling"]
+    lost = [r for r in rows if r["run"] == "8"]
+    assert lost and lost[0]["workers"] == 8 and lost[0]["missing"].startswith("any input")
+    f = doc["sections"]["findings"]["tables"]["findings"]
+    assert [x["severity"] for x in f if x["subject"] == "8"] == ["warning"]
+    assert doc["exit_code"] == 1

@@ -258,9 +258,11 @@ def scaling_incomplete(sc: pd.DataFrame) -> list[Finding]:
     """A run that lacks what scaling needs (its size, a throughput figure): kept for the rest."""
     out = []
     for r in sc[sc["missing"].astype(str) != ""].drop_duplicates("run").itertuples(index=False):
+        nothing = str(r.missing).startswith("any input")
         out.append(Finding(
-            "info", "scaling_incomplete", "input", str(r.label),
-            f"Run {r.label} lacks {r.missing}: it is kept for what it has.",
+            "warning" if nothing else "info", "scaling_incomplete", "input", str(r.label),
+            f"Run {r.label} gave no data: nothing of its inputs was read (see Problems)."
+            if nothing else f"Run {r.label} lacks {r.missing}: it is kept for what it has.",
             f"scaling.scaling run={r.run}"))
     return out
 

@@ -85,11 +85,28 @@ def build_compare(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
         figure_args={"base": nb, "candidate": nc})
 
 
+def scaling_table(ds: Dataset, opts: Mapping[str, Any]) -> pd.DataFrame:
+    """The scaling table of ``ds``; a run the command line named (``opts["expected"]``)
+    that gave no data is a row that says so."""
+    table = scl.scaling(_inner(opts), ds.runs, by=str(opts.get("by") or "ranks"),
+                        strong=bool(opts.get("strong")))
+    ids = set(ds.run_ids)
+    lost = [label for label in opts.get("expected") or () if label not in ids]
+    if lost:
+        extra = pd.DataFrame([{"run": label, "label": label,
+                               "workers": scl.stated_workers(label),
+                               "mode": "strong" if opts.get("strong") else "weak",
+                               "missing": "any input (nothing was read: see Problems)",
+                               "note": ""} for label in lost], columns=table.columns)
+        table = pd.concat([table, extra], ignore_index=True).astype(table.dtypes.to_dict())
+    return table
+
+
 def build_scaling(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
     tables = _inner(opts)
     by = str(opts.get("by") or "ranks")
-    table = scl.scaling(tables, ds.runs, by=by, strong=bool(opts.get("strong")))
-    order = scl.run_order(table, ds.run_ids)
+    table = scaling_table(ds, opts)
+    order = [r for r in scl.run_order(table, ds.run_ids) if r in set(ds.run_ids)]
     cols = names(ds, order)
     per_run = {"routines": cmp.wide(tables, "communication.routines", "time_s_per_rank",
                                     order, cols),
@@ -142,8 +159,8 @@ def findings(ds: Dataset, opts: Mapping[str, Any]) -> pd.DataFrame:
         run = cand
     else:
         by = str(opts.get("by") or "ranks")
-        table = scl.scaling(tables, ds.runs, by=by, strong=bool(opts.get("strong")))
-        order = scl.run_order(table, ds.run_ids)
+        table = scaling_table(ds, opts)
+        order = [r for r in scl.run_order(table, ds.run_ids) if r in set(ds.run_ids)]
         growth = cmp.wide(tables, "communication.routines", "time_s_per_rank", order)
         if growth.empty:
             growth = cmp.wide(tables, "horovod.activities", "wall_us", order)
