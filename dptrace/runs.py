@@ -165,7 +165,6 @@ def assign(names: Sequence[str], origins: Sequence[int], args: Sequence[Argument
             key = ("loose",)
             loose.append(i)
         keys.append(key)
-    _split_job_dirs(names, keys, labels)
     # files that share a job id; files beside exactly one job's files join it
     jobs: dict[int, str] = {}
     by_dir: dict[str, set[str]] = {}
@@ -200,40 +199,6 @@ def assign(names: Sequence[str], origins: Sequence[int], args: Sequence[Argument
             ids[key] = label if n == 1 else f"{label}#{n}"
     runs = [ids[k] for k in keys]
     return runs, {ids[k]: labels[k] for k in ids}
-
-
-def _split_job_dirs(names: Sequence[str], keys: list[tuple[str, ...]],
-                    labels: dict[tuple[str, ...], str]) -> None:
-    """A directory argument whose subdirectories each hold the files of one job, a
-    different job in each (``runs/n1/mpi_profile.7001.*``, ``runs/n2/mpi_profile.7002.*``,
-    at any depth): each such subdirectory is a run of its own, ``<dir>/<subdir>``. Anything
-    else (files of no job id, per-rank layouts, one job spread over several directories,
-    two jobs in one) stays one run, and so do the files of the other directories."""
-    dirs: dict[tuple[str, ...], list[int]] = {}
-    for i, key in enumerate(keys):
-        if key[0] == "dir":
-            dirs.setdefault(key, []).append(i)
-    for key, members in dirs.items():
-        root = key[1]
-        parent_of: dict[int, str] = {}
-        jobs_in: dict[str, set[str]] = {}
-        for i in members:
-            parent = os.path.dirname(os.path.abspath(names[i]))
-            if parent == root or not parent.startswith(root + os.sep):
-                continue   # a file of the directory itself stays with it
-            parent_of[i] = parent
-            jid, _ = job_id(os.path.basename(names[i]))
-            if jid is not None:
-                jobs_in.setdefault(parent, set()).add(jid)
-        found = list(jobs_in.values())
-        if (len(jobs_in) < 2 or any(len(j) != 1 for j in found)
-                or len({next(iter(j)) for j in found}) != len(found)):
-            continue
-        for i, parent in parent_of.items():
-            if parent in jobs_in:
-                new = ("dir", parent)
-                keys[i] = new
-                labels[new] = f"{labels[key]}/{os.path.relpath(parent, root)}"
 
 
 def add_run(df: pd.DataFrame, run_of: Mapping[str, str], order: Sequence[str]) -> pd.DataFrame:

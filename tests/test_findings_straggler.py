@@ -336,10 +336,9 @@ def test_cross_source_needs_one_job_or_file_per_source():
 
 
 def test_no_lockstep_note_when_the_run_has_several_logs():
-    """tests/fixtures/straggler as one labelled input is one run with six jobs and six logs:
-    the delayed rank's finding cannot say which log is its job's. (Unlabelled, the
-    directory is six runs, one per job directory: each finding then has its own log.)"""
-    found = _of(build(dptrace.load({"all": STRAG})), "compute_straggler")
+    """tests/fixtures/straggler as one input is one run with six jobs and six logs: the
+    delayed rank's finding cannot say which log is its job's."""
+    found = _of(_found(STRAG), "compute_straggler")
     assert found["rank"].tolist() == [2, 1]
     assert not found["message"].str.contains("throughput lines").any()
 

@@ -147,6 +147,19 @@ def test_building_a_report_and_its_json_load_neither_rich_nor_plotly():
     assert seen["to_html"] == ["plotly"]   # the HTML face draws figures, and never with rich
 
 
+def test_compare_and_scaling_and_their_json_load_neither_rich_nor_plotly():
+    seen = _loaded_after(f"""
+        import dptrace
+        ds = dptrace.load({str(EXAMPLES)!r})
+        mark("load")
+        one = ds.run(ds.run_ids[0])
+        dptrace.compare(one, one, labels=("a", "b")).to_json()
+        dptrace.scaling({{"1": one, "2": one}}).to_json()
+        mark("views")
+    """)
+    assert seen["load"] == seen["views"] == []
+
+
 def test_the_report_model_imports_no_face():
     seen = _loaded_after("""
         import dptrace.reports.model, dptrace.reports.registry, dptrace.reports.fmt

@@ -146,3 +146,25 @@ def test_exit_code_has_one_rule(ds):
 def test_public_names():
     assert dptrace.Report is model.Report and dptrace.Section is model.Section
     assert {"Report", "Section"} <= set(dptrace.__all__)
+
+
+def test_the_compare_and_scaling_views_have_their_own_sections():
+    """dptrace compare / scaling: findings, inputs and problems are shared with the report;
+    compare and scaling belong to their view only, declared once in
+    dptrace/reports/sections/runs.py with their drawers and figures."""
+    assert [s.name for s in registry.sections("compare")] == [
+        "findings", "inputs", "compare", "problems"]
+    assert [s.name for s in registry.sections("scaling")] == [
+        "findings", "inputs", "scaling", "problems"]
+    assert {s.name for s in registry.sections(None)} == set(HOMES) | {"compare", "scaling"}
+    for name in ("compare", "scaling"):
+        spec = registry.section_spec(name)
+        assert spec is not None and spec.views == (name,)
+        assert spec.build.__module__ == "dptrace.reports.sections.runs"
+        assert spec.terminal == f"dptrace.reports.terminal.runs:draw_{name}"
+        assert spec.figures == f"dptrace.reports.runs_figures:{name}_figures"
+        for ref in (spec.terminal, spec.figures):
+            assert callable(registry.resolve(ref))
+    with pytest.raises(ValueError, match="views"):
+        registry.register_section(registry.SectionSpec(
+            "x", "X", order=99, build=lambda ds, o: None, views=("nope",)))

@@ -373,18 +373,6 @@ def test_compare_bucket_size_pair_names_the_dominant_change():
     assert f"{c / b:.1f}x" in comm
 
 
-def test_a_directory_of_job_directories_is_one_run_each():
-    """tests/fixtures/scaling/weak holds n1, n2, n4, n8, one mpitrace job each: loading the
-    parent gives the four runs (the scaling points), named after their directories."""
-    ds = dptrace.load(SCALING / "weak")
-    assert ds.run_ids == ["weak/n1", "weak/n2", "weak/n4", "weak/n8"]
-    assert ds.runs["world_size"].tolist() == [1, 2, 4, 8]
-    sc = dptrace.scaling(ds).tables["scaling.scaling"]
-    assert sc["efficiency"].round(3).tolist() == [1.0, 0.958, 0.907, 0.784]
-    # a per-rank layout (no job ids) stays one run
-    assert len(dptrace.load(HERE / "fixtures" / "straggler" / "balanced").run_ids) == 1
-
-
 def test_scaling_by_instances_and_strong_mode():
     """--by instances counts the ranks that print their own per-CPU figure (1, 2, 4, 8 in
     the weak set); --strong keeps the formula and says so in `mode`."""

@@ -150,8 +150,9 @@ def _import_format_sections(module: str) -> None:
         UNAVAILABLE.pop(module, None)
 
 
-def sections(view: str | None = None) -> list[SectionSpec]:
-    """Every registered section (of ``view`` only, when given), in report order."""
+def sections(view: str | None = "report") -> list[SectionSpec]:
+    """The registered sections of ``view`` (default: the ordinary report; None: every
+    view's), in report order."""
     discover()
     return sorted((s for s in _SPECS.values() if view is None or view in s.views),
                   key=lambda s: (s.order, s.name))
