@@ -129,6 +129,7 @@ def test_markdown_page_with_two_runs_and_a_training_log():
     assert s[["block", "ngpus", "nranks", "nhosts"]].values.tolist() == [[0, 8, 8, 1],
                                                                         [1, 1, 16, 2]]
     assert len(ds["throughput"]) > 0          # the Horovod benchmark lines are still read
+    assert ds.sources["variant"].item() == "plain; horovod_benchmark"   # its tables: untagged
 
 
 @needs_real
@@ -209,7 +210,7 @@ def test_row_with_wrong_fields_is_skipped(tmp_path, damage):
     t = ds["nccl_tests"]
     assert 31 not in set(t["lineno"]) and len(t) == 56
     p = ds.problems
-    assert p[["line", "severity"]].values.tolist() == [[31, "warning"]]
+    assert p[["line", "severity"]].values.tolist() == [[31, "error"]]
     assert "not a whole nccl-tests row" in p["message"].item()
 
 
@@ -263,6 +264,7 @@ def test_srun_labels(tmp_path):
 def test_report_section(tmp_path):
     rep = dptrace.report(dptrace.load(FIX / "p5_efa_nccltests_allreduce_2n16gpu_tagoutput.log"))
     sec = rep.section("nccl_tests")
+    assert rep.dataset.sources["variant"].item() == "tagged output"
     o = sec.tables["tests"].iloc[0]
     assert (o["test"], o["nranks"], o["nhosts"], o["sizes"]) == ("all_reduce", 16, 2, 32)
     assert (o["peak_busbw_gbps"], o["peak_size_bytes"], o["peak_placement"]) == \

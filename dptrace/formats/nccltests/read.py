@@ -124,7 +124,6 @@ def parse(source: Source) -> ParseResult:
             m = _PERF.search(text)
             if m and (t := _test_from_command(m.group(1))):
                 command = t
-        tagged = tagged or text.startswith("[") and "]<std" in text[:20]
         line, torn = _strip(text)
         body = line.strip()
         if not body:
@@ -144,7 +143,7 @@ def parse(source: Source) -> ParseResult:
         if cut_last and i == len(lines) - 1:
             problems.append(Problem(name, "file does not end with a newline (output cut "
                                     "short?): its last row may be cut, and was not read",
-                                    lineno))
+                                    lineno, "error"))
             continue
         parsed = g.parse_line(block.row, body)
         if parsed is None:
@@ -153,6 +152,7 @@ def parse(source: Source) -> ParseResult:
                                 f"asks for {want - 1}-{want}): torn or cut; skipped"))
             continue
         _add_rows(block, parsed, lineno, name, problems)
+        tagged = tagged or line != text
     _note_bad(bad, name, problems)
     for b in blocks:
         if b.columns is not None and b.rows and b.avg is None:
@@ -268,10 +268,10 @@ def _summary(b: _Block, name: str) -> dict[str, Any]:
 
 
 def _note_bad(bad: list[tuple[int, str]], name: str, problems: list[Problem]) -> None:
-    """One warning per skipped row, up to :data:`MAX_NOTED`; the rest in one more."""
+    """One error per skipped row, up to :data:`MAX_NOTED`; the rest in one more."""
     for lineno, msg in bad[:MAX_NOTED]:
-        problems.append(Problem(name, msg, lineno))
+        problems.append(Problem(name, msg, lineno, "error"))
     if len(bad) > MAX_NOTED:
         rest = [ln for ln, _ in bad[MAX_NOTED:]]
         problems.append(Problem(name, f"{len(rest)} more nccl-tests rows torn or cut (lines "
-                                f"{rest[0]}-{rest[-1]}): skipped", rest[0]))
+                                f"{rest[0]}-{rest[-1]}): skipped", rest[0], "error"))
