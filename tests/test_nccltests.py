@@ -274,3 +274,12 @@ def test_report_section(tmp_path):
     assert fig.layout.xaxis.type == "log"
     assert [tr.name for tr in fig.data] == ["out-of-place", "in-place"]
     assert list(fig.data[1].y)[-1] == 488.14
+
+
+def test_runs_table_takes_world_size_and_nodes_when_nothing_else_says():
+    alone = dptrace.load(FIX / "p5_efa_nccltests_allreduce_2n16gpu_tagoutput.log").runs
+    assert alone[["world_size", "nodes"]].values.tolist() == [[16, 2]]
+    assert alone["world_size_from"].item() == "nccl-tests '# Using devices' ranks"
+    # a doc page whose training log states its world size: the log's word stands
+    page = dptrace.load(FIX / "oci_horovod_nccltests_8gpu_vs_16gpu_from_docs.md").runs
+    assert page["world_size_from"].str.startswith("Horovod benchmark").all()
