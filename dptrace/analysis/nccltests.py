@@ -12,8 +12,8 @@ from .keys import keys, run_first
 
 
 def overview(rows: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
-    """One row per test: ``test``, ``nranks``, ``nhosts``, ``device``, ``sizes`` (printed
-    rows), ``peak_busbw_gbps`` (the highest busbw of any size and placement),
+    """One row per test: ``test``, ``nranks``, ``nhosts``, ``device``, ``sizes`` (distinct
+    message sizes), ``peak_busbw_gbps`` (the highest busbw of any size and placement),
     ``peak_size_bytes`` and ``peak_placement`` (where it was reached; the smallest such
     size on a tie), ``avg_busbw_gbps`` (the average the test printed), ``wrong`` (sum of
     #wrong; null when not counted) and ``lineno`` (of its header)."""

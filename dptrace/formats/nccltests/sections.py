@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import pandas as pd
+
 from ...analysis import nccltests as nt
 from ...dataset import Dataset
 from ...reports.model import Section
@@ -29,7 +31,8 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
 def facts(section: Section) -> dict[str, str]:
     o = section.tables["tests"]
     peak = o["peak_busbw_gbps"].max()
-    return {"nccl-tests": f"{len(o)} test(s), peak busbw {peak:.1f} GB/s"}
+    best = f", peak busbw {peak:.1f} GB/s" if pd.notna(peak) else ""
+    return {"nccl-tests": f"{len(o)} test(s){best}"}
 
 
 SPEC = register_section(SectionSpec(

@@ -29,8 +29,9 @@ def draw_nccl_tests(section: Section, opts: Mapping[str, Any] | None = None
                       Col("device", TEXT, floor=12), Col("sizes"), Col("peak busbw GB/s"),
                       Col("at size"), Col("placement", KEY), Col("avg busbw GB/s")],
                      TESTS_DROP, pad_edge=False)
-    for name, r in zip(names, tests.itertuples(index=False), strict=True):
-        label = name if len(tests["source"].unique()) == len(tests) else f"{name} #{r.block}"
+    several = tests["source"].astype(str).duplicated(keep=False).tolist()
+    for name, many, r in zip(names, several, tests.itertuples(index=False), strict=True):
+        label = f"{name} #{r.block}" if many else name      # a source with several tests
         table.add_row(label, text(r.test) or "?", count(r.nranks), count(r.nhosts),
                       text(r.device), count(r.sizes), num(r.peak_busbw_gbps, 2),
                       "-" if missing(r.peak_size_bytes) else human_bytes(r.peak_size_bytes),
