@@ -335,11 +335,6 @@ NOT_READ_YET: tuple[tuple[str, re.Pattern[bytes]], ...] = (
         rb"(?m)^\s*Name\s+Self CPU %\s+Self CPU\s+CPU total %")),
     # mpiP: "@ mpiP", "@ Command : ...", "@--- MPI Time (seconds) ----"
     ("an mpiP report", re.compile(rb"^[>\s]*@ mpiP\s*$|@--- MPI Time \(seconds\) -", re.M)),
-    # nccl-tests: "# nThread 1 nGpus 8 minBytes ...", "#  size  count  type  redop ...",
-    # "# Avg bus bandwidth    : 58.6481"
-    ("nccl-tests output", re.compile(
-        rb"#\s*nThread\s+\d+\s+nGpus\s+\d+|#\s+size\s+count\s+type\s+redop\s"
-        rb"|# Avg bus bandwidth\s*:")),
     # NCCL_DEBUG=INFO: "host:pid:tid [0] NCCL INFO Bootstrap : Using ib0:..."
     ("an NCCL debug log (NCCL_DEBUG=INFO)", re.compile(rb"\] NCCL INFO ")),
 )

@@ -338,6 +338,7 @@ def runs_table(run_of: Mapping[str, str], labels: Mapping[str, str],
         ranks = {r[0] for n in names if (r := rank_of_path(n)) is not None}
         if len(ranks) > 1 and ranks == set(range(len(ranks))):
             _set_world(rows[run], len(ranks), f"per-rank files: ranks 0-{len(ranks) - 1}")
+    _from_nccltests(rows, _cols(tables.get("nccl_tests_summary"), "nranks", "nhosts"))
     return schema.conform(pd.DataFrame(list(rows.values()),
                                        columns=[c.name for c in RUNS.columns]), RUNS)
 
@@ -402,6 +403,17 @@ def _from_horovod(rows: dict[str, dict[str, object]], runs: pd.DataFrame | None)
         elif sizes and rows[run]["world_size"] is None:
             rows[run]["world_size_from"] = ("Horovod timelines disagree ("
                                             + ", ".join(map(str, sizes)) + " ranks)")
+
+
+def _from_nccltests(rows: dict[str, dict[str, object]], tests: pd.DataFrame | None) -> None:
+    """Last, when nothing else said it: the ranks and hosts of a run's nccl-tests (a run
+    of benchmarks only); tests of several sizes say nothing."""
+    for run, g in _per_run(tests):
+        sizes, hosts = _unique(g["nranks"]), _unique(g["nhosts"])
+        if len(sizes) == 1:
+            _set_world(rows[run], sizes[0], "nccl-tests '# Using devices' ranks")
+        if len(hosts) == 1 and rows[run]["nodes"] is None:
+            rows[run]["nodes"] = int(hosts[0])
 
 
 def _world_size_from() -> dict[str, str]:

@@ -47,6 +47,7 @@ PERCENT_SEED = {
     "mpitrace": "tests/fixtures/mpitrace/alcfws_theta_knl16_mpi_profile.75877.0",
     "horovod": "tests/fixtures/horovod/alcfws_timeline_cpu_n1.json",
     "sntilestat": "tests/fixtures/sntilestat/watch_sntilestat_sn30.typescript",
+    "nccltests": "tests/fixtures/nccltests/polaris_nccltests_allreduce_n8x4gpu.dat",
 }
 #: (format, group) that fail on today's code (issue 12)
 KNOWN: set[tuple[str, str]] = set()

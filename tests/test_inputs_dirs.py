@@ -164,9 +164,6 @@ def test_an_empty_directory_says_so(tmp_path):
      "a PyTorch profiler table (key_averages)"),
     ("nccl/polaris_resnet50_ddp_2n8gpu_OFI_TIMEOUT_2025-06-26.log",
      "an NCCL debug log (NCCL_DEBUG=INFO)"),
-    ("nccl/superbench_nccltests_alltoall_1n8gpu_a100.log", "nccl-tests output"),
-    ("nccl/superbench_nccltests_allreduce_1n8gpu_a100.log",
-     "nccl-tests output and an NCCL debug log (NCCL_DEBUG=INFO)"),
 ])
 def test_formats_not_read_yet_are_named(path, looks_like, tmp_path):
     want = f"looks like {looks_like}, which dptrace does not read yet"

@@ -65,6 +65,10 @@ DSCHAT = lines(fx("trainlog/dschat_step1_opt1.3b_gbs128.log"), 1, 40)  # DeepSpe
 KNL16 = fx("mpitrace/alcfws_theta_knl16_mpi_profile.75877.0")        # rank 0 of 16
 KNL16_NAME = "mpi_profile.75877.0"
 HVD_CPU = fx("horovod/alcfws_timeline_cpu_n1.json")                  # packed, closed
+POLARIS = fx("nccltests/polaris_nccltests_allreduce_n2x4gpu.dat")  # nccl-tests, 8 ranks
+SUPERBENCH = fx("nccltests/superbench_nccltests_allreduce_1n8gpu_a100.log")  # #wrong N/A
+P5 = fx("nccltests/p5_efa_nccltests_allreduce_2n16gpu_tagoutput.log")
+P5_TABLE = lines(P5, 17, 33) + lines(P5, 2900, 2939)           # tagged header and table
 HVD_PERLINE = lines(fx("horovod/synthetic_v0200_per_line.json"), 1, 200)  # per line, open
 
 
@@ -228,6 +232,30 @@ def classes() -> list[dict]:
                         b'{"ph": "B", "ph": "E", "name": "X", "name": "NEGOTIATE_BROADCAST", ',
                         3), status="ok|partial", rows=">=100", exit="0|1",
         desc="events with duplicate keys (last one wins in JSON parsers)")
+    add("nccltests_cut_mid_row", "nccltests-cut.dat",
+        POLARIS[:nth_line_start(POLARIS, 44) + 70], status="partial", rows=">=50",
+        problem="newline|cut", exit="1",
+        desc="nccl-tests output cut inside its last row (no final newline)")
+    row31 = lines(POLARIS, 31, 31)
+    add("nccltests_row_missing_field", "nccltests-short-row.dat",
+        sub(POLARIS, row31, row31.replace(b"    0.35    0.62 ", b"    0.62 ", 1)),
+        base=POLARIS, status="partial", rows="=base-2", problem="not a whole nccl-tests row",
+        exit="1", desc="an nccl-tests row with one field torn out (its numbers would shift)")
+    add("nccltests_size_20_digits", "nccltests-bigsize.dat",
+        sub(POLARIS, b"      131072         32768", b"99999999999999999999   32768"),
+        base=POLARIS, status="partial", rows="=base", problem="fit", exit="1",
+        check="na:nccl_tests.size_bytes", desc="an nccl-tests size beyond int64")
+    add("nccltests_wrong_na", "nccltests-na.log", SUPERBENCH, base=SUPERBENCH, status="ok",
+        rows="=base", exit="0", desc="old nccl-tests columns: 'error' N/A (validation off), "
+        "no root column, an NCCL INFO line inside the table")
+    row = lines(P5_TABLE, 40, 40)
+    first, rest = row.split(b"[1,0]<stdout>:")[1], b"[1,0]<stdout>:".join(
+        row.split(b"[1,0]<stdout>:")[2:])
+    torn = b"[1,0]<stdout>:" + first + b"[1,3]<stdout>:worker-0:28:70 [3] NCCL INFO x\n" \
+        + b"[1,0]<stdout>:" + rest
+    add("nccltests_torn_tagged_row", "nccltests-torn.log", sub(P5_TABLE, row, torn),
+        base=P5_TABLE, status="partial", rows="=base-2", problem="several ranks", exit="1",
+        desc="mpirun --tag-output: another rank's line written inside an nccl-tests row")
     add("sntilestat_pid_without_user", "sntilestat-nouser.txt",
         LISTING.replace(b" 2750333  vsastry /opt/sambaflow/apps/nlp/transformers_on_rdu/venv/b",
                         b" 2750333", 1), base=LISTING, status="ok|partial", rows="=base",
@@ -296,7 +324,8 @@ def main() -> None:
             n = int(dptrace.load(str(p)).sources["rows"].iloc[0])
             shutil.rmtree(tmp)
             tmp.mkdir()
-            want = want.replace("base-1", str(n - 1)).replace("base", str(n))
+            want = want.replace("base-1", str(n - 1)).replace("base-2", str(n - 2)) \
+                .replace("base", str(n))
         if k["file"] != "@generated":
             assert len(k["data"]) < MAX_BYTES, (k["cls"], len(k["data"]))
             (OUT / k["file"]).parent.mkdir(exist_ok=True)

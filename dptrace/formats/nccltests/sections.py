@@ -1,0 +1,41 @@
+"""The NCCL tests section: per test, bus bandwidth by message size, its peak and where it is
+reached, the average the test printed, ranks and hosts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from ...analysis import nccltests as nt
+from ...dataset import Dataset
+from ...reports.model import Section
+from ...reports.registry import SectionSpec, register_section
+
+
+def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
+    rows, summary = ds["nccl_tests"], ds["nccl_tests_summary"]
+    if rows.empty:
+        return None
+    return Section(
+        SPEC.name, SPEC.title,
+        "nccl-tests measure the bus bandwidth (busbw) a collective reaches on this system at "
+        "each message size, out of place and in place; busbw is comparable across rank "
+        "counts. Peak: the highest busbw printed and at which size; avg: the test's own "
+        "'# Avg bus bandwidth' line (the mean over every size, small ones included).",
+        {"tests": nt.overview(rows, summary), "busbw": nt.curve(rows)},
+    )
+
+
+def facts(section: Section) -> dict[str, str]:
+    o = section.tables["tests"]
+    peak = o["peak_busbw_gbps"].max()
+    best = f", peak busbw {peak:.1f} GB/s" if pd.notna(peak) else ""
+    return {"nccl-tests": f"{len(o)} test(s){best}"}
+
+
+SPEC = register_section(SectionSpec(
+    "nccl_tests", "NCCL tests", order=55, build=build,
+    figures="dptrace.formats.nccltests.figures:nccl_tests_figures",
+    terminal="dptrace.formats.nccltests.terminal:draw_nccl_tests", facts=facts))
