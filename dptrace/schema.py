@@ -410,7 +410,7 @@ FINDINGS = register_table(Table(
            "truncated_input, open_intervals, unmatched_ends, cached_negotiations, "
            "negotiation_straggler, idle_tiles, lowest_exec_instance, job_copies_disagree, "
            "job_check_failed, comm_share_high, throughput_drift, unknown_world_size, low_exec, "
-           "load_overhead, compute_straggler, cross_source_straggler"),
+           "load_overhead, compute_straggler, cross_source_straggler, low_busbw, long_warmup"),
         _c("scope", "category", "what the finding is about: job, rank, instance, tensor, tile "
            "or input"),
         _c("subject", "string", "who: 'rank 2', 'instance 0', 'PID 1234', a job id or a file "
