@@ -14,6 +14,7 @@ from dptrace.analysis import communication as comm
 from dptrace.analysis import job
 from dptrace.analysis import throughput as thr
 from dptrace.findings import thresholds as th
+from dptrace.reports.evidence import locate
 
 FIX = Path(__file__).parent / "fixtures"
 REAL = Path(__file__).resolve().parents[2] / "shared" / "realdata"
@@ -66,6 +67,12 @@ def test_low_busbw_fires_on_the_thetagpu_guide():
     assert "MPI_Allreduce of 16,777,217-33,554,432 bytes at 0.716 GB/s" in r["message"]
     assert "1 more large bin below 50% too" in r["message"]   # 32-64 MiB at 0.29
     assert r["evidence"].startswith("message_sizes.bins job=seed_001")
+    # the evidence is the bin's row of the report (the HTML links it)
+    tables = dptrace.report(dptrace.load(path)).tables
+    section, table, row = locate(tables, r["evidence"], r["run"])
+    bin_row = tables[f"{section}.{table}"].iloc[row]
+    assert (bin_row["routine"], bin_row["calls"], bin_row["time_s"]) == \
+        ("MPI_Allreduce", 50, pytest.approx(20.893))
 
 
 def test_low_busbw_fires_on_a_run_with_a_late_rank_and_names_the_straggler():

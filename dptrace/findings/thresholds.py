@@ -108,13 +108,17 @@ DRIFT_MIN_ROWS: int = 15
 #   MPI_Allreduce 2-4 MiB 0.83, 16-32 MiB 1.00, 32-64 MiB 0.94; Theta KNL 16 ranks 75877
 #   0.66, 1.00, 0.92; ThetaGPU CPU 8 ranks 176429 0.87, 1.00, 0.98; the 16-rank job of
 #   alcfws_MPI_README_from_docs.md: Allreduce 4-8 MiB 0.57 of a 3-call 4-8 MiB Bcast. The
-#   start-up Bcasts left out by the share: 0.28-0.94;
+#   start-up Bcasts left out by the share: 0.28-0.94. The ThetaGPU guide's profile
+#   (tests/fixtures/mpitrace/seed_001_thetagpu_guide_from_docs.txt, 8 ranks): 50 Allreduces
+#   of 4-8 MiB at 0.034 GB/s, 0.048 of its 16-32 MiB bin's 0.716 GB/s, and 32-64 MiB at 0.29;
 # - this project's runs of tests/fixtures/busbw/allreduce_sizes.c on a shared 2-core VM
-#   (shared memory, no network): with no delay, 0.16-0.95 from run to run (memory bandwidth
-#   under other jobs' load; not kept: single-node runs on a loaded VM are no reference); with
+#   (shared memory, no network): with no delay (2 and 4 ranks, 4 runs,
+#   tests/fixtures/busbw/noise_runs.tsv), 0.16-0.95 from run to run (memory bandwidth under
+#   other jobs' load: single-node runs on a loaded VM are no reference for a network); with
 #   rank 3 arriving 20 ms late at each allreduce of more than 1 MiB (the kept fixture
 #   tests/fixtures/busbw/late_rank_r3): 4 MiB 0.17, 16 MiB 0.36.
-# Half the best bin sits below every real job's large bins (0.57 and up).
+# Half the best bin sits below the large bins of every real job but the guide's (0.57 and up)
+# and above the guide's and the late-rank run's.
 #: low_busbw: a large bin below this fraction of the job's best bin's busbw
 BUSBW_FRACTION: float = 0.5
 #: low_busbw: bins whose messages are all more than this many bytes are large
