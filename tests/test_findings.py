@@ -107,6 +107,8 @@ def _today(ds: dptrace.Dataset) -> list[tuple[str, str, str, str]]:
                         f"{j.elapsed_max_s:.2f} s"))
     if not ranks.empty:
         out += _compute_stragglers(ds)
+    if not ds["mpi_messages"].empty:
+        out += _low_busbw(ds)
     runs = ds["hvd_runs"]
     if not runs.empty:
         for w in hv.timeline_warnings(runs).itertuples(index=False):
@@ -150,9 +152,44 @@ def _today(ds: dptrace.Dataset) -> list[tuple[str, str, str, str]]:
                 "the job" if d.scope == "global" else d.name)
             out.append(("throughput_drift", who, f"source={d.source} name={d.name}",
                         f"{d.drop_pct:.1f}% {d.steady_rows}"))
+        # issue 15: 15+ figures per step, more than 25% of the steps before the first figure
+        # at half the median of the second half
+        for w in thr.warmup_length(tp).itertuples():
+            if w.rows >= 15 and w.warmup_step_share > 0.25:
+                who = f"instance {w.instance}" if not pd.isna(w.instance) else w.name
+                out.append(("long_warmup", who, f"source={w.source} name={w.name}",
+                            f"{100 * w.warmup_step_share:.1f}% {w.rows}"))
+    # issue 15: HF Trainer loss dicts without train_runtime, Horovod benchmark iterations
+    # without a summary line, per run and input
+    for e in job.end_summaries(tp, ds["train_metrics"]).itertuples():
+        if not e.summary:
+            out.append(("truncated_input", str(e.file), f"source={e.file}",
+                        f"{e.lines} {e.trainer}"))
     tiles = ds["tiles"]
     if not tiles.empty:
         out += _tile_warnings(tiles)
+    return out
+
+
+def _low_busbw(ds: dptrace.Dataset) -> list[tuple[str, str, str, str]]:
+    """low_busbw written out plainly (issue 15): per job, collective bins of messages all over
+    1 MiB holding >= 1% of the job's time in the message-size table, below 50% of the busbw of
+    the job's best bin; one finding naming the slowest."""
+    out = []
+    bins = comm.message_sizes(ds["mpi_messages"])
+    for key, g in bins.groupby(["run", "job"], observed=True):
+        g = g[g["time_s"].notna()]
+        best = g["busbw_bytes_per_s"].max()
+        share = g["time_s"] / g["time_s"].sum()
+        slow = g[(g["bin_lo_bytes"] > 2 ** 20) & (share >= 0.01)
+                 & (g["busbw_bytes_per_s"] < 0.5 * best)]
+        if len(slow):
+            worst = slow.loc[slow["busbw_bytes_per_s"].idxmin()]
+            out.append(("low_busbw", f"job {key[1]}",
+                        f"job={key[1]} routine={worst['routine']} bin={worst['bin']}",
+                        f"{worst['busbw_bytes_per_s'] / 1e9:.3g} GB/s "
+                        f"{100 * worst['busbw_bytes_per_s'] / best:.1f}% "
+                        f"{best / 1e9:.3g} GB/s"))
     return out
 
 
@@ -336,7 +373,8 @@ def test_section_on_real_data_renders_each_finding():
     section = findings_section(ds, {})
     assert (section.name, section.title) == ("findings", "Findings") and section.caption
     table = section.tables["findings"]
-    assert len(table) == 32   # 15, issue 15's 8 compute stragglers in 6 jobs, 9 MPI shares over 25%
+    assert len(table) == 33   # 15, issue 15's 8 compute stragglers in 6 jobs, 9 MPI shares over
+    # 25%, 1 low bus bandwidth (the ThetaGPU guide's 4-8 MiB Allreduces)
     text = " ".join(_render(draw(section)).split())
     assert text.startswith("Findings")
     for r in table.itertuples(index=False):
@@ -550,7 +588,7 @@ def test_lowest_exec_instance_needs_two_instances(pids, fires):
 
 
 def test_every_rule_is_listed_once():
-    assert len(rules.KINDS) == len(set(rules.KINDS)) == 21
+    assert len(rules.KINDS) == len(set(rules.KINDS)) == 23
     doc = rules.__doc__ or ""
     readme = (HERE.parent / "README.md").read_text(encoding="utf-8")
     for kind in rules.KINDS:

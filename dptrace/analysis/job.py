@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -652,3 +653,87 @@ def _phased_rows(tp: pd.DataFrame) -> pd.DataFrame:
     if "repeat" in tp and tp["repeat"].any():
         return tp[~tp["repeat"].fillna(False).astype(bool)]
     return tp
+
+
+# -- end-of-run summaries: a log that stops before its trainer's summary ----------------------
+
+#: trainers that print an end-of-run summary whenever their training loop finishes, each as
+#: (name, the lines printed while training, the summary), each of those as (table, pattern,
+#: names): rows of ``train_metrics`` (``metrics``) or of ``throughput`` with a step
+#: (``tp_stepped``) or without (``tp_unstepped``), of that pattern and (when given) those
+#: names. HF Trainer prints
+#: ``{'loss': ..., 'grad_norm': ..., 'learning_rate': ...}`` every ``logging_steps`` and,
+#: through the same callback, ``{'train_runtime': ..., 'train_samples_per_second': ...}``
+#: when ``train()`` returns; Horovod's synthetic benchmarks print ``Iter #k: X img/sec per
+#: GPU`` per iteration, then ``Img/sec per GPU`` and ``Total img/sec on N GPU(s)``. Trainers
+#: that print no summary of their own (Megatron, DeepSpeed, tqdm bars, Keras) are not
+#: judged: a log of theirs cannot tell a finished run from a killed one. Lightning's end-of-fit
+#: line is not parsed, so it is not judged either.
+SUMMARIES: tuple[tuple[str, tuple[str, str, frozenset[str]], tuple[str, str, frozenset[str]]],
+                 ...] = (
+    ("HF Trainer",
+     ("metrics", "hf_trainer", frozenset({"loss", "grad_norm", "learning_rate"})),
+     ("metrics", "hf_trainer", frozenset({"train_runtime_s"}))),
+    ("Horovod benchmark",
+     ("tp_stepped", "horovod_benchmark", frozenset()),
+     ("tp_unstepped", "horovod_benchmark", frozenset())),
+)
+
+SUMMARY_COLUMNS = ["run", "input", "file", "trainer", "lines", "first_lineno", "last_lineno",
+                   "summary", "expected"]
+
+#: what each trainer's summary is, for a message
+EXPECTED = {"HF Trainer": "the {'train_runtime': ...} dict HF Trainer prints when train() "
+                          "returns",
+            "Horovod benchmark": "the 'Img/sec per ...' and 'Total img/sec on N ...' lines "
+                                 "the benchmark prints after its last iteration"}
+
+
+@dataclass
+class _Seen:
+    """What :func:`end_summaries` found of one trainer in one run's input."""
+
+    lines: int = 0
+    file: str | None = None
+    first: int | None = None
+    last: int | None = None
+    summary: bool = False
+
+
+def end_summaries(tp: pd.DataFrame | None, metrics: pd.DataFrame | None) -> pd.DataFrame:
+    """One row per run, input (a log, or the directory of a job's per-rank logs, as the
+    sources name it) and trainer of :data:`SUMMARIES` whose training lines the input has:
+    ``file`` (the input's log with those lines, the last by name), ``lines`` (how many lines,
+    over the input's logs), the first and last of them in ``file``, ``summary`` (whether the
+    input also has the trainer's end-of-run summary, in any of its files) and ``expected``
+    (what that summary is)."""
+    tables = {"metrics": metrics, "tp_stepped": tp, "tp_unstepped": tp}
+    found: dict[tuple[str, str, str], _Seen] = {}
+    for trainer, during, summary in SUMMARIES:
+        for role, (table, pattern, names) in (("during", during), ("summary", summary)):
+            df = tables[table]
+            if df is None or df.empty or "pattern" not in df:
+                continue
+            hit = df["pattern"].astype("object") == pattern
+            if names:
+                hit &= df["name"].astype("object").isin(names)
+            if table == "tp_stepped":
+                hit &= df["step"].notna()
+            elif table == "tp_unstepped":
+                hit &= df["step"].isna()
+            rows = df[hit.to_numpy(dtype=bool)]
+            if rows.empty:
+                continue
+            run = rows[RUN].astype(str) if RUN in rows else pd.Series("run", index=rows.index)
+            for (r, src), g in rows.groupby([run, rows["source"].astype(str)], sort=False):
+                seen = found.setdefault((str(r), _group_of(str(src)), trainer), _Seen())
+                if role == "summary":
+                    seen.summary = True
+                    continue
+                lines = g["lineno"].astype("float64")
+                seen.lines += int(g["lineno"].nunique())
+                if seen.file is None or src > seen.file:
+                    seen.file, seen.first, seen.last = src, int(lines.min()), int(lines.max())
+    out = [(r, inp, e.file, trainer, e.lines, e.first, e.last, e.summary, EXPECTED[trainer])
+           for (r, inp, trainer), e in found.items() if e.lines]
+    return pd.DataFrame(out, columns=SUMMARY_COLUMNS)

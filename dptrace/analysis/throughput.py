@@ -155,6 +155,69 @@ def drift(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*by, *cols[len(SERIES) + 1:]])
 
 
+#: :func:`warmup_length`: a step is warm-up until the rate first reaches this share of the
+#: steady rate (the median of the second half of the instance's figures)
+WARMUP_REACH = 0.5
+
+
+def warmup_length(tp: pd.DataFrame, reach: float = WARMUP_REACH,
+                  fraction: float = WARMUP_FRACTION) -> pd.DataFrame:
+    """One row per training series and instance printed per step: how long its warm-up was,
+    measured from its figures (not the fixed share :func:`mark_warmup` drops).
+
+    The figures are rates (``*_per_s``), ordered by step (repeats skipped). The steady rate is
+    the median of the second half of the figures; the warm-up is the figures before the first
+    one that reaches ``reach`` of it. A figure stands for the steps since the previous one
+    (the first for the median interval), which took steps / rate: with a constant batch, the
+    time of a step is proportional to 1 / rate, so ``warmup_time_share`` (the warm-up's share
+    of the summed steps / rate) estimates the share of the run's time, whatever the metric.
+
+    Columns: the series columns, ``instance``, ``rows``, ``warmup_rows``, ``first_step``,
+    ``warmup_end_step`` (the step of the first figure at ``reach``), ``last_step``,
+    ``steady_median``, ``warmup_median`` (median of the warm-up figures), ``warmup_step_share``
+    (of the steps from the first figure's interval to the last step),
+    ``warmup_time_share``, ``first_lineno``, ``end_lineno`` (the line of the first figure at
+    ``reach``), ``dropped_rows`` (the figures :func:`mark_warmup` drops with ``fraction``, as
+    the averages do).
+    """
+    cols = [*SERIES, "instance", "rows", "dropped_rows", "warmup_rows", "first_step",
+            "warmup_end_step",
+            "last_step", "steady_median", "warmup_median", "warmup_step_share",
+            "warmup_time_share", "first_lineno", "end_lineno"]
+    if tp.empty:
+        return run_first(pd.DataFrame(columns=keys(tp, *cols)), tp)
+    tp = _phased(tp)
+    tp = tp.assign(_dropped=mark_warmup(tp, fraction))
+    tp = tp[(tp["phase"].astype("object") == "train") & tp["step"].notna()
+            & tp["metric"].astype("object").astype(str).str.endswith("_per_s")]
+    rows = []
+    by = keys(tp, *SERIES, "instance")
+    for key, g in _group(tp, by):
+        g = g.sort_values(["step", "lineno"], kind="stable").drop_duplicates("step", keep="last")
+        v = g["value"].to_numpy(dtype="float64", na_value=np.nan)
+        ok = np.isfinite(v) & (v > 0)
+        v = v[ok]
+        step = g["step"].to_numpy(dtype="float64")[ok]
+        lines = g["lineno"].to_numpy()[ok]
+        n = len(v)
+        if n < 3:
+            continue
+        steady = float(np.median(v[n // 2:]))
+        reached = np.flatnonzero(v >= reach * steady)
+        end = int(reached[0]) if len(reached) else n
+        gaps = np.diff(step)
+        first_gap = float(np.median(gaps)) if len(gaps) else 1.0
+        interval = np.concatenate([[first_gap], gaps])
+        time = interval / v
+        dropped = int(g["_dropped"].to_numpy(dtype=bool)[ok].sum())
+        rows.append((*key, n, dropped, end, float(step[0]), float(step[end]) if end < n else np.nan,
+                     float(step[-1]), steady, float(np.median(v[:end])) if end else np.nan,
+                     float(interval[:end].sum() / interval.sum()),
+                     float(time[:end].sum() / time.sum()), int(lines[0]),
+                     int(lines[end]) if end < n else None))
+    return pd.DataFrame(rows, columns=[*by, *cols[len(SERIES) + 1:]])
+
+
 def _in_order(inst: pd.DataFrame) -> pd.DataFrame:
     """Rows of :func:`per_instance`: series in :func:`series_order`, instances by rank."""
     groups = _group(inst, keys(inst, *SERIES))

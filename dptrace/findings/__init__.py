@@ -36,7 +36,7 @@ SCOPES = ("job", "rank", "instance", "tensor", "tile", "input")
 CAUSES = ("cross_source_straggler", "compute_straggler")
 #: kinds that are symptoms of a cause (waiting for a straggler shows as MPI time): within a
 #: severity they come last
-SYMPTOMS = ("small_message_allreduce", "comm_share_high", "latency_bound_allreduce",
+SYMPTOMS = ("small_message_allreduce", "comm_share_high", "low_busbw", "latency_bound_allreduce",
             "throughput_drift", "job_check_failed")
 
 
@@ -76,7 +76,11 @@ class Finding:
 
 #: symptoms whose message ends by naming the causes found in the same run and job
 #: (:func:`point_to_causes`); small Allreduces name their straggler in their own message
-POINTS_TO_CAUSES = frozenset({"comm_share_high", "throughput_drift", "job_check_failed"})
+POINTS_TO_CAUSES = frozenset({"comm_share_high", "throughput_drift", "job_check_failed",
+                              "low_busbw"})
+#: symptoms whose causes can only be stragglers (waiting inside a large collective lowers its
+#: bandwidth; small Allreduces do not)
+STRAGGLER_CAUSED = frozenset({"low_busbw"})
 
 
 def is_cause(kind: str) -> bool:
@@ -108,6 +112,8 @@ def point_to_causes(findings: list[Finding]) -> list[Finding]:
     out = []
     for f in findings:
         found = causes.get(f.run, []) if f.kind in POINTS_TO_CAUSES else []
+        if f.kind in STRAGGLER_CAUSED:
+            found = [c for c in found if c.kind != "small_message_allreduce"]
         job = _job_of(f.evidence)
         if job is not None:   # a job's symptom: the causes found in that job
             found = [c for c in found if _job_of(c.evidence) in (job, None)]

@@ -1,6 +1,6 @@
 """The rules: each a pure function from analysis tables to :class:`~dptrace.findings.Finding`.
 
-Every rule but the two of issue 15 reproduces a check that dptrace already made somewhere,
+Every rule but those new in issue 15 reproduces a check that dptrace already made somewhere,
 with the same condition and threshold (:mod:`.thresholds`):
 
 ===========================  ========  ==========================================================
@@ -33,7 +33,10 @@ compute_straggler            warning   a rank's MPI time is below the other rank
 cross_source_straggler       critical  2+ of compute_straggler, negotiation_straggler and
                                        throughput_straggler name one rank of a run: one finding
                                        replaces theirs, with all their evidence
-truncated_input              warning   a timeline ends inside a record (``timeline_warnings``)
+truncated_input              warning   a timeline ends inside a record (``timeline_warnings``);
+                                       a training log with its trainer's training lines but not
+                                       the summary that trainer prints at the end (HF Trainer,
+                                       Horovod benchmarks: ``job.end_summaries``; new in issue 15)
 open_intervals               warning   a timeline has B records without an E (``timeline_warnings``)
 idle_tiles                   warning   tiles idle in every snapshot (the tiles drawer)
 unmatched_ends               info      E records that closed nothing (``timeline_warnings``)
@@ -50,6 +53,12 @@ low_exec                     warning   a SambaNova instance's tiles executed les
                                        time on average (``tiles.instances``)
 load_overhead                warning   a SambaNova instance's tiles spent more than 10% of the
                                        time loading program/arguments or checkpointing
+low_busbw                    warning   a collective's bin of messages all over 1 MiB, with >= 1%
+                                       of the job's time, below 50% of the busbw of the job's
+                                       best bin (``communication.message_sizes``; new in issue 15)
+long_warmup                  warning   a series printed per step (15+ figures) takes more than 25%
+                                       of its steps to reach half its steady rate
+                                       (``throughput.warmup_length``; new in issue 15)
 ===========================  ========  ==========================================================
 
 ``cross_source_stragglers`` is the one rule over findings (it runs last): it merges what
@@ -515,6 +524,71 @@ def throughput_drift(drifts: pd.DataFrame, drift: float = th.DRIFT_FRACTION,
     return out
 
 
+def long_warmup(warmups: pd.DataFrame, share: float = th.LONG_WARMUP_SHARE,
+                min_rows: int = th.LONG_WARMUP_MIN_ROWS) -> list[Finding]:
+    """Per training series and instance printed per step (``analysis.throughput.
+    warmup_length``): the figures before the first that reaches half the steady rate (the
+    median of the second half) cover more than ``share`` of the series' steps, with at least
+    ``min_rows`` figures. The message also tells whether the averages' fixed warm-up
+    (``dropped_rows``: the ``warmup`` option) covers it."""
+    out = []
+    for r in warmups.itertuples(index=False):
+        s = r.warmup_step_share
+        if _na(s) or not s > share or _count(r.rows) < min_rows:
+            continue
+        who = f"instance {r.instance}" if not _na(r.instance) else "the printer"
+        unit = _unit(r.metric)
+        label = f" ({r.label})" if not _na(r.label) else ""
+        dropped = _count(r.dropped_rows)
+        covered = (f"the averages drop only its first {_plural(dropped, 'figure')} as "
+                   "warm-up, so they include slow warm-up steps"
+                   if dropped < _count(r.warmup_rows) else
+                   f"the averages drop its first {_plural(dropped, 'figure')} as warm-up")
+        end = ("it never did" if _na(r.warmup_end_step)
+               else f"it did at step {_int(r.warmup_end_step)}")
+        out.append(Finding(
+            "warning", "long_warmup", "instance" if not _na(r.instance) else "job",
+            who if not _na(r.instance) else f"{r.name}",
+            f"'{r.name}'{label} of {who} in {r.source} took "
+            f"{_plural(_count(r.warmup_rows), 'figure')} of {_int(r.rows)} (steps "
+            f"{_int(r.first_step)}-{_int(r.last_step)}: {_pct1(float(s))} of the steps, about "
+            f"{_pct1(float(r.warmup_time_share))} of the time) to reach half its steady rate "
+            f"of {_num(r.steady_median)} {unit} ({end}); {covered}.",
+            f"throughput.instances source={r.source} name={r.name}"
+            + (f" label={r.label}" if label else "") + f" instance={r.instance}",
+            "A warm-up this long relative to the run: make the run longer before judging its "
+            "speed, or drop the warm-up from the averages (dptrace report --warmup); look at "
+            "what makes the first steps slow (compilation or graph building, autotuning, cold "
+            "caches and data loader start-up) and at a rate that keeps rising (a growing batch "
+            "size, a schedule).",
+            value=100.0 * float(s), threshold=100.0 * share))
+    return out
+
+
+def truncated_log(summaries: pd.DataFrame) -> list[Finding]:
+    """Training logs (or per-rank layouts) with their trainer's training lines but not the
+    end-of-run summary it prints when training finishes (``analysis.job.end_summaries``,
+    :data:`analysis.job.SUMMARIES`: HF Trainer, Horovod benchmarks): the job was killed or
+    the log cut. Kind ``truncated_input``, as for a timeline cut inside a record."""
+    out = []
+    for r in summaries.itertuples(index=False):
+        if _flag(r.summary):
+            continue
+        within = "" if str(r.input) == str(r.file) else f" (input {r.input})"
+        out.append(Finding(
+            "warning", "truncated_input", "input", str(r.file),
+            f"The training log {r.file}{within} has {_plural(_count(r.lines), 'line')} of "
+            f"{r.trainer} training ({_lines(r.first_lineno, r.last_lineno)}) but not "
+            f"{r.expected}: the job was probably killed, or the log cut, before training "
+            "finished.",
+            f"inputs.sources source={r.file}",
+            "Figures cover the logged part of the run only, and there is no end-of-run figure "
+            "to check them against: look at the end of the log (and the scheduler's) for why "
+            "the job stopped (time limit, out of memory, a crash on one rank).",
+            value=float(_count(r.lines)), threshold=0.0))
+    return out
+
+
 def unknown_world_size(job: pd.DataFrame) -> list[Finding]:
     """Job figures made of per-rank or per-device figures (one printer, a sum or mean over
     the ranks that printed) in a run whose world size nothing states: the whole job's
@@ -572,6 +646,59 @@ def comm_share_high(jobs: pd.DataFrame, routines: pd.DataFrame,
             "message-size table for slow bins; time the others spent waiting for a slow "
             "rank counts here too (see any straggler finding).",
             value=100.0 * float(s), threshold=100.0 * share))
+    return out
+
+
+def _bin_bytes(r: pd.Series) -> str:
+    """' of 2,097,153-4,194,304 bytes' (a message-size bin)."""
+    lo, hi = r["bin_lo_bytes"], r["bin_hi_bytes"]
+    return "" if _na(lo) or _na(hi) else _bytes_range(int(lo), int(hi))
+
+
+def low_busbw(bins: pd.DataFrame, fraction: float = th.BUSBW_FRACTION,
+              large_bytes: int = th.LARGE_BYTES,
+              min_share: float = th.BUSBW_MIN_SHARE) -> list[Finding]:
+    """Per mpitrace job (``communication.message_sizes``, the ``message_sizes.bins`` table):
+    bins of collectives whose messages are all more than ``large_bytes`` and that hold at
+    least ``min_share`` of the job's time in the table, with a bus bandwidth below
+    ``fraction`` of the job's best bin's (any collective, any size: busbw is comparable
+    across them, and the hardware peak is unknown). One finding per job, naming the
+    slowest such bin against the best."""
+    out: list[Finding] = []
+    if bins.empty:
+        return out
+    by = [c for c in ("run", "job") if c in bins.columns]
+    for key, g in bins.groupby(by, sort=False, observed=True):
+        job = key[-1] if isinstance(key, tuple) else key
+        bw = g["busbw_bytes_per_s"].astype("float64")
+        if not bw.notna().any() or not bw.max() > 0:
+            continue
+        best = g.loc[bw.idxmax()]
+        total = float(g["time_s"].astype("float64").sum())
+        share = g["time_s"].astype("float64") / total if total > 0 else bw * np.nan
+        large = g["bin_lo_bytes"].astype("float64") > large_bytes
+        slow = g[large & (share >= min_share) & (bw < fraction * float(best["busbw_bytes_per_s"]))
+                 & bw.notna()]
+        if slow.empty:
+            continue
+        worst = slow.loc[slow["busbw_bytes_per_s"].astype("float64").idxmin()]
+        ratio = float(worst["busbw_bytes_per_s"]) / float(best["busbw_bytes_per_s"])
+        others = "" if len(slow) == 1 else \
+            f"; {_plural(len(slow) - 1, 'more large bin')} below {_pct(fraction)} too"
+        out.append(Finding(
+            "warning", "low_busbw", "job", f"job {job}",
+            f"{worst['routine']}{_bin_bytes(worst)} in job {job} reached a bus bandwidth of "
+            f"{float(worst['busbw_bytes_per_s']) / 1e9:.3g} GB/s "
+            f"({_int(worst['calls'])} calls, {_num(worst['time_s'])} s), {100 * ratio:.1f}% of "
+            f"the job's best bin, {best['routine']}{_bin_bytes(best)} at "
+            f"{float(best['busbw_bytes_per_s']) / 1e9:.3g} GB/s{others}.",
+            f"message_sizes.bins job={job} routine={worst['routine']} bin={int(worst['bin'])}",
+            "Large messages should move at least as fast as smaller ones. mpitrace counts the "
+            "time ranks wait for a late rank inside a collective, so look first for a "
+            "straggler; otherwise for a change of protocol or algorithm at this size (MPI "
+            "eager/rendezvous limits, the collective algorithm's switch points), a transport "
+            "that fell back (TCP instead of the fabric), or memory bandwidth within a node.",
+            value=100.0 * ratio, threshold=100.0 * fraction))
     return out
 
 
@@ -909,6 +1036,9 @@ RULES: tuple[Rule, ...] = (
     Rule(("throughput_drift",), ("throughput.drift",), throughput_drift),
     Rule(("comm_share_high",), ("communication.jobs", "communication.routines"),
          comm_share_high),
+    Rule(("low_busbw",), ("communication.message_sizes",), low_busbw),
+    Rule(("long_warmup",), ("throughput.warmup",), long_warmup),
+    Rule(("truncated_input",), ("throughput.end_summaries",), truncated_log),
     Rule(("truncated_input",), ("horovod.runs",), truncated_input),
     Rule(("open_intervals",), ("horovod.runs",), open_intervals),
     Rule(("unmatched_ends",), ("horovod.runs",), unmatched_ends),
@@ -921,7 +1051,8 @@ RULES: tuple[Rule, ...] = (
 )
 
 #: every kind a rule can produce
-KINDS: tuple[str, ...] = (*(k for r in RULES for k in r.kinds), "cross_source_straggler")
+KINDS: tuple[str, ...] = tuple(dict.fromkeys(
+    (*(k for r in RULES for k in r.kinds), "cross_source_straggler")))
 
 
 def tables(ds: Dataset, names: set[str], **opts: Any) -> dict[str, pd.DataFrame]:
@@ -944,7 +1075,14 @@ def tables(ds: Dataset, names: set[str], **opts: Any) -> dict[str, pd.DataFrame]
         rt = comm.rank_times(ranks) if rt is None else rt
         out["communication.jobs"] = comm.job_summary(rt, ds["mpi_jobs"])
         out["communication.routines"] = comm.top_routines(ds["mpi_routines"], n=None)
+    if "communication.message_sizes" in names and not ds["mpi_messages"].empty:
+        out["communication.message_sizes"] = comm.message_sizes(ds["mpi_messages"])
     tp = ds["throughput"]
+    if "throughput.warmup" in names and not tp.empty:
+        out["throughput.warmup"] = thr.warmup_length(
+            tp, th.WARMUP_REACH, float(opts.get("warmup", th.WARMUP_FRACTION)))
+    if "throughput.end_summaries" in names and not (tp.empty and ds["train_metrics"].empty):
+        out["throughput.end_summaries"] = jobfig.end_summaries(tp, ds["train_metrics"])
     if "throughput.drift" in names and not tp.empty:
         out["throughput.drift"] = thr.drift(tp, float(opts.get("warmup", th.WARMUP_FRACTION)))
     if "throughput.instances" in names and not tp.empty:

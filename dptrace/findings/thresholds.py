@@ -92,6 +92,64 @@ DRIFT_FRACTION: float = 0.10
 #: (thirds of at least 5: one slow step, a checkpoint, moves no median)
 DRIFT_MIN_ROWS: int = 15
 
+# -- low bus bandwidth (mpitrace): a job-internal reference, the hardware peak is unknown -----
+#
+# Per bin of ``communication.message_sizes`` (collectives only, bins with >= 10 ms), busbw is
+# nccl-tests' bus bandwidth: algbw = bytes / time (the collective's buffer: mpitrace's bytes x
+# n for Allgather(v) and Alltoall(v)), busbw = algbw x 2(n-1)/n for Allreduce, (n-1)/n for
+# Allgather, ReduceScatter and Alltoall, 1 for Bcast and Reduce: the figure comparable across
+# collectives and sizes. mpitrace's times include waiting for late ranks, so every busbw is a
+# lower bound and the job's best bin is the closest to what its network reached. A bin is
+# large when all its messages are more than LARGE_BYTES (bandwidth-bound, not latency-bound),
+# and it counts when it holds at least BUSBW_MIN_SHARE of the job's time in the table (a few
+# start-up broadcasts of the weights, which also hold the ranks' start-up skew, are no
+# finding). Measured ratios (a large bin's busbw / the job's best bin's, bins that count):
+# - real jobs (shared/realdata/mpitrace): Theta KNL 32 ranks 19013 (and the 2021 README's copy)
+#   MPI_Allreduce 2-4 MiB 0.83, 16-32 MiB 1.00, 32-64 MiB 0.94; Theta KNL 16 ranks 75877
+#   0.66, 1.00, 0.92; ThetaGPU CPU 8 ranks 176429 0.87, 1.00, 0.98; the 16-rank job of
+#   alcfws_MPI_README_from_docs.md: Allreduce 4-8 MiB 0.57 of a 3-call 4-8 MiB Bcast. The
+#   start-up Bcasts left out by the share: 0.28-0.94. The ThetaGPU guide's profile
+#   (tests/fixtures/mpitrace/seed_001_thetagpu_guide_from_docs.txt, 8 ranks): 50 Allreduces
+#   of 4-8 MiB at 0.034 GB/s, 0.048 of its 16-32 MiB bin's 0.716 GB/s, and 32-64 MiB at 0.29;
+# - this project's runs of tests/fixtures/busbw/allreduce_sizes.c on a shared 2-core VM
+#   (shared memory, no network): with no delay (2 and 4 ranks, 4 runs,
+#   tests/fixtures/busbw/noise_runs.tsv), 0.16-0.95 from run to run (memory bandwidth under
+#   other jobs' load: single-node runs on a loaded VM are no reference for a network); with
+#   rank 3 arriving 20 ms late at each allreduce of more than 1 MiB (the kept fixture
+#   tests/fixtures/busbw/late_rank_r3): 4 MiB 0.17, 16 MiB 0.36.
+# Half the best bin sits below the large bins of every real job but the guide's (0.57 and up)
+# and above the guide's and the late-rank run's.
+#: low_busbw: a large bin below this fraction of the job's best bin's busbw
+BUSBW_FRACTION: float = 0.5
+#: low_busbw: bins whose messages are all more than this many bytes are large
+LARGE_BYTES: int = 1 << 20
+#: low_busbw: a large bin counts when it holds at least this share of the job's time in the
+#: message-size table
+BUSBW_MIN_SHARE: float = 0.01
+
+# -- long warm-up (training logs) ----------------------------------------------------------------
+#
+# Per training series and instance printed per step (``analysis.throughput.warmup_length``):
+# the warm-up is the figures before the first that reaches WARMUP_REACH of the steady rate
+# (the median of the second half); it is long when its steps are more than
+# LONG_WARMUP_SHARE of the steps the series covers, with at least LONG_WARMUP_MIN_ROWS
+# figures. Steps, not the time estimate: one first interval that holds a graph build makes the
+# estimated time share 51-94% in ordinary TF benchmark runs (shared/realdata/perrank), which
+# is no warm-up that could be dropped. Measured step shares (series of >= 15 figures):
+# - real logs (shared/realdata trainlog, perrank, scaling, nccl): 0% (DeepSpeed, Megatron,
+#   dschat 736 steps, BLOOM), 2.1% (Megatron-DeepSpeed randomltd), 5.0% (TF benchmarks, 18
+#   and 4 ranks: the first of 20 intervals), 11.9% (the Lightning issue excerpt, which pastes
+#   two runs into one bar); andrewor14_tf_keras_rank0_stderr.log: 58.2% (its rate rises from
+#   36 to 9,000 examples/s over the run, reaching half the steady rate only at step 65 of 110);
+# - generated logs (tests/fixtures/trainlog/generated): 0-1.0% (HF Trainer, Lightning tqdm and
+#   rich bars, DDP, drift/steady).
+#: :func:`analysis.throughput.warmup_length`: warm-up lasts until this share of the steady rate
+WARMUP_REACH: float = thr.WARMUP_REACH
+#: long_warmup: the warm-up's share of the steps above which it is long
+LONG_WARMUP_SHARE: float = 0.25
+#: long_warmup: figures a series needs to judge its warm-up
+LONG_WARMUP_MIN_ROWS: int = 15
+
 
 #: SambaNova: an instance whose tiles executed less than this share of the time on average
 #: (``tiles.instances.exec_mean_pct``). Real instances training: 89.9-96.9%; the docs' PID
@@ -158,6 +216,12 @@ OVERRIDABLE: dict[str, Threshold] = {t.kind: t for t in (
     Threshold("negotiation_straggler", "share", 100.0 * LAST_SHARE, "%",
               "a rank last ready in at least this share of the compared Horovod negotiations",
               scale=0.01),
+    Threshold("low_busbw", "fraction", 100.0 * BUSBW_FRACTION, "%",
+              f"a bin of collectives of more than {LARGE_BYTES:,} bytes reaching less than "
+              "this share of the bus bandwidth of the job's best bin", scale=0.01),
+    Threshold("long_warmup", "share", 100.0 * LONG_WARMUP_SHARE, "%",
+              "the steps before a series first reaches half its steady rate, as a share of "
+              "its steps", scale=0.01),
     Threshold("compute_straggler", "share", 100.0 * COMPUTE_GAP_SHARE, "%",
               "a rank this share of the job's elapsed time below the other ranks' median MPI "
               f"time (and >= {COMPUTE_GAP_MADS:g} median absolute deviations of theirs)",
