@@ -402,3 +402,13 @@ def test_a_run_argument_that_reads_nothing_is_named(tmp_path, capsys):
     f = doc["sections"]["findings"]["tables"]["findings"]
     assert [x["severity"] for x in f if x["subject"] == "8"] == ["warning"]
     assert doc["exit_code"] == 1
+
+
+def test_small_allreduces_of_next_to_no_time_are_no_finding():
+    """weak/n1: one rank, 0.001 s of MPI time, all of it in 8-byte Allreduces (local copies):
+    '100% of the MPI time' of nothing is not a warning; Theta's 21 s per rank still is."""
+    f = dptrace.findings(dptrace.load(WEAK[1]))
+    assert "small_message_allreduce" not in set(f["kind"].astype(str))
+    theta = HERE / "fixtures" / "mpitrace" / "alcfws_theta_knl32"
+    assert "small_message_allreduce" in set(dptrace.findings(dptrace.load(theta))["kind"]
+                                             .astype(str))

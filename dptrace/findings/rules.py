@@ -232,12 +232,16 @@ def ranks_missing(rt: pd.DataFrame) -> list[Finding]:
 def small_message_allreduce(small: pd.DataFrame, share: float = th.SMALL_SHARE,
                             limit_bytes: int = th.SMALL_BYTES) -> list[Finding]:
     """Per job: more than ``share`` of the MPI time in Allreduces of at most ``limit_bytes``
-    (``communication.small_messages``, built with the same ``limit_bytes``)."""
+    (``communication.small_messages``, built with the same ``limit_bytes``), when those
+    took at least :data:`.thresholds.SMALL_MIN_S_PER_RANK` per rank."""
     out = []
     for r in small.itertuples(index=False):
         s = r.small_share
         if _na(s) or not s > share:
             continue
+        ranks = _count(r.ranks) or 1
+        if _na(r.small_time_s) or r.small_time_s / ranks < th.SMALL_MIN_S_PER_RANK:
+            continue   # a share of next to nothing (a one-rank run's local copies)
         out.append(Finding(
             "warning", "small_message_allreduce", "job", f"job {r.job}",
             f"{100 * s:.1f}% of job {r.job}'s MPI time ({r.small_time_s:.2f} s of "

@@ -27,6 +27,11 @@ SMALL_BYTES: int = comm.SMALL_BYTES
 #: mpitrace: flag a job when small Allreduces hold more than this share of its MPI time
 #: (``analysis.communication.SMALL_SHARE``, the ``dominated`` column of ``small_messages``)
 SMALL_SHARE: float = comm.SMALL_SHARE
+#: mpitrace: ... and only when those Allreduces took at least this many seconds per rank:
+#: mpitrace prints milliseconds, so a one-rank run's 0.001 s of local Allreduce copies is
+#: "100%" of nothing (tests/fixtures/scaling/weak/n1). Real jobs that fire hold seconds
+#: per rank (Theta knl32: 21 s)
+SMALL_MIN_S_PER_RANK: float = 0.01
 #: mpitrace: a rank's own file and rank 0's table disagree beyond this (``rank_times``)
 TABLE_TOLERANCE_S: float = comm.TABLE_TOLERANCE_S
 
