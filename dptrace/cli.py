@@ -258,18 +258,9 @@ def _stdout_closed(code: int) -> int:
 
 
 def _report(args: argparse.Namespace, console: Console, err: Console) -> int:
-    from . import registry
-    from .findings.thresholds import parse_overrides
     from .reports import model
 
-    registry.get(args.format) if args.format != "auto" else None
-    for option, target in (("--html", args.html), ("--json", args.json)):
-        if target and target != "-":
-            _check_output_file(option, target)
-    try:
-        thresholds = parse_overrides(args.threshold)
-    except ValueError as exc:
-        raise DptraceError(str(exc)) from None
+    thresholds = _checked(args)
     ds = _load_with_progress(args.paths, args.format, err, args.max_decompressed)
     report = model.build(ds, warmup=args.warmup, thresholds=thresholds)
     return _write(args, report, model.exit_code(ds), console)
@@ -278,18 +269,9 @@ def _report(args: argparse.Namespace, console: Console, err: Console) -> int:
 def _runs_report(args: argparse.Namespace, console: Console, err: Console) -> int:
     """``dptrace compare`` and ``dptrace scaling``: every run loaded into one Dataset (one
     labelled run per argument), then the view's report."""
-    from . import registry
-    from .findings.thresholds import parse_overrides
     from .reports import model
 
-    registry.get(args.format) if args.format != "auto" else None
-    for option, target in (("--html", args.html), ("--json", args.json)):
-        if target and target != "-":
-            _check_output_file(option, target)
-    try:
-        thresholds = parse_overrides(args.threshold)
-    except ValueError as exc:
-        raise DptraceError(str(exc)) from None
+    thresholds = _checked(args)
     items = [args.base, args.candidate] if args.command == "compare" else args.runs
     arguments = run_arguments(items)
     ds = _load_with_progress(arguments, args.format, err, args.max_decompressed)
@@ -311,6 +293,22 @@ def _runs_report(args: argparse.Namespace, console: Console, err: Console) -> in
         report = model.build(ds, "scaling", warmup=args.warmup, thresholds=thresholds,
                              by=args.by, strong=args.strong, expected=labels)
     return _write(args, report, model.exit_code(ds), console)
+
+
+def _checked(args: argparse.Namespace) -> dict[str, float]:
+    """Usage errors before any input is read (an unknown --format, an output file that cannot
+    be written, a bad --threshold); the threshold overrides."""
+    from . import registry
+    from .findings.thresholds import parse_overrides
+
+    registry.get(args.format) if args.format != "auto" else None
+    for option, target in (("--html", args.html), ("--json", args.json)):
+        if target and target != "-":
+            _check_output_file(option, target)
+    try:
+        return parse_overrides(args.threshold)
+    except ValueError as exc:
+        raise DptraceError(str(exc)) from None
 
 
 def _write(args: argparse.Namespace, report: Report, data_code: int, console: Console) -> int:

@@ -146,12 +146,23 @@ def _today(ds: dptrace.Dataset) -> list[tuple[str, str, str, str]]:
             out.append(("unknown_world_size", f"run {j.run}",
                         f"run={j.run} input={j.input} metric={j.metric}", ""))
         # issue 15: the last third of 15+ steady figures more than 10% below the first third
+        # (every instance of a series, two or more, slowing down: one finding, lockstep)
         drifts = thr.drift(tp)
-        for d in drifts[(drifts["drop_pct"] > 10) & (drifts["steady_rows"] >= 15)].itertuples():
-            who = f"instance {d.instance}" if not pd.isna(d.instance) else (
-                "the job" if d.scope == "global" else d.name)
-            out.append(("throughput_drift", who, f"source={d.source} name={d.name}",
-                        f"{d.drop_pct:.1f}% {d.steady_rows}"))
+        series = ["run", "source", "name", "label"]
+        fired = drifts[(drifts["drop_pct"] > 10) & (drifts["steady_rows"] >= 15)]
+        for _, g in fired.groupby(series, dropna=False, observed=True, sort=False):
+            allx = drifts.merge(g[series].drop_duplicates(), on=series)
+            if len(g) >= 2 and len(g) == allx["instance"].notna().sum():
+                d = g.iloc[0]
+                out.append(("throughput_drift", f"{len(g)} instances",
+                            f"source={d.source} name={d.name}",
+                            f"{g['drop_pct'].min():.1f}-{g['drop_pct'].max():.1f}%"))
+                continue
+            for d in g.itertuples():
+                who = f"instance {d.instance}" if not pd.isna(d.instance) else (
+                    "the job" if d.scope == "global" else d.name)
+                out.append(("throughput_drift", who, f"source={d.source} name={d.name}",
+                            f"{d.drop_pct:.1f}% {d.steady_rows}"))
         # issue 15: 15+ figures per step, more than 25% of the steps before the first figure
         # at half the median of the second half
         for w in thr.warmup_length(tp).itertuples():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import dptrace
@@ -188,3 +189,30 @@ def test_training_instances_are_not_low_or_loading(name):
     assert "low_exec" not in kinds and "load_overhead" not in kinds
     inst = dptrace.report(ds).tables["tiles.instances"]
     assert (inst["exec_mean_pct"] > 85).all()
+
+
+def test_drift_of_every_rank_together_is_one_finding():
+    """tests/fixtures/scaling/compare/cand (real, 4 ranks in lockstep, 8 MiB buckets): all
+    four ranks' per-CPU figures fall 13.9-14.1% from the first third to the last: one
+    finding for the job, not four."""
+    fix = Path(__file__).resolve().parent / "fixtures" / "scaling" / "compare" / "cand"
+    f = dptrace.findings(dptrace.load(fix))
+    drift = f[f["kind"].astype(str) == "throughput_drift"]
+    assert len(drift) == 1
+    r = drift.iloc[0]
+    assert r["subject"] == "4 instances" and r["scope"] == "job"
+    assert "on all 4 instances together" in r["message"] and "13.9-14.1%" in r["message"]
+
+
+def test_drift_of_some_ranks_stays_per_instance():
+    """The rule as a pure function: two of three instances drifting are two findings."""
+    from dptrace.findings import rules
+
+    rows = [{"run": "r", "source": "a.log", "name": "s", "label": None, "metric": "samples_per_s",
+             "scope": "instance", "instance": str(i), "steady_rows": 30, "first_median": 100.0,
+             "last_median": last, "drop_pct": 100.0 - last, "first_lineno": 1,
+             "last_lineno": 90} for i, last in enumerate((80.0, 85.0, 99.0))]
+    found = rules.throughput_drift(pd.DataFrame(rows))
+    assert sorted(f.subject for f in found) == ["instance 0", "instance 1"]
+    found = rules.throughput_drift(pd.DataFrame(rows[:2]))
+    assert [f.subject for f in found] == ["2 instances"]

@@ -502,30 +502,77 @@ def throughput_drift(drifts: pd.DataFrame, drift: float = th.DRIFT_FRACTION,
     """Per series and instance (``analysis.throughput.drift``): the last third of the steady
     training figures slower than the first third by more than ``drift`` (medians), with at
     least ``min_rows`` steady figures. Global figures count (a whole job slowing down);
-    an unknown printer too ("the printer")."""
-    out = []
+    an unknown printer too ("the printer"). When every instance of a series (two or more)
+    slowed down, that is the job slowing down in lockstep: one finding for the series, with
+    the range of their drops, not one per instance."""
+    fired = [r for r in drifts.itertuples(index=False)
+             if not _na(r.drop_pct) and r.drop_pct > drift * 100.0
+             and _count(r.steady_rows) >= min_rows]
+    series = ("run", "source", "name", "label")
+    def key(r: Any) -> tuple:
+        return tuple(str(getattr(r, c, "")) for c in series)
+    total: dict[tuple, int] = {}
     for r in drifts.itertuples(index=False):
-        d = r.drop_pct
-        if _na(d) or not d > drift * 100.0 or _count(r.steady_rows) < min_rows:
-            continue
-        who = (f"instance {r.instance}" if not _na(r.instance)
-               else "the job" if str(r.scope) == "global" else "the printer")
-        unit = _unit(r.metric)
-        label = f" ({r.label})" if not _na(r.label) else ""
-        out.append(Finding(
-            "warning", "throughput_drift", "instance" if not _na(r.instance) else "job",
-            who if who != "the printer" else f"{r.name}",
-            f"'{r.name}'{label} of {who} in {r.source} slowed down during the run: the last "
-            f"third of its {_int(r.steady_rows)} steady figures has a median of "
-            f"{_num(r.last_median)} {unit}, {d:.1f}% below the first third's "
-            f"{_num(r.first_median)} {unit} ({_lines(r.first_lineno, r.last_lineno)}).",
-            f"throughput.instances source={r.source} name={r.name}"
-            + (f" label={r.label}" if label else "") + f" instance={r.instance}",
-            "A job that slows down as it runs: look at what grows or heats up (thermal "
-            "throttling, a filling disk or page cache, memory growth, a competing process on "
-            "the node, data that gets slower to read later in the epoch).",
-            value=float(d), threshold=100.0 * drift))
+        if not _na(r.instance):
+            total[key(r)] = total.get(key(r), 0) + 1
+    groups: dict[tuple, list[Any]] = {}
+    for r in fired:
+        groups.setdefault(key(r), []).append(r)
+    out = []
+    for k, rows in groups.items():
+        if len(rows) >= 2 and len(rows) == total.get(k, 0):
+            out.append(_drift_of_all(rows, drift))
+        else:
+            out.extend(_drift_finding(r, drift) for r in rows)
     return out
+
+
+_DRIFT_HINT = ("A job that slows down as it runs: look at what grows or heats up (thermal "
+               "throttling, a filling disk or page cache, memory growth, a competing process on "
+               "the node, data that gets slower to read later in the epoch).")
+
+
+def _drift_finding(r: Any, drift: float) -> Finding:
+    d = r.drop_pct
+    who = (f"instance {r.instance}" if not _na(r.instance)
+           else "the job" if str(r.scope) == "global" else "the printer")
+    unit = _unit(r.metric)
+    label = f" ({r.label})" if not _na(r.label) else ""
+    return Finding(
+        "warning", "throughput_drift", "instance" if not _na(r.instance) else "job",
+        who if who != "the printer" else f"{r.name}",
+        f"'{r.name}'{label} of {who} in {r.source} slowed down during the run: the last "
+        f"third of its {_int(r.steady_rows)} steady figures has a median of "
+        f"{_num(r.last_median)} {unit}, {d:.1f}% below the first third's "
+        f"{_num(r.first_median)} {unit} ({_lines(r.first_lineno, r.last_lineno)}).",
+        f"throughput.instances source={r.source} name={r.name}"
+        + (f" label={r.label}" if label else "") + f" instance={r.instance}",
+        _DRIFT_HINT, value=float(d), threshold=100.0 * drift)
+
+
+def _span(lo: float, hi: float) -> str:
+    a, b = _num(lo), _num(hi)
+    return a if a == b else f"{a}-{b}"
+
+
+def _drift_of_all(rows: list[Any], drift: float) -> Finding:
+    """One finding for a series whose every instance slowed down (lockstep: the job)."""
+    r = max(rows, key=lambda x: float(x.drop_pct))
+    drops = [float(x.drop_pct) for x in rows]
+    unit = _unit(r.metric)
+    label = f" ({r.label})" if not _na(r.label) else ""
+    firsts = [float(x.first_median) for x in rows]
+    lasts = [float(x.last_median) for x in rows]
+    return Finding(
+        "warning", "throughput_drift", "job", f"{len(rows)} instances",
+        f"'{r.name}'{label} in {r.source} slowed down during the run on all {len(rows)} "
+        f"instances together: the last third of their steady figures is "
+        f"{min(drops):.1f}-{max(drops):.1f}% below the first third (medians "
+        f"{_span(min(firsts), max(firsts))} -> {_span(min(lasts), max(lasts))} {unit}); in "
+        "lockstep the whole job slowed down.",
+        f"throughput.instances source={r.source} name={r.name}"
+        + (f" label={r.label}" if label else "") + f" instance={r.instance}",
+        _DRIFT_HINT, value=max(drops), threshold=100.0 * drift)
 
 
 def long_warmup(warmups: pd.DataFrame, share: float = th.LONG_WARMUP_SHARE,
