@@ -77,37 +77,18 @@ def dashboard(tmp_path_factory, fixtures_dir=Path(__file__).parent / "fixtures")
 
 @pytest.fixture(scope="module")
 def page_result(dashboard):
-    sync_api = pytest.importorskip("playwright.sync_api")
     report, out = dashboard
-    seen: dict[str, list] = {"errors": [], "requests": [], "dialogs": []}
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("console", lambda m: m.type == "error" and seen["errors"].append(m.text))
-            page.on("pageerror", lambda e: seen["errors"].append(str(e)))
-            page.on("request", lambda r: seen["requests"].append(r.url))
-            page.on("dialog", lambda d: (seen["dialogs"].append(d.message), d.dismiss()))
-            page.goto(out.as_uri(), wait_until="load", timeout=120_000)
-            page.wait_for_timeout(500)
-            seen["drawn"] = page.evaluate(DRAWN_JS)
-            seen["text"] = page.evaluate("document.body.textContent")
-            seen["svg_text"] = page.evaluate(
-                "Array.from(document.querySelectorAll('.js-plotly-plot text'))"
-                ".map(t => t.textContent).join('\\n')")
-            seen["imgs"] = page.evaluate("document.querySelectorAll('img').length")
-            seen["bold"] = page.evaluate("document.querySelectorAll('td b').length")
-            seen["horovod_text"] = page.evaluate(
-                "document.getElementById('horovod').textContent")
-            seen["findings"] = page.evaluate(FINDINGS_JS)
-            seen["followed"] = []
-            for href in [h for h, _ in seen["findings"]]:   # click each evidence link
-                page.click(f"a.ev[href='{href}']")
-                page.wait_for_timeout(50)
-                seen["followed"].append(page.evaluate(FOLLOWED_JS))
-        finally:
-            browser.close()
-    return report, out, seen
+
+    def more(page, seen: dict) -> None:
+        seen["text"] = page.evaluate("document.body.textContent")
+        seen["svg_text"] = page.evaluate(
+            "Array.from(document.querySelectorAll('.js-plotly-plot text'))"
+            ".map(t => t.textContent).join('\\n')")
+        seen["imgs"] = page.evaluate("document.querySelectorAll('img').length")
+        seen["bold"] = page.evaluate("document.querySelectorAll('td b').length")
+        seen["horovod_text"] = page.evaluate("document.getElementById('horovod').textContent")
+
+    return report, out, _visit(out, more)
 
 
 def test_no_console_errors(page_result):
@@ -171,11 +152,11 @@ def test_findings_link_to_their_evidence(page_result):
 
 # ---- the compare and scaling dashboards (issue 16) --------------------------------------------
 
-def _visit(path: Path) -> dict:
-    """Open a dashboard in chromium: console errors, requests, marks drawn, evidence links
-    (each followed)."""
+def _visit(path: Path, more=None) -> dict:
+    """Open a dashboard in chromium: console errors, requests, dialogs, marks drawn, what
+    ``more(page, seen)`` reads, then every evidence link of the findings panel, followed."""
     sync_api = pytest.importorskip("playwright.sync_api")
-    seen: dict = {"errors": [], "requests": []}
+    seen: dict = {"errors": [], "requests": [], "dialogs": []}
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
@@ -183,12 +164,15 @@ def _visit(path: Path) -> dict:
             page.on("console", lambda m: m.type == "error" and seen["errors"].append(m.text))
             page.on("pageerror", lambda e: seen["errors"].append(str(e)))
             page.on("request", lambda r: seen["requests"].append(r.url))
+            page.on("dialog", lambda d: (seen["dialogs"].append(d.message), d.dismiss()))
             page.goto(path.as_uri(), wait_until="load", timeout=120_000)
             page.wait_for_timeout(500)
             seen["drawn"] = page.evaluate(DRAWN_JS)
+            if more is not None:
+                more(page, seen)
             seen["findings"] = page.evaluate(FINDINGS_JS)
             seen["followed"] = []
-            for href in [h for h, _ in seen["findings"]]:
+            for href in [h for h, _ in seen["findings"]]:   # click each evidence link
                 page.click(f"a.ev[href='{href}']")
                 page.wait_for_timeout(50)
                 seen["followed"].append(page.evaluate(FOLLOWED_JS))
