@@ -335,8 +335,6 @@ NOT_READ_YET: tuple[tuple[str, re.Pattern[bytes]], ...] = (
         rb"(?m)^\s*Name\s+Self CPU %\s+Self CPU\s+CPU total %")),
     # mpiP: "@ mpiP", "@ Command : ...", "@--- MPI Time (seconds) ----"
     ("an mpiP report", re.compile(rb"^[>\s]*@ mpiP\s*$|@--- MPI Time \(seconds\) -", re.M)),
-    # NCCL_DEBUG=INFO: "host:pid:tid [0] NCCL INFO Bootstrap : Using ib0:..."
-    ("an NCCL debug log (NCCL_DEBUG=INFO)", re.compile(rb"\] NCCL INFO ")),
 )
 
 

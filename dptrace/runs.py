@@ -339,6 +339,8 @@ def runs_table(run_of: Mapping[str, str], labels: Mapping[str, str],
         if len(ranks) > 1 and ranks == set(range(len(ranks))):
             _set_world(rows[run], len(ranks), f"per-rank files: ranks 0-{len(ranks) - 1}")
     _from_nccltests(rows, _cols(tables.get("nccl_tests_summary"), "nranks", "nhosts"))
+    _from_nccl(rows, _cols(tables.get("nccl_setup"), "host", "nranks", "nodes"),
+               _cols(tables.get("nccl_env"), "name", "nodes"))
     return schema.conform(pd.DataFrame(list(rows.values()),
                                        columns=[c.name for c in RUNS.columns]), RUNS)
 
@@ -414,6 +416,35 @@ def _from_nccltests(rows: dict[str, dict[str, object]], tests: pd.DataFrame | No
             _set_world(rows[run], sizes[0], "nccl-tests '# Using devices' ranks")
         if len(hosts) == 1 and rows[run]["nodes"] is None:
             rows[run]["nodes"] = int(hosts[0])
+
+
+def _from_nccl(rows: dict[str, dict[str, object]], setup: pd.DataFrame | None,
+               env: pd.DataFrame | None) -> None:
+    """Last: the NCCL lines of a run's logs. World size: the ranks of the largest
+    communicator ('comm ... nranks 16'). Nodes: NCCL's own 'nNodes' (2.18+), else what a
+    launcher line states (mpirun '--host a,b', SLURM_NNODES, torchrun '--nnodes'; one value),
+    else the hosts that printed NCCL lines when there are several (a lower bound: often only
+    one process per node prints)."""
+    stated: dict[str, list[int]] = {}
+    for run, g in _per_run(env):
+        stated[run] = [int(v) for v in _unique(g["nodes"])]
+    for run, g in _per_run(setup):
+        sizes = _unique(g["nranks"])
+        if sizes:
+            _set_world(rows[run], max(sizes), "NCCL 'comm ... nranks' (largest communicator)")
+        if rows[run]["nodes"] is not None:
+            continue
+        nodes = _unique(g["nodes"])
+        hosts = _unique(g["host"])
+        if nodes:
+            rows[run]["nodes"] = int(max(nodes))
+        elif len(stated.get(run, [])) == 1:
+            rows[run]["nodes"] = stated[run][0]
+        elif len(hosts) > 1:
+            rows[run]["nodes"] = len(hosts)
+    for run, values in stated.items():     # a log with the layout but no NCCL process line
+        if rows[run]["nodes"] is None and len(values) == 1:
+            rows[run]["nodes"] = values[0]
 
 
 def _world_size_from() -> dict[str, str]:

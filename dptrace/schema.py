@@ -168,8 +168,10 @@ RUNS = Table(
                       "mpi_profile.<id>.<rank>) or the MPI profiles give; null when none"),
         Column("world_size", "Int64", "processes (ranks) in the job, where an input "
                       "says it; null when none does"),
-        Column("nodes", "Int64", "distinct hosts the MPI profiles name; null when "
-                      "unknown"),
+        Column("nodes", "Int64", "nodes of the job: distinct hosts the MPI profiles name, "
+                      "else nccl-tests' hosts, else NCCL's 'nNodes', a launcher line "
+                      "(mpirun --host, SLURM_NNODES, --nnodes) or the hosts that printed "
+                      "NCCL lines (when several); null when unknown"),
         Column("launcher", "string", "srun, torchrun, horovodrun, sambaflow, ... where "
                       "a file name or a line says it; else null"),
         Column("sources", "Int64", "inputs in the run"),
@@ -410,7 +412,9 @@ FINDINGS = register_table(Table(
            "truncated_input, open_intervals, unmatched_ends, cached_negotiations, "
            "negotiation_straggler, idle_tiles, lowest_exec_instance, job_copies_disagree, "
            "job_check_failed, comm_share_high, throughput_drift, unknown_world_size, low_exec, "
-           "load_overhead, compute_straggler, cross_source_straggler, low_busbw, long_warmup; "
+           "load_overhead, compute_straggler, cross_source_straggler, low_busbw, long_warmup, "
+           "nccl_socket_fallback, nccl_mixed_networks, nccl_no_gdrdma, nccl_timeout, "
+           "nccl_error; "
            "in the compare and scaling reports: throughput_change, dominant_change, "
            "comm_time_change, negative_scaling, scaling_efficiency, scaling_incomplete"),
         _c("scope", "category", "what the finding is about: job, rank, instance, tensor, tile "

@@ -287,7 +287,9 @@ def test_every_check_and_warning_of_today_is_one_finding(path):
         used.add(mine.index[0])
         _holds(row["message"], facts)
         assert subject.split(" ", 1)[-1] in row["message"]
-    extra = found[~found.index.isin(used)]
+    # NCCL's findings are new (issue 17): no check of before stands behind them; they are
+    # tested against the logs' own lines in tests/test_nccl.py
+    extra = found[~found.index.isin(used) & ~found["kind"].astype(str).str.startswith("nccl_")]
     assert extra.empty, f"findings with no check behind them:\n{extra[['kind', 'message']]}"
 
 
@@ -297,12 +299,20 @@ def test_real_data_has_every_kind():
     for path in DIRS:
         if path.exists():
             kinds |= set(build(_load(path))["kind"].astype(str))
+    # NCCL's logs: sockets on a multi-node job (perrank/ above and the fixtures), timeouts (the
+    # fixtures), no GPUDirect RDMA (a 4-node Omni-Path benchmark). No real log shows NCCL choosing two networks in one job or an NCCL error code:
+    # those two rules are tested on made lines in tests/test_nccl.py
+    for nccl in (FIX / "nccl", REAL / "nccl" / "bigscience_all_reduce_bench-32gb-n4.txt"):
+        if nccl.exists():   # (a directory of unrelated logs is one run: load the file)
+            kinds |= set(build(_load(nccl))["kind"].astype(str))
     # no real input has two sources naming one rank (a Horovod timeline or per-rank throughput
     # lines that single out the rank mpitrace names): cross_source_straggler is tested on
     # real findings of two inputs in tests/test_findings_straggler.py
-    missing = set(rules.KINDS) - kinds - {"truncated_input"} if not REAL.exists() else \
+    missing = set(rules.KINDS) - kinds - {"truncated_input", "nccl_no_gdrdma"} \
+        if not REAL.exists() else \
         set(rules.KINDS) - kinds
     missing -= {"cross_source_straggler"}
+    missing -= {"nccl_mixed_networks", "nccl_error"}
     assert not missing, missing
 
 
@@ -599,7 +609,7 @@ def test_lowest_exec_instance_needs_two_instances(pids, fires):
 
 
 def test_every_rule_is_listed_once():
-    assert len(rules.KINDS) == len(set(rules.KINDS)) == 23
+    assert len(rules.KINDS) == len(set(rules.KINDS)) == 28
     doc = rules.__doc__ or ""
     readme = (HERE.parent / "README.md").read_text(encoding="utf-8")
     for kind in rules.KINDS:

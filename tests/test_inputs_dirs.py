@@ -162,8 +162,6 @@ def test_an_empty_directory_says_so(tmp_path):
     ("torch_trace/hta_trace_diff_control_rank3_ws8.json.gz", "a PyTorch profiler (Kineto) trace"),
     ("torch_trace/alcfws_aurora_xpu_ddp_key_averages_rank0.txt",
      "a PyTorch profiler table (key_averages)"),
-    ("nccl/polaris_resnet50_ddp_2n8gpu_OFI_TIMEOUT_2025-06-26.log",
-     "an NCCL debug log (NCCL_DEBUG=INFO)"),
 ])
 def test_formats_not_read_yet_are_named(path, looks_like, tmp_path):
     want = f"looks like {looks_like}, which dptrace does not read yet"
@@ -182,16 +180,16 @@ def test_formats_not_read_yet_are_named(path, looks_like, tmp_path):
 
 @needs_real
 def test_only_files_that_nothing_parses_are_called_unread_formats():
-    # training logs full of NCCL INFO lines, and a doc with several tools' output, beside an
-    # NCCL log that nothing parses
+    # training logs full of NCCL INFO lines, and a doc with several tools' output, beside a
+    # profiler table that nothing parses
     parsed = [REAL / "trainlog" / "megatron_ds_gpt3_125M_8gpu.log",
               REAL / "trainlog" / "andrewor14_tf_keras_rank0_stderr.log",
               REAL / "mpitrace" / "mlprof_README_from_docs.md"]
-    nccl = REAL / "nccl" / "bigscience_n1_16gb_all_reduce_bench.txt"
-    ds = dptrace.load([*parsed, nccl])
+    table = REAL / "torch_trace" / "alcfws_aurora_xpu_ddp_key_averages_rank0.txt"
+    ds = dptrace.load([*parsed, table])
     assert ds.sources["status"].tolist() == ["ok", "ok", "ok", "unknown"], ds.sources
     said = ds.problems[ds.problems["message"].str.contains("does not read yet")]
-    assert said["source"].tolist() == [str(nccl)]
+    assert said["source"].tolist() == [str(table)]
     # a forced format keeps its own answer
     trace = HERE / "fixtures" / "horovod" / "hta_sampled_rank-1_ws128.json.gz"
     forced = dptrace.load(trace, format="horovod")

@@ -59,6 +59,14 @@ low_busbw                    warning   a collective's bin of messages all over 1
 long_warmup                  warning   a series printed per step (15+ figures) takes more than 25%
                                        of its steps to reach half its steady rate
                                        (``throughput.warmup_length``; new in issue 15)
+nccl_socket_fallback         critical  NCCL chose TCP sockets on a job of several nodes (a warning
+                                       when the nodes are unknown; none on one node)
+                                       (``nccl.overview``; new in issue 17, :mod:`.nccl`)
+nccl_mixed_networks          warning   processes of one run chose different NCCL networks
+nccl_no_gdrdma               info      a multi-node job's channels through the network never use
+                                       GPUDirect RDMA
+nccl_timeout                 critical  PyTorch's NCCL watchdog timed out collectives
+nccl_error                   critical  NCCL error codes in the log
 ===========================  ========  ==========================================================
 
 ``cross_source_stragglers`` is the one rule over findings (it runs last): it merges what
@@ -84,9 +92,10 @@ import pandas as pd
 from ..analysis import communication as comm
 from ..analysis import horovod as hv
 from ..analysis import job as jobfig
+from ..analysis import nccl as nccl_analysis
 from ..analysis import throughput as thr
 from ..analysis import tiles as tl
-from . import Finding
+from . import Finding, nccl
 from . import thresholds as th
 
 if TYPE_CHECKING:
@@ -1099,6 +1108,10 @@ RULES: tuple[Rule, ...] = (
     Rule(("lowest_exec_instance",), ("tiles.instances",), lowest_exec_instance),
     Rule(("low_exec",), ("tiles.instances",), low_exec),
     Rule(("load_overhead",), ("tiles.instances",), load_overhead),
+    Rule(("nccl_socket_fallback",), ("nccl.overview",), nccl.nccl_socket_fallback),
+    Rule(("nccl_mixed_networks",), ("nccl.overview",), nccl.nccl_mixed_networks),
+    Rule(("nccl_no_gdrdma",), ("nccl.overview",), nccl.nccl_no_gdrdma),
+    Rule(("nccl_timeout", "nccl_error"), ("nccl.overview",), nccl.nccl_errors),
 )
 
 #: every kind a rule can produce
@@ -1150,6 +1163,9 @@ def tables(ds: Dataset, names: set[str], **opts: Any) -> dict[str, pd.DataFrame]
         out["horovod.runs"] = ds["hvd_runs"]
     if "horovod.stragglers" in names and not ds["hvd_runs"].empty:
         out["horovod.stragglers"] = hv.straggler_ranks(ds["hvd_ready"])
+    if "nccl.overview" in names and not (ds["nccl_setup"].empty and ds["nccl_events"].empty):
+        out["nccl.overview"] = nccl_analysis.overview(ds["nccl_setup"], ds["nccl_events"],
+                                                      ds.runs)
     tiles = ds["tiles"]
     if "tiles.idle_tiles" in names and not tiles.empty:
         out["tiles.idle_tiles"] = tl.idle_tiles(tiles)

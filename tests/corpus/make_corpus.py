@@ -69,6 +69,7 @@ POLARIS = fx("nccltests/polaris_nccltests_allreduce_n2x4gpu.dat")  # nccl-tests,
 SUPERBENCH = fx("nccltests/superbench_nccltests_allreduce_1n8gpu_a100.log")  # #wrong N/A
 P5 = fx("nccltests/p5_efa_nccltests_allreduce_2n16gpu_tagoutput.log")
 P5_TABLE = lines(P5, 17, 33) + lines(P5, 2900, 2939)           # tagged header and table
+NCCL_POLARIS = lines(fx("nccl/polaris_resnet50_ddp_2n8gpu_OFI_TIMEOUT_2025-06-26.log"), 1, 60)
 HVD_PERLINE = lines(fx("horovod/synthetic_v0200_per_line.json"), 1, 200)  # per line, open
 
 
@@ -256,6 +257,12 @@ def classes() -> list[dict]:
     add("nccltests_torn_tagged_row", "nccltests-torn.log", sub(P5_TABLE, row, torn),
         base=P5_TABLE, status="partial", rows="=base-2", problem="several ranks", exit="1",
         desc="mpirun --tag-output: another rank's line written inside an nccl-tests row")
+    using = b"x3006c0s1b1n0:1436706:1436806 [1] NCCL INFO Using network AWS Libfabric\n"
+    add("nccl_torn_line", "nccl-torn.log",
+        sub(NCCL_POLARIS, using, using[:-1] + b"[rank2]:[E ProcessGroupNCCL.cpp:563] x\n"),
+        base=NCCL_POLARIS, status="partial", rows="=base", problem="torn by another writer",
+        exit="1", desc="an NCCL INFO line with another process's text inside its message: "
+        "skipped and counted, its network never read from it")
     add("sntilestat_pid_without_user", "sntilestat-nouser.txt",
         LISTING.replace(b" 2750333  vsastry /opt/sambaflow/apps/nlp/transformers_on_rdu/venv/b",
                         b" 2750333", 1), base=LISTING, status="ok|partial", rows="=base",

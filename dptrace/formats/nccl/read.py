@@ -1,0 +1,337 @@
+"""NCCL debug logs (``NCCL_DEBUG=INFO``): the processes, networks and transports a job's log
+shows, and its NCCL warnings, errors and timeouts (see :mod:`.grammar`, :mod:`.tables`).
+
+The lines sit in any job log, among training output, with or without launcher prefixes, and
+written by many processes at once. The reader finds the candidate lines with one search of
+the whole buffer (for ``NCCL`` and the layout words; every other line is passed over without
+being decoded), strips each line's launcher prefix (mpirun ``[1,3]<stderr>:``, srun ``3: ``,
+torchrun ``[default3]:``, PyTorch ``[rank3]:``: the rank of the line), and reads it with the
+grammar. A message of a kind it reads that another writer tore (a second prefix inside it)
+is skipped and counted in one problem, never read into a value. PyTorch's watchdog lines
+(``[Rank 7] Watchdog caught collective operation timeout: WorkNCCL(... OpType=ALLGATHER ...
+Timeout(ms)=120000)``) are found anywhere in a line, a torn one included.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from ... import schema
+from ...errors import Problem
+from ...formats.trainlog import RE_ENGINE as _re_engine
+from ...registry import ParseResult
+from ...runs import rank_of_path
+from ...sources import Source
+from . import grammar as g
+from .tables import NCCL_ENV, NCCL_EVENTS, NCCL_SETUP
+
+#: what a line the reader reads holds (one search over the whole buffer; NCCL's other lines,
+#: ring and tree layouts, affinities, per-collective COLL lines, are never decoded)
+_CANDIDATE = _re_engine.compile(
+    rb"NCCL (?:WARN|INFO (?:NCCL version|NET/|Using network|comm |Channel [0-9/]+ : [0-9]|"
+    rb"[0-9]+ coll channels|NCCL_)|TRACE NET/OFI Selected|version )|WorkNCCL|"
+    rb"nccl[A-Za-z]*Error|NCCL error|communicator was aborted|NCCL_[A-Z0-9_]+=|--hosts?[= ]|"
+    rb"-H |SLURM_NNODES=|SLURM_JOB_NUM_NODES=|--nnodes")
+#: launcher prefixes at a line's start: mpirun --tag-output, srun -l, torchrun, PyTorch
+_PREFIX = re.compile(r"^(?:\[\d+,(?P<mpi>\d+)\]<std(?:out|err)>:|\s*(?P<srun>\d+):\s|"
+                     r"\[default(?P<tr>\d+)\]:|\[rank(?P<pt>\d+)\]:\s?)")
+#: an NCCL line (the grammar's LINE, run as the regular expression it is)
+_LINE = g.LINE.re
+#: another writer's text inside a message: a second NCCL prefix or a launcher tag
+_TORN = re.compile(r":\d+:\d+ \[\d+\] |\[rank\d+\]:|\[\d+,\d+\]<std|\[default\d+\]:")
+_WATCHDOG = re.compile(r"\[Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout: "
+                       r"WorkNCCL\((?P<work>[^)]*)\)")
+_ERROR = re.compile(r"\b(?:ncclSystemError|ncclInternalError|ncclUnhandledCudaError|"
+                    r"ncclRemoteError|ncclInvalidUsage|ncclInvalidArgument)\b|"
+                    r"\bNCCL error\b|\bNCCL communicator was aborted\b")
+_BARE_VERSION = re.compile(r"^\s*NCCL version (\d+\.\d+\.\d+\S*)\s*$")
+_ENV = re.compile(r"^\s*(?:export\s+|\+\+?\s+export\s+)?(NCCL_[A-Z0-9_]+)=(\S*)")
+_HOSTS = re.compile(r"(?:--hosts?[= ]|-H )([\w.\-]+(?::\d+)?(?:,[\w.\-]+(?::\d+)?)+)")
+_NNODES = re.compile(r"\b(SLURM_NNODES|SLURM_JOB_NUM_NODES)=(\d+)\b|(--nnodes)[= ](\d+)\b(?!:)")
+#: what a launcher prefix starts with (a cheap test before the regular expression)
+_PREFIX_FIRST = frozenset("[ 0123456789")
+#: distinct INFO lines remembered per source (a repeat is only counted)
+MAX_DONE = 200_000
+#: events named one by one; more in one counted problem
+MAX_NOTED = 10
+MAX_MESSAGE = 300
+
+
+@dataclass
+class _Proc:
+    host: str
+    pid: int
+    lineno: int
+    device: int | None = None
+    rank: int | None = None
+    rank_from: str | None = None
+    comm_nranks: int = -1
+    nranks: int | None = None
+    nodes: int | None = None
+    version: str | None = None
+    using_network: str | None = None
+    net_using: str | None = None
+    net_devices: str | None = None
+    plugin: str | None = None
+    provider: str | None = None
+    transports: set[str] = field(default_factory=set)
+    channel_net: str | None = None
+    net_channels: int = 0
+    gdrdma: bool = False
+    coll_channels: int | None = None
+    warnings: int = 0
+    lines: int = 0
+
+    def row(self, name: str, version: str | None) -> dict[str, Any]:
+        if self.using_network:
+            network, why = self.using_network, "'Using network' line"
+        elif self.net_using:
+            network, why = self.net_using, f"'NET/{self.net_using} : Using' line"
+        elif self.channel_net:
+            network, why = self.channel_net, "channel lines"
+        else:
+            network, why = None, None
+        return {
+            "source": name, "host": self.host, "pid": self.pid, "rank": self.rank,
+            "rank_from": self.rank_from, "device": self.device, "nranks": self.nranks,
+            "nodes": self.nodes, "version": self.version or version, "network": network,
+            "network_from": why, "net_devices": self.net_devices, "plugin": self.plugin,
+            "provider": self.provider,
+            "transports": ",".join(sorted(self.transports)) or None,
+            "net_channels": self.net_channels,
+            "gdrdma": self.gdrdma if self.net_channels else None,
+            "coll_channels": self.coll_channels, "warnings": self.warnings,
+            "lines": self.lines, "lineno": self.lineno,
+        }
+
+
+def _transport(via: str) -> tuple[str, bool]:
+    """``NET/IB/0/GDRDMA`` -> ("NET/IB", True); ``P2P/IPC/read`` -> ("P2P/IPC", False);
+    ``SHM/direct/direct`` -> ("SHM", False); ``NET/AWS Libfabric/1`` -> ("NET/AWS Libfabric",
+    False)."""
+    parts = via.split("/")
+    gdr = "GDRDMA" in parts[2:]
+    if parts[0] in ("NET", "P2P", "COLLNET") and len(parts) > 1:
+        return f"{parts[0]}/{parts[1]}", gdr
+    return parts[0], gdr
+
+
+class _Reader:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.procs: dict[tuple[str, int], _Proc] = {}
+        self.events: list[dict[str, Any]] = []
+        self.env: list[dict[str, Any]] = []
+        self.version: str | None = None
+        self.torn: list[int] = []
+        self.timeouts: set[tuple[int, str]] = set()
+        self.seen: set[tuple[str, str]] = set()
+        #: INFO lines read so far (their whole text, prefix included) and their process
+        self.done: dict[str, _Proc] = {}
+
+    def proc(self, host: str, pid: int, lineno: int) -> _Proc:
+        key = (host, pid)
+        p = self.procs.get(key)
+        if p is None:
+            # a prefix whose start went to the end of the line before (two writers, one
+            # line): the known process of this pid whose host ends the same way
+            same = [q for (h, i), q in self.procs.items() if i == pid and h.endswith(host)]
+            if len(same) == 1:
+                return same[0]
+            p = self.procs[key] = _Proc(host, pid, lineno)
+        return p
+
+    def line(self, text: str, lineno: int) -> None:
+        known = self.done.get(text)
+        if known is not None:       # the same INFO line again (a repeated setup): counted
+            known.lines += 1
+            return
+        whole = text
+        prefix_rank = None
+        if text[:1] in _PREFIX_FIRST and (m := _PREFIX.match(text)) is not None:
+            found = next(v for v in m.groupdict().values() if v is not None)
+            prefix_rank = int(found)
+            text = text[m.end():]
+        plain = True                # nothing but an NCCL INFO line (may be remembered)
+        if "WorkNCCL" in text:
+            self.watchdog(text, lineno)
+            plain = False
+        elif ("rror" in text or "aborted" in text) and "NCCL WARN" not in text \
+                and _ERROR.search(text):
+            self.event(None, prefix_rank, "ERROR", "error", text.strip(), lineno)
+            plain = False
+        found = _LINE.search(text)
+        if found is None:
+            self.other(text, lineno)
+            return
+        if found.start() and text[:found.start()].strip():   # another writer's text first
+            self.torn.append(lineno)
+            return
+        p = self.proc(found["host"], int(found["pid"]), lineno)
+        p.lines += 1
+        if p.device is None:
+            p.device = int(found["device"])
+        if prefix_rank is not None and p.rank_from != "launcher prefix":
+            p.rank, p.rank_from = prefix_rank, "launcher prefix"
+        msg = (found["message"] or "").rstrip()
+        level = found["level"]
+        if level == "WARN":
+            p.warnings += 1
+            kind = "error" if _ERROR.search(msg) else "warn"
+            self.event(p, prefix_rank, "ERROR" if kind == "error" else "WARN", kind, msg,
+                       lineno)
+            return
+        if level != "INFO":
+            return
+        read = g.message(msg)
+        if read is not None and _TORN.search(msg):
+            self.torn.append(lineno)
+            return
+        if plain and len(self.done) < MAX_DONE:
+            self.done[whole] = p
+        if read is not None:
+            self.apply(p, read[0], read[1], lineno)
+
+    def apply(self, p: _Proc, kind: str, r: Any, lineno: int) -> None:
+        if kind == "version":
+            p.version = r["version"] + (r.get("build") or "")
+            self.version = self.version or p.version
+        elif kind == "net_using":
+            p.net_using = r["net"]
+            p.net_devices = ",".join(d.split("]", 1)[1] for d in r["devices"])
+        elif kind == "using_network":
+            p.using_network = r["network"]
+        elif kind == "plugin_loaded":
+            p.plugin = r["plugin"].strip()
+        elif kind == "plugin_none":
+            p.plugin = p.plugin or "none"
+        elif kind == "ofi_provider":
+            p.provider = r["provider"]
+        elif kind == "comm":
+            n = int(r["nranks"])
+            if n > p.comm_nranks:
+                p.comm_nranks, p.nranks = n, n
+                if "nodes" in r:
+                    p.nodes = int(r["nodes"])
+                if p.rank_from != "launcher prefix":
+                    p.rank, p.rank_from = int(r["rank"]), "NCCL comm line"
+        elif kind == "channel":
+            transport, gdr = _transport(r["via"])
+            p.transports.add(transport)
+            if transport.startswith("NET/"):
+                p.net_channels += 1
+                p.gdrdma = p.gdrdma or gdr
+                p.channel_net = transport[4:]
+        elif kind == "channels":
+            p.coll_channels = int(r["coll"])
+        elif kind == "set_by_env":   # NCCL ends the sentence: 'set by environment to 1.'
+            value = r["value"]
+            self.setting(r["name"], value[:-1] if value.endswith(".") else value, None,
+                         lineno)
+
+    def other(self, text: str, lineno: int) -> None:
+        """A line without an NCCL prefix: a bare version line, an NCCL_* setting, a layout."""
+        if (m := _BARE_VERSION.match(text)) is not None:
+            self.version = self.version or m.group(1)
+            return
+        if (m := _ENV.match(text)) is not None:
+            self.setting(m.group(1), m.group(2), None, lineno)
+            return
+        if (m := _HOSTS.search(text)) is not None:
+            hosts = {h.split(":")[0] for h in m.group(1).split(",") if h}
+            self.setting("--host", m.group(1), len(hosts), lineno)
+            return
+        if (m := _NNODES.search(text)) is not None:
+            name, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+            self.setting(name, value, int(value), lineno)
+
+    def setting(self, name: str, value: str, nodes: int | None, lineno: int) -> None:
+        """One row per setting and value of a source: every process prints its own."""
+        if (name, value) in self.seen:
+            return
+        self.seen.add((name, value))
+        self.env.append({"source": self.name, "name": name, "value": value, "nodes": nodes,
+                         "lineno": lineno})
+
+    def watchdog(self, text: str, lineno: int) -> None:
+        m = _WATCHDOG.search(text)
+        if m is None:
+            return
+        rank, work = int(m.group("rank")), m.group("work")
+        seq = re.search(r"SeqNum=(\d+)", work)
+        key = (rank, seq.group(1) if seq else work)
+        if key in self.timeouts:    # the same timeout again (the watchdog's exit message)
+            return
+        self.timeouts.add(key)
+        op = re.search(r"OpType=(\w+)", work)
+        ms = re.search(r"Timeout\(ms\)=(\d+)", text[m.start():])
+        self.events.append({
+            "source": self.name, "host": None, "pid": None, "rank": rank, "level": "ERROR",
+            "kind": "timeout", "op": op.group(1) if op else None,
+            "timeout_ms": float(ms.group(1)) if ms else None,
+            "message": text[m.start():].strip()[:MAX_MESSAGE], "lineno": lineno})
+
+    def event(self, p: _Proc | None, rank: int | None, level: str, kind: str, msg: str,
+              lineno: int) -> None:
+        self.events.append({
+            "source": self.name, "host": p.host if p else None, "pid": p.pid if p else None,
+            "rank": rank, "level": level, "kind": kind, "op": None, "timeout_ms": None,
+            "message": msg[:MAX_MESSAGE], "lineno": lineno})
+
+
+def _lines(buf: bytes) -> Any:
+    """(lineno, text) of every candidate line of ``buf``, in order; a line's ``\\r`` pieces
+    are read one by one."""
+    lineno, pos, last_start = 1, 0, -1
+    for m in _CANDIDATE.finditer(buf):
+        start = buf.rfind(b"\n", 0, m.start()) + 1
+        if start == last_start:
+            continue
+        lineno += buf.count(b"\n", pos, start)
+        pos = start
+        last_start = start
+        end = buf.find(b"\n", m.start())
+        raw = buf[start:] if end < 0 else buf[start:end]
+        for piece in raw.split(b"\r"):
+            if piece:
+                yield lineno, piece.decode("utf-8", "replace")
+
+
+def parse(source: Source) -> ParseResult:
+    """Parse one source's NCCL lines into ``nccl_setup``, ``nccl_events`` and ``nccl_env``."""
+    problems: list[Problem] = []
+    with source.buffer(problems) as raw:
+        buf = bytes(raw)
+    name = source.name
+    r = _Reader(name)
+    for lineno, text in _lines(buf):
+        r.line(text, lineno)
+    file_rank = rank_of_path(name)
+    procs = list(r.procs.values())
+    if file_rank is not None and len({p.host for p in procs}) <= 1:
+        for p in procs:
+            if p.rank is None and len(procs) == 1:
+                p.rank, p.rank_from = file_rank[0], "file name"
+    if r.torn:
+        problems.append(Problem(
+            name, f"{len(r.torn)} NCCL line(s) torn by another writer (another process's "
+            f"text inside the message; lines {', '.join(map(str, r.torn[:MAX_NOTED]))}"
+            f"{', ...' if len(r.torn) > MAX_NOTED else ''}): skipped", r.torn[0], "error"))
+    setup = [p.row(name, r.version) for p in procs]
+    tables = {
+        "nccl_setup": _frame(setup, NCCL_SETUP),
+        "nccl_events": _frame(r.events, NCCL_EVENTS),
+        "nccl_env": _frame(r.env, NCCL_ENV),
+    }
+    variant = f"NCCL {r.version}" if r.version else "NCCL (version not printed)"
+    return ParseResult(tables, problems, variant)
+
+
+def _frame(rows: list[dict[str, Any]], table: schema.Table) -> pd.DataFrame:
+    names = [c for c in table.names if c != "run"]
+    df = pd.DataFrame(rows, columns=names) if rows else table.empty().drop(columns="run")
+    return schema.conform(df, table)
