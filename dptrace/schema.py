@@ -410,7 +410,8 @@ FINDINGS = register_table(Table(
            "truncated_input, open_intervals, unmatched_ends, cached_negotiations, "
            "negotiation_straggler, idle_tiles, lowest_exec_instance, job_copies_disagree, "
            "job_check_failed, comm_share_high, throughput_drift, unknown_world_size, low_exec, "
-           "load_overhead, compute_straggler, cross_source_straggler, low_busbw, long_warmup; "
+           "load_overhead, compute_straggler, cross_source_straggler, low_busbw, long_warmup, "
+           "collective_straggler; "
            "in the compare and scaling reports: throughput_change, dominant_change, "
            "comm_time_change, negative_scaling, scaling_efficiency, scaling_incomplete"),
         _c("scope", "category", "what the finding is about: job, rank, instance, tensor, tile "

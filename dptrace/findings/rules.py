@@ -30,6 +30,11 @@ compute_straggler            warning   a rank's MPI time is below the other rank
                                        rank profiles show it) >= 50% of the others' extra MPI
                                        time is in collectives (new in issue 15: thresholds
                                        decided from real balanced and delayed runs)
+collective_straggler         warning   in PyTorch profiler traces of 2+ ranks, a rank's
+                                       communication time is below the other ranks' median by
+                                       >= 10% of the profiled span and is at most half of it
+                                       (the others wait for it inside the collectives; new in
+                                       issue 17)
 cross_source_straggler       critical  2+ of compute_straggler, negotiation_straggler and
                                        throughput_straggler name one rank of a run: one finding
                                        replaces theirs, with all their evidence
@@ -86,6 +91,7 @@ from ..analysis import horovod as hv
 from ..analysis import job as jobfig
 from ..analysis import throughput as thr
 from ..analysis import tiles as tl
+from ..analysis import torchtrace as tt
 from . import Finding
 from . import thresholds as th
 
@@ -836,6 +842,47 @@ def negotiation_stragglers(stragglers: pd.DataFrame,
     return out
 
 
+# -- PyTorch profiler traces -------------------------------------------------------------------
+
+def collective_stragglers(ranks: pd.DataFrame, share: float = th.COLLECTIVE_GAP_SHARE,
+                          ratio: float = th.COLLECTIVE_RATIO) -> list[Finding]:
+    """Per run of ``torchtrace.ranks`` (``analysis.torchtrace.rank_comm``) with 2+ ranks: a
+    rank whose communication time is below the median of the other ranks' by at least
+    ``share`` of the run's span (the longest rank's) and at most ``ratio`` times that median:
+    the others waited for it inside the collectives."""
+    out: list[Finding] = []
+    if ranks.empty:
+        return out
+    by = ranks["run"].astype(str) if "run" in ranks.columns else pd.Series("", index=ranks.index)
+    for run, g in ranks.groupby(by, sort=False):
+        g = g[g["communication_us"].notna()]
+        if len(g) < 2:
+            continue
+        span = float(g["span_us"].max())
+        comm_us = g["communication_us"].to_numpy(dtype="float64")
+        for p, r in enumerate(g.itertuples(index=False)):
+            med = float(np.median(np.delete(comm_us, p)))
+            mine = float(comm_us[p])
+            gap = med - mine
+            if not span > 0 or gap < share * span or mine > ratio * med:
+                continue
+            where = "collective kernels" if r.basis == "gpu" else "backend collectives (gloo:*)"
+            out.append(Finding(
+                "warning", "collective_straggler", "rank", f"rank {r.rank}",
+                f"Rank {r.rank} spent {_time_us(gap)} less in collectives than the median of "
+                f"the other {len(g) - 1} rank(s) of run {run} ({_time_us(mine)} vs "
+                f"{_time_us(med)}; its {int(r.collectives):,} {where}, "
+                f"{100 * gap / span:.1f}% of the {_time_us(span)} profiled): the others "
+                "waited for it inside the collectives.",
+                f"torchtrace.ranks run={run} rank={r.rank}",
+                f"Look at what rank {r.rank} does before each collective (data loading, "
+                "uneven work, a slower node or GPU); compare its ProfilerStep#N CPU time with "
+                "the others'.",
+                rank=int(r.rank), value=100 * gap / span, threshold=100 * share,
+                run=run or None, world_size=len(g), origin=f"run {run}"))
+    return out
+
+
 # -- SambaNova tiles ----------------------------------------------------------------------------
 
 def idle_tiles(idle: pd.DataFrame) -> list[Finding]:
@@ -1095,6 +1142,7 @@ RULES: tuple[Rule, ...] = (
     Rule(("unmatched_ends",), ("horovod.runs",), unmatched_ends),
     Rule(("cached_negotiations",), ("horovod.runs",), cached_negotiations),
     Rule(("negotiation_straggler",), ("horovod.stragglers",), negotiation_stragglers),
+    Rule(("collective_straggler",), ("torchtrace.ranks",), collective_stragglers),
     Rule(("idle_tiles",), ("tiles.idle_tiles",), idle_tiles),
     Rule(("lowest_exec_instance",), ("tiles.instances",), lowest_exec_instance),
     Rule(("low_exec",), ("tiles.instances",), low_exec),
@@ -1150,6 +1198,8 @@ def tables(ds: Dataset, names: set[str], **opts: Any) -> dict[str, pd.DataFrame]
         out["horovod.runs"] = ds["hvd_runs"]
     if "horovod.stragglers" in names and not ds["hvd_runs"].empty:
         out["horovod.stragglers"] = hv.straggler_ranks(ds["hvd_ready"])
+    if "torchtrace.ranks" in names and not ds["torch_events"].empty:
+        out["torchtrace.ranks"] = tt.rank_comm(ds["torch_events"])
     tiles = ds["tiles"]
     if "tiles.idle_tiles" in names and not tiles.empty:
         out["tiles.idle_tiles"] = tl.idle_tiles(tiles)
