@@ -88,7 +88,7 @@ COLLECTIVE_SHARE: float = 0.5
 # the other ranks' by at least COLLECTIVE_GAP_SHARE of its run's profiled span, and at most
 # COLLECTIVE_RATIO of that median. Measured (tests/fixtures/torchtrace, 2 ranks, 3 steps,
 # gloo on a shared 2-core VM): rank 1 sleeping 50 ms per step: 4.6 ms vs 158.3 ms, a gap of
-# 84% of the 183 ms span, ratio 0.03; balanced: 27.5 ms vs 28.2 ms (0.4% of the span, ratio
+# 84% of the 183 ms span, ratio 0.03; balanced: 27.5 ms vs 28.2 ms (1.3% of the span, ratio
 # 0.98).
 #: collective straggler: the gap must be at least this share of the run's profiled span
 COLLECTIVE_GAP_SHARE: float = 0.10
