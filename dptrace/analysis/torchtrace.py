@@ -26,9 +26,6 @@ import pandas as pd
 
 from .keys import keys, run_first
 
-#: roles of the events a breakdown is made of, on a GPU trace
-_DEVICE_ROLES = ("compute", "communication", "memory")
-
 
 def union_us(starts: np.ndarray, ends: np.ndarray) -> float:
     """Length of the union of the intervals [start, end) (NaN ones ignored)."""
@@ -56,9 +53,10 @@ def _parts(g: pd.DataFrame) -> tuple[str, pd.DataFrame, pd.DataFrame, pd.DataFra
     """basis, compute, communication and memory events of one trace."""
     role = g["role"].astype(object)
     on_device = g["device"].notna()
-    if bool((on_device & (role == "compute")).any() or (on_device & (role == "communication")).any()):
-        return ("gpu", g[on_device & (role == "compute")], g[on_device & (role == "communication")],
-                g[on_device & (role == "memory")])
+    kernel = on_device & role.isin(("compute", "communication"))
+    if bool(kernel.any()):
+        return ("gpu", g[on_device & (role == "compute")],
+                g[on_device & (role == "communication")], g[on_device & (role == "memory")])
     comm = g[role == "communication"]
     comm_threads = set(comm["tid"].dropna().tolist())
     compute = g[(role == "cpu_op") & ~g["tid"].isin(comm_threads)]

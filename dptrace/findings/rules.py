@@ -866,12 +866,12 @@ def collective_stragglers(ranks: pd.DataFrame, share: float = th.COLLECTIVE_GAP_
             gap = med - mine
             if not span > 0 or gap < share * span or mine > ratio * med:
                 continue
-            where = "collective kernels" if r.basis == "gpu" else "backend collectives (gloo:*)"
+            where = "collective kernels" if r.basis == "gpu" else "gloo:* collectives"
             out.append(Finding(
                 "warning", "collective_straggler", "rank", f"rank {r.rank}",
                 f"Rank {r.rank} spent {_time_us(gap)} less in collectives than the median of "
                 f"the other {len(g) - 1} rank(s) of run {run} ({_time_us(mine)} vs "
-                f"{_time_us(med)}; its {int(r.collectives):,} {where}, "
+                f"{_time_us(med)} in {int(r.collectives):,} {where}; the gap is "
                 f"{100 * gap / span:.1f}% of the {_time_us(span)} profiled): the others "
                 "waited for it inside the collectives.",
                 f"torchtrace.ranks run={run} rank={r.rank}",

@@ -122,8 +122,8 @@ class _Out:
 class _Scanner(_chrome.BlockScanner):
     """The container's blocks decoded as Kineto events."""
 
-    def __init__(self, fh: IO[bytes], source: str, out: _Out) -> None:
-        super().__init__(fh, source, _chrome.Range(0, None, True, True), out)
+    def __init__(self, fh: IO[bytes], source: str, out: _Out, offset: int) -> None:
+        super().__init__(fh, source, _chrome.Range(offset, None, True, True), out)
         self.kept = out
 
     def decode_block(self, data: Any) -> None:
@@ -239,9 +239,11 @@ def parse(source: Source) -> ParseResult:
             return ParseResult(problems=[Problem(name, msg, severity="error")],
                                variant="failed")
         meta = _meta_before(prefix[:start.start()])
-        stream = _EventsStream(fh, prefix[start.end() - 1:])
+        offset = start.end() - 1               # the array's '[': byte and line numbers
+        out.newlines = prefix.count(b"\n", 0, offset)   # in problems count from the file's start
+        stream = _EventsStream(fh, prefix[offset:])
         with _chrome.paused_gc():
-            _Scanner(stream, name, out).run()   # type: ignore[arg-type]
+            _Scanner(stream, name, out, offset).run()   # type: ignore[arg-type]
         trailer = stream.trailer
     meta.update({k: v for k, v in _meta_after(trailer).items() if k not in meta})
     problems.extend(out.problems)
