@@ -266,3 +266,44 @@ def test_cut_before_the_events(tmp_path):
     ds = dptrace.load(cut, format="torchtrace")
     assert ds["torch_events"].empty
     assert "no traceEvents" in " ".join(ds.problems["message"].tolist())
+
+
+# -- the report section -------------------------------------------------------------------------
+
+def test_report_section_terminal_and_figures(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from dptrace.formats.torchtrace.terminal import draw_torch_profile
+
+    rep = dptrace.report(dptrace.load(SLOW))
+    sec = rep.section("torch_profile")
+    ranks = sec.tables["ranks"]
+    assert ranks["rank"].tolist() == [0, 1]
+    assert ranks["communication_us"].round(3).tolist() == [158286.219, 4624.132]
+    fig = sec.figures["run1_breakdown"]
+    assert [t.name for t in fig.data] == ["compute + communication", "compute only",
+                                          "exposed communication", "memory only", "idle"]
+    for i in range(2):                         # the stacked parts add up to the span (ms)
+        total = sum(float(t.y[i]) for t in fig.data)
+        assert total == pytest.approx(ranks["span_us"].iloc[i] / 1e3, rel=1e-9)
+    steps = sec.figures["run1_steps"]
+    assert [t.name for t in steps.data] == ["rank 0", "rank 1"]
+    assert list(steps.data[0].x) == [2, 3, 4]
+    buf = io.StringIO()
+    Console(file=buf, width=140, color_system=None).print(draw_torch_profile(sec))
+    out = buf.getvalue()
+    assert "PyTorch profiler" in out and "158.3 ms" in out and "4.6 ms" in out
+    assert "all_reduce" in out and "1.0 MiB" in out
+
+
+def test_cli_report_with_html_and_json(tmp_path):
+    from dptrace.cli import main
+
+    html, js = tmp_path / "r.html", tmp_path / "r.json"
+    assert main(["report", str(BALANCED), "--html", str(html), "--json", str(js),
+                 "--width", "100"]) == 0
+    doc = json.loads(js.read_text())
+    assert "torch_profile" in json.dumps(doc)
+    assert "Temporal breakdown per rank" in html.read_text()
