@@ -225,6 +225,16 @@ def test_metadata_after_the_events(tmp_path):
     assert len(ds["torch_events"]) == 2 and ds.problems.empty
 
 
+def test_empty_events_array(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text('{"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 2, '
+                    '"world_size": 4}, "traceEvents": [], "traceName": "x"}')
+    ds = dptrace.load(path)
+    assert ds["torch_traces"][["rank", "world_size", "events"]].values.tolist() == [[2, 4, 0]]
+    assert ds.problems[["severity"]].values.tolist() == [["warning"]]
+    assert "no events" in ds.problems["message"].item()
+
+
 # -- cut traces (killed jobs) -------------------------------------------------------------------
 
 def _whole_events(path: Path) -> int:

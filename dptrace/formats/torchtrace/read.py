@@ -43,6 +43,8 @@ MAX_PREFIX = 64 << 20
 _END_MORE = re.compile(rb'\}\s*\]\s*,\s*"')
 #: ... or the end of the object
 _END_LAST = re.compile(rb'\}\s*\]\s*\}\s*\Z')
+#: an empty events array
+_EMPTY = re.compile(rb"\[\s*\]")
 #: bytes kept back when searching a block for the end (a match may straddle two reads)
 _KEEP = 256
 #: trailing metadata read at most (Kineto writes a few KB of INFO lines)
@@ -147,6 +149,11 @@ class _EventsStream:
         self.done = False
         self.eof = False
         self.trailer = b""
+        empty = _EMPTY.match(first)
+        if empty:                               # "traceEvents": [] (nothing was recorded)
+            self.pending = bytearray(first[:empty.end()])
+            self.trailer = first[empty.end():] + fh.read(MAX_TRAILER)
+            self.done = True
 
     def read(self, n: int = -1) -> bytes:
         want = n if n > 0 else 1 << 20
@@ -255,6 +262,10 @@ def parse(source: Source) -> ParseResult:
         problems.append(Problem(name, "the trace ends inside traceEvents (the job was "
                                 "probably killed while the profiler wrote it): the events "
                                 "before the cut were read", None, "error"))
+    if not out.events and not cut:
+        problems.append(Problem(name, "the trace holds no events (the profiler recorded "
+                                "nothing: a schedule that never reached an active step?)",
+                                None, "warning"))
     events, traces = _tables(out.events, meta, name, cut)
     return ParseResult({"torch_events": events, "torch_traces": traces}, problems,
                        "kineto (cut)" if cut else "kineto")
