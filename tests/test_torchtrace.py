@@ -178,6 +178,7 @@ def test_the_slowed_rank_is_named():
     assert f["subject"].tolist() == ["rank 1"]
     assert f["rank"].tolist() == [1]
     assert "Rank 1 spent" in f["message"].item() and "158.3 ms" in f["message"].item()
+    assert f["evidence"].item() == "torchtrace.ranks run=slow_rank1 rank=1"
 
 
 def test_no_straggler_in_the_balanced_run():
@@ -188,6 +189,21 @@ def test_no_straggler_in_the_balanced_run():
 def test_no_straggler_with_one_rank():
     found = build(dptrace.load(SLOW / "rank0.pt.trace.json.gz"))
     assert found[found["kind"] == "collective_straggler"].empty
+
+
+@needs_real
+def test_traces_of_different_jobs_are_not_compared():
+    """HTA's samples: ranks of five jobs in one directory. Only the two ranks of the sampled
+    128-rank job (same world size and backend, overlapping times) are compared; their
+    collectives take 396.2 ms and 379.1 ms: no straggler."""
+    ds = dptrace.load(REAL)
+    rc = tt.rank_comm(ds["torch_events"], ds["torch_traces"])
+    job = rc[rc["job"].notna()]
+    assert sorted(job["source"].map(lambda s: Path(s).name)) == [
+        "hta_sampled_rank-0_ws128.json.gz", "hta_sampled_rank-1_ws128.json.gz"]
+    assert job["communication_us"].round(0).tolist() == [396199.0, 379053.0]
+    assert build(ds).query("kind == 'collective_straggler'").empty
+    assert ds.runs["world_size_from"].item().startswith("PyTorch profiler traces disagree")
 
 
 # -- sniffing: torch traces vs Horovod timelines ------------------------------------------------

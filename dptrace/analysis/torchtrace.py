@@ -141,17 +141,26 @@ def collectives(events: pd.DataFrame) -> pd.DataFrame:
     return run_first(out[cols].reset_index(drop=True), events)
 
 
-def rank_comm(events: pd.DataFrame) -> pd.DataFrame:
-    """Per run and rank (traces with a rank): ``world_size`` seen, ``communication_us``
-    (union of the communication events), ``collectives`` (their count) and ``span_us``:
-    what the collective straggler rule compares."""
+def rank_comm(events: pd.DataFrame, traces: pd.DataFrame) -> pd.DataFrame:
+    """Per trace with a rank and collectives, what the collective straggler rule compares:
+    ``job`` (the traces of one run that can be one job's: same world size and backend,
+    profiled at overlapping times, one trace per rank; null for a trace that cannot be
+    compared), ``world_size``, ``communication_us`` (union of the communication events),
+    ``collectives`` (their count) and ``span_us``."""
+    k = keys(events, "source")
+    cols = [*k, "rank", "job", "world_size", "communication_us", "collectives", "span_us",
+            "basis"]
     b = breakdown(events)
-    by = keys(events, "rank")
-    cols = [*by, "communication_us", "collectives", "span_us", "basis"]
     b = b[b["rank"].notna() & (b["collectives"] > 0)]
-    if b.empty:
+    if b.empty or traces.empty:
         return pd.DataFrame(columns=cols)
-    out = b.groupby(by, observed=True, sort=True).agg(
-        communication_us=("communication_us", "sum"), collectives=("collectives", "sum"),
-        span_us=("span_us", "max"), basis=("basis", "first")).reset_index()
-    return run_first(out[cols], events)
+    meta = traces[[*k, "world_size", "backend", "first_us", "last_us"]]
+    b = b.merge(meta, on=k, how="left")
+    b["job"] = pd.Series([None] * len(b), dtype="object")
+    by = [c for c in ("run", "world_size", "backend") if c in b.columns]
+    for key, g in b.groupby(by, observed=True, sort=False, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        together = g["rank"].is_unique and float(g["first_us"].max()) < float(g["last_us"].min())
+        if len(g) > 1 and together:
+            b.loc[g.index, "job"] = " ".join(str(v) for v in key)
+    return run_first(b[cols].reset_index(drop=True), events)

@@ -30,7 +30,8 @@ compute_straggler            warning   a rank's MPI time is below the other rank
                                        rank profiles show it) >= 50% of the others' extra MPI
                                        time is in collectives (new in issue 15: thresholds
                                        decided from real balanced and delayed runs)
-collective_straggler         warning   in PyTorch profiler traces of 2+ ranks, a rank's
+collective_straggler         warning   in PyTorch profiler traces of 2+ ranks of one job (same
+                                       world size and backend, overlapping times), a rank's
                                        communication time is below the other ranks' median by
                                        >= 10% of the profiled span and is at most half of it
                                        (the others wait for it inside the collectives; new in
@@ -846,16 +847,19 @@ def negotiation_stragglers(stragglers: pd.DataFrame,
 
 def collective_stragglers(ranks: pd.DataFrame, share: float = th.COLLECTIVE_GAP_SHARE,
                           ratio: float = th.COLLECTIVE_RATIO) -> list[Finding]:
-    """Per run of ``torchtrace.ranks`` (``analysis.torchtrace.rank_comm``) with 2+ ranks: a
-    rank whose communication time is below the median of the other ranks' by at least
-    ``share`` of the run's span (the longest rank's) and at most ``ratio`` times that median:
-    the others waited for it inside the collectives."""
+    """Per job of ``torchtrace.ranks`` (``analysis.torchtrace.rank_comm``: the traces of a run
+    with one world size and backend, profiled at overlapping times, one per rank): a rank
+    whose communication time is below the median of the other ranks' by at least ``share``
+    of the job's span (the longest rank's) and at most ``ratio`` times that median: the
+    others waited for it inside the collectives. Traces that cannot be one job's (several
+    jobs' ranks in one directory) are not compared."""
     out: list[Finding] = []
+    ranks = ranks[ranks["job"].notna() & ranks["communication_us"].notna()]
     if ranks.empty:
         return out
-    by = ranks["run"].astype(str) if "run" in ranks.columns else pd.Series("", index=ranks.index)
-    for run, g in ranks.groupby(by, sort=False):
-        g = g[g["communication_us"].notna()]
+    by = ["run", "job"] if "run" in ranks.columns else ["job"]
+    for key, g in ranks.groupby(by, sort=False, observed=True):
+        run = str(key[0]) if "run" in ranks.columns else ""
         if len(g) < 2:
             continue
         span = float(g["span_us"].max())
@@ -867,10 +871,11 @@ def collective_stragglers(ranks: pd.DataFrame, share: float = th.COLLECTIVE_GAP_
             if not span > 0 or gap < share * span or mine > ratio * med:
                 continue
             where = "collective kernels" if r.basis == "gpu" else "gloo:* collectives"
+            of = f" of run {run}" if run else ""
             out.append(Finding(
                 "warning", "collective_straggler", "rank", f"rank {r.rank}",
                 f"Rank {r.rank} spent {_time_us(gap)} less in collectives than the median of "
-                f"the other {len(g) - 1} rank(s) of run {run} ({_time_us(mine)} vs "
+                f"the other {len(g) - 1} profiled rank(s){of} ({_time_us(mine)} vs "
                 f"{_time_us(med)} in {int(r.collectives):,} {where}; the gap is "
                 f"{100 * gap / span:.1f}% of the {_time_us(span)} profiled): the others "
                 "waited for it inside the collectives.",
@@ -879,7 +884,8 @@ def collective_stragglers(ranks: pd.DataFrame, share: float = th.COLLECTIVE_GAP_
                 "uneven work, a slower node or GPU); compare its ProfilerStep#N CPU time with "
                 "the others'.",
                 rank=int(r.rank), value=100 * gap / span, threshold=100 * share,
-                run=run or None, world_size=len(g), origin=f"run {run}"))
+                run=run or None, world_size=int(r.world_size) if not _na(r.world_size)
+                else len(g), origin=f"run {run}"))
     return out
 
 
@@ -1199,7 +1205,7 @@ def tables(ds: Dataset, names: set[str], **opts: Any) -> dict[str, pd.DataFrame]
     if "horovod.stragglers" in names and not ds["hvd_runs"].empty:
         out["horovod.stragglers"] = hv.straggler_ranks(ds["hvd_ready"])
     if "torchtrace.ranks" in names and not ds["torch_events"].empty:
-        out["torchtrace.ranks"] = tt.rank_comm(ds["torch_events"])
+        out["torchtrace.ranks"] = tt.rank_comm(ds["torch_events"], ds["torch_traces"])
     tiles = ds["tiles"]
     if "tiles.idle_tiles" in names and not tiles.empty:
         out["tiles.idle_tiles"] = tl.idle_tiles(tiles)
