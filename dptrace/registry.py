@@ -326,10 +326,6 @@ def detect_all(source: Source, head: bytes | None = None) -> list[Parser]:
 #: of its first bytes (every test that matches is named: a doc page can hold several tools'
 #: text). ``load`` names them for a file that no parser claimed or found any record in.
 NOT_READ_YET: tuple[tuple[str, re.Pattern[bytes]], ...] = (
-    # torch.profiler's export_chrome_trace / Kineto's on_trace_ready files
-    ("a PyTorch profiler (Kineto) trace", re.compile(
-        rb'\A(?:\xef\xbb\xbf)?\s*\{(?=[\s\S]*"traceEvents")[\s\S]*'
-        rb'"(?:schemaVersion|deviceProperties|distributedInfo)"\s*:')),
     # prof.key_averages().table(): "Name  Self CPU %  Self CPU  CPU total %  CPU total ..."
     ("a PyTorch profiler table (key_averages)", re.compile(
         rb"(?m)^\s*Name\s+Self CPU %\s+Self CPU\s+CPU total %")),

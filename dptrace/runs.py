@@ -17,7 +17,8 @@ A run's id (the ``run`` column of every table) is its label, made unique with ``
 ``#3``, ... when two runs would share one.
 
 What the ``runs`` table says of each run (pure functions of the parsed tables):
-``world_size`` from the MPI profiles' ``nranks``, else the Horovod timeline's ranks, else a
+``world_size`` from the MPI profiles' ``nranks``, else the Horovod timeline's ranks, else the
+PyTorch profiler traces' ``distributedInfo``, else a
 training log's own statement (``Total img/sec on 4 GPU(s)``), else the launcher prefixes
 of a log that every rank printed to (ranks 0..N-1 all present); ``world_size_from`` says
 which. ``nodes`` from the profiles' host names; ``job_id`` from the file names (else the
@@ -331,6 +332,7 @@ def runs_table(run_of: Mapping[str, str], labels: Mapping[str, str],
             rows[child][key] = rows[parent][key]
     _from_mpitrace(rows, tables.get("mpi_jobs"), _cols(tables.get("mpi_ranks"), "host"))
     _from_horovod(rows, tables.get("hvd_runs"))
+    _from_torchtrace(rows, _cols(tables.get("torch_traces"), "world_size"))
     _from_trainlog(rows, _cols(tables.get("train_metrics"), "name", "pattern", "value",
                                "source", "lineno", "rank", "instance"),
                    _cols(tables.get("throughput"), "rank", "instance", "pattern"))
@@ -404,6 +406,17 @@ def _from_horovod(rows: dict[str, dict[str, object]], runs: pd.DataFrame | None)
             _set_world(rows[run], sizes[0], "Horovod timeline ranks")
         elif sizes and rows[run]["world_size"] is None:
             rows[run]["world_size_from"] = ("Horovod timelines disagree ("
+                                            + ", ".join(map(str, sizes)) + " ranks)")
+
+
+def _from_torchtrace(rows: dict[str, dict[str, object]], traces: pd.DataFrame | None) -> None:
+    """PyTorch profiler traces: distributedInfo.world_size, when the run's traces agree."""
+    for run, g in _per_run(traces):
+        sizes = _unique(g["world_size"])
+        if len(sizes) == 1:
+            _set_world(rows[run], sizes[0], "PyTorch profiler distributedInfo")
+        elif sizes and rows[run]["world_size"] is None:
+            rows[run]["world_size_from"] = ("PyTorch profiler traces disagree ("
                                             + ", ".join(map(str, sizes)) + " ranks)")
 
 

@@ -49,6 +49,7 @@ PERCENT_SEED = {
     "sntilestat": "tests/fixtures/sntilestat/watch_sntilestat_sn30.typescript",
     "nccltests": "tests/fixtures/nccltests/polaris_nccltests_allreduce_n8x4gpu.dat",
     "nccl": "tests/fixtures/nccl/tflogs_4rank_j8_rank.0_stderr.log",
+    "torchtrace": "tests/fixtures/torchtrace/one_step/rank0.pt.trace.json",
 }
 #: (format, group) that fail on today's code (issue 12)
 KNOWN: set[tuple[str, str]] = set()

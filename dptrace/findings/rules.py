@@ -30,6 +30,12 @@ compute_straggler            warning   a rank's MPI time is below the other rank
                                        rank profiles show it) >= 50% of the others' extra MPI
                                        time is in collectives (new in issue 15: thresholds
                                        decided from real balanced and delayed runs)
+collective_straggler         warning   in PyTorch profiler traces of 2+ ranks of one job (same
+                                       world size and backend, overlapping times), a rank's
+                                       communication time is below the other ranks' median by
+                                       >= 10% of the profiled span and is at most half of it
+                                       (the others wait for it inside the collectives; new in
+                                       issue 17)
 cross_source_straggler       critical  2+ of compute_straggler, negotiation_straggler and
                                        throughput_straggler name one rank of a run: one finding
                                        replaces theirs, with all their evidence
@@ -95,6 +101,7 @@ from ..analysis import job as jobfig
 from ..analysis import nccl as nccl_analysis
 from ..analysis import throughput as thr
 from ..analysis import tiles as tl
+from ..analysis import torchtrace as tt
 from . import Finding, nccl
 from . import thresholds as th
 
@@ -845,6 +852,52 @@ def negotiation_stragglers(stragglers: pd.DataFrame,
     return out
 
 
+# -- PyTorch profiler traces -------------------------------------------------------------------
+
+def collective_stragglers(ranks: pd.DataFrame, share: float = th.COLLECTIVE_GAP_SHARE,
+                          ratio: float = th.COLLECTIVE_RATIO) -> list[Finding]:
+    """Per job of ``torchtrace.ranks`` (``analysis.torchtrace.rank_comm``: the traces of a run
+    with one world size and backend, profiled at overlapping times, one per rank): a rank
+    whose communication time is below the median of the other ranks' by at least ``share``
+    of the job's span (the longest rank's) and at most ``ratio`` times that median: the
+    others waited for it inside the collectives. Traces that cannot be one job's (several
+    jobs' ranks in one directory) are not compared."""
+    out: list[Finding] = []
+    ranks = ranks[ranks["job"].notna() & ranks["communication_us"].notna()]
+    if ranks.empty:
+        return out
+    by = ["run", "job"] if "run" in ranks.columns else ["job"]
+    for key, g in ranks.groupby(by, sort=False, observed=True):
+        run = str(key[0]) if "run" in ranks.columns else ""
+        if len(g) < 2:
+            continue
+        span = float(g["span_us"].max())
+        comm_us = g["communication_us"].to_numpy(dtype="float64")
+        for p, r in enumerate(g.itertuples(index=False)):
+            med = float(np.median(np.delete(comm_us, p)))
+            mine = float(comm_us[p])
+            gap = med - mine
+            if not span > 0 or gap < share * span or mine > ratio * med:
+                continue
+            where = "collective kernels" if r.basis == "gpu" else "gloo:* collectives"
+            of = f" of run {run}" if run else ""
+            out.append(Finding(
+                "warning", "collective_straggler", "rank", f"rank {r.rank}",
+                f"Rank {r.rank} spent {_time_us(gap)} less in collectives than the median of "
+                f"the other {len(g) - 1} profiled rank(s){of} ({_time_us(mine)} vs "
+                f"{_time_us(med)} in {int(r.collectives):,} {where}; the gap is "
+                f"{100 * gap / span:.1f}% of the {_time_us(span)} profiled): the others "
+                "waited for it inside the collectives.",
+                f"torchtrace.ranks run={run} rank={r.rank}",
+                f"Look at what rank {r.rank} does before each collective (data loading, "
+                "uneven work, a slower node or GPU); compare its ProfilerStep#N CPU time with "
+                "the others'.",
+                rank=int(r.rank), value=100 * gap / span, threshold=100 * share,
+                run=run or None, world_size=int(r.world_size) if not _na(r.world_size)
+                else len(g), origin=f"run {run}"))
+    return out
+
+
 # -- SambaNova tiles ----------------------------------------------------------------------------
 
 def idle_tiles(idle: pd.DataFrame) -> list[Finding]:
@@ -1104,6 +1157,7 @@ RULES: tuple[Rule, ...] = (
     Rule(("unmatched_ends",), ("horovod.runs",), unmatched_ends),
     Rule(("cached_negotiations",), ("horovod.runs",), cached_negotiations),
     Rule(("negotiation_straggler",), ("horovod.stragglers",), negotiation_stragglers),
+    Rule(("collective_straggler",), ("torchtrace.ranks",), collective_stragglers),
     Rule(("idle_tiles",), ("tiles.idle_tiles",), idle_tiles),
     Rule(("lowest_exec_instance",), ("tiles.instances",), lowest_exec_instance),
     Rule(("low_exec",), ("tiles.instances",), low_exec),
@@ -1166,6 +1220,8 @@ def tables(ds: Dataset, names: set[str], **opts: Any) -> dict[str, pd.DataFrame]
     if "nccl.overview" in names and not (ds["nccl_setup"].empty and ds["nccl_events"].empty):
         out["nccl.overview"] = nccl_analysis.overview(ds["nccl_setup"], ds["nccl_events"],
                                                       ds.runs)
+    if "torchtrace.ranks" in names and not ds["torch_events"].empty:
+        out["torchtrace.ranks"] = tt.rank_comm(ds["torch_events"], ds["torch_traces"])
     tiles = ds["tiles"]
     if "tiles.idle_tiles" in names and not tiles.empty:
         out["tiles.idle_tiles"] = tl.idle_tiles(tiles)

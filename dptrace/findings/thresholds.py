@@ -79,6 +79,22 @@ COMPUTE_MIN_RANKS: int = 3
 #: MPI time (over the straggler's, routine by routine) must be in collectives
 COLLECTIVE_SHARE: float = 0.5
 
+# -- collective straggler (PyTorch profiler traces) -----------------------------------------
+#
+# In synchronous data parallelism the other ranks wait for a slow rank inside the collective
+# (an all-reduce of gradients cannot finish before every rank has joined), so the slow rank's
+# collectives are the shortest. A rank is a collective straggler when its communication time
+# (union of its collective kernels, or of gloo:* work on a CPU trace) is below the median of
+# the other ranks' by at least COLLECTIVE_GAP_SHARE of its run's profiled span, and at most
+# COLLECTIVE_RATIO of that median. Measured (tests/fixtures/torchtrace, 2 ranks, 3 steps,
+# gloo on a shared 2-core VM): rank 1 sleeping 50 ms per step: 4.6 ms vs 158.3 ms, a gap of
+# 84% of the 183 ms span, ratio 0.03; balanced: 27.5 ms vs 28.2 ms (1.3% of the span, ratio
+# 0.98).
+#: collective straggler: the gap must be at least this share of the run's profiled span
+COLLECTIVE_GAP_SHARE: float = 0.10
+#: collective straggler: ... and the rank's communication at most this fraction of the others'
+COLLECTIVE_RATIO: float = 0.5
+
 # -- one rank named by several sources ---------------------------------------------------------
 #: sources (compute straggler, negotiation straggler, throughput straggler) that must name one
 #: rank of a run for one cross_source_straggler finding of severity critical

@@ -68,6 +68,7 @@ HVD_CPU = fx("horovod/alcfws_timeline_cpu_n1.json")                  # packed, c
 POLARIS = fx("nccltests/polaris_nccltests_allreduce_n2x4gpu.dat")  # nccl-tests, 8 ranks
 SUPERBENCH = fx("nccltests/superbench_nccltests_allreduce_1n8gpu_a100.log")  # #wrong N/A
 P5 = fx("nccltests/p5_efa_nccltests_allreduce_2n16gpu_tagoutput.log")
+TORCH = fx("torchtrace/one_step/rank0.pt.trace.json")  # Kineto trace, 1 step, gloo
 P5_TABLE = lines(P5, 17, 33) + lines(P5, 2900, 2939)           # tagged header and table
 NCCL_POLARIS = lines(fx("nccl/polaris_resnet50_ddp_2n8gpu_OFI_TIMEOUT_2025-06-26.log"), 1, 60)
 HVD_PERLINE = lines(fx("horovod/synthetic_v0200_per_line.json"), 1, 200)  # per line, open
@@ -263,6 +264,13 @@ def classes() -> list[dict]:
         base=NCCL_POLARIS, status="partial", rows="=base", problem="torn by another writer",
         exit="1", desc="an NCCL INFO line with another process's text inside its message: "
         "skipped and counted, its network never read from it")
+    add("torchtrace_killed_mid_event", "rank0.pt.trace.json", TORCH[:len(TORCH) * 2 // 5],
+        status="partial", rows=">=50", problem="killed", exit="1",
+        desc="a PyTorch profiler trace cut inside an event of traceEvents (a killed job)")
+    add("torchtrace_gz_cut", "rank0.pt.trace.json.gz",
+        (lambda z: z[:len(z) // 2])(gzip.compress(TORCH, mtime=0)), status="partial",
+        rows=">=50", problem="gz|truncated|cut", exit="1",
+        desc="a gzipped PyTorch profiler trace (use_gzip=True) cut in half")
     add("sntilestat_pid_without_user", "sntilestat-nouser.txt",
         LISTING.replace(b" 2750333  vsastry /opt/sambaflow/apps/nlp/transformers_on_rdu/venv/b",
                         b" 2750333", 1), base=LISTING, status="ok|partial", rows="=base",

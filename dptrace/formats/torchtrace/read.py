@@ -1,0 +1,439 @@
+"""PyTorch profiler (Kineto) traces: ``torch_events`` and ``torch_traces`` of one trace file.
+
+A trace is a JSON object: metadata keys (``schemaVersion``, ``deviceProperties``,
+``distributedInfo``, ...) before and after one ``traceEvents`` array. The metadata before
+the array is read from the first bytes; the array is handed to the shared streaming
+decoder (:mod:`dptrace.formats._chrome`, in blocks, a bad record costing only itself)
+through :class:`_EventsStream`, which ends the stream at the array's ``]`` and keeps what
+follows (the trailing metadata: ``traceName``, and ``distributedInfo`` in some writers).
+
+The array's end is found as ``}`` ``]`` followed by ``, "key"`` (more metadata) or by the
+object's last ``}``: Kineto's events hold no list of objects, so an event never holds that
+sequence. A file that ends inside the array (a job killed while the profiler wrote) is read
+up to its last whole event and flagged with a problem naming the file.
+
+What each event is to the breakdown (``role``) follows HolisticTraceAnalysis: a GPU kernel
+whose name holds ``nccl`` is communication, memcpy/memset are memory, other kernels are
+compute. A trace without GPU kernels (CPU training with gloo) has its collectives'
+work only in the backend's annotations (``gloo:all_reduce`` on the backend's thread): those
+are its communication, the CPU ops its computation.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import IO, Any
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from ... import schema
+from ...errors import Problem
+from ...registry import ParseResult
+from ...sources import Source
+from .. import _chrome
+from .tables import TORCH_EVENTS, TORCH_TRACES
+
+#: the start of the events array, searched for in the first :data:`MAX_PREFIX` bytes
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+MAX_PREFIX = 64 << 20
+#: the end of the events array: an event's '}', ']', then more metadata
+_END_MORE = re.compile(rb'\}\s*\]\s*,\s*"')
+#: ... or the end of the object
+_END_LAST = re.compile(rb'\}\s*\]\s*\}\s*\Z')
+#: an empty events array
+_EMPTY = re.compile(rb"\[\s*\]")
+#: bytes kept back when searching a block for the end (a match may straddle two reads)
+_KEEP = 256
+#: trailing metadata read at most (Kineto writes a few KB of INFO lines)
+MAX_TRAILER = 16 << 20
+#: problems named one by one
+MAX_PROBLEMS = _chrome.MAX_PROBLEMS
+
+_COLLECTIVES = (("reducescatter", "reduce_scatter"), ("allreduce", "all_reduce"),
+                ("allgather", "all_gather"), ("alltoall", "all_to_all"),
+                ("broadcast", "broadcast"), ("sendrecv", "send_recv"), ("barrier", "barrier"),
+                ("reduce", "reduce"), ("gather", "gather"), ("scatter", "scatter"),
+                ("send", "send"), ("recv", "recv"))
+#: a collective's kernel: ncclKernel_AllReduce_RING_LL_Sum_float(...), ncclDevKernel_...
+_NCCL_KERNEL = re.compile(r"nccl(?:Dev)?Kernel_([A-Za-z]+)")
+#: a backend's annotation of a collective: nccl:all_reduce, gloo:all_reduce, xccl:...
+_BACKEND = re.compile(r"^(?:nccl|gloo|xccl|mpi|ucc|hccl):(\w+)")
+#: the c10d op that enqueues one: c10d::allreduce_, c10d::_allgather_base_
+_C10D = re.compile(r"^c10d::(\w+)")
+_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+_DTYPE_BYTES = {"float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2,
+                "float16": 2, "bfloat16": 2, "c10::half": 2, "c10::bfloat16": 2, "int": 4,
+                "int32": 4, "long": 8, "int64": 8, "short": 2, "int16": 2, "int8": 1,
+                "char": 1, "uint8": 1, "byte": 1, "bool": 1, "unsigned char": 1,
+                "signed char": 1, "long int": 8, "complexfloat": 8, "complexdouble": 16}
+#: categories of device events
+_DEVICE_CATS = {"kernel": "compute", "gpu_memcpy": "memory", "gpu_memset": "memory",
+                "gpu_user_annotation": "annotation"}
+#: categories left out (Python stack frames, the profiler's own spans and flows)
+_SKIP_CATS = {"python_function", "trace", "ac2g", "fwdbwd", "async_cpu_to_gpu"}
+
+
+class _Args(msgspec.Struct, gc=False):
+    stream: Any = None
+    input_dims: Any = msgspec.field(default=None, name="Input Dims")
+    input_type: Any = msgspec.field(default=None, name="Input type")
+    nelems: Any = msgspec.field(default=None, name="In msg nelems")
+    dtype: Any = None
+    collective: Any = msgspec.field(default=None, name="Collective name")
+
+
+class _Event(msgspec.Struct, gc=False):
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: _Args | None = None
+
+
+_DECODE_MANY = msgspec.json.Decoder(list[_Event]).decode
+_DECODE_ONE = msgspec.json.Decoder(_Event).decode
+
+
+class _Out:
+    """What the container reader updates (:class:`dptrace.formats._chrome.Sink`), and the
+    events kept."""
+
+    def __init__(self) -> None:
+        self.newlines = 0
+        self.closed = False
+        self.torn = False
+        self.bad_records = 0
+        self.problems: list[Problem] = []
+        self.events: list[_Event] = []
+
+    def problem(self, source: str, message: str, line: int | None,
+                severity: str = "error") -> None:
+        message = message.replace("writing the timeline", "writing the trace")
+        self.problems.append(Problem(source, message, line, severity))
+
+    def add(self, evs: list[_Event]) -> None:
+        self.events.extend(e for e in evs if e.ph == "X")
+
+
+class _Scanner(_chrome.BlockScanner):
+    """The container's blocks decoded as Kineto events."""
+
+    def __init__(self, fh: IO[bytes], source: str, out: _Out, offset: int) -> None:
+        super().__init__(fh, source, _chrome.Range(offset, None, True, True), out)
+        self.kept = out
+
+    def decode_block(self, data: Any) -> None:
+        self.kept.add(_DECODE_MANY(data))
+
+    def validated(self, piece: bytes, start: int, record: bytes) -> Any:
+        return _DECODE_ONE(record)
+
+    def add_records(self, events: list[Any]) -> None:
+        self.kept.add(events)
+
+
+class _EventsStream:
+    """The events array of a trace as a stream: ``[`` and the events, ended at the array's
+    ``]``; what follows it is kept in :attr:`trailer`."""
+
+    def __init__(self, fh: IO[bytes], first: bytes) -> None:
+        self.fh = fh
+        self.pending = bytearray(first)
+        self.searched = 0
+        self.done = False
+        self.eof = False
+        self.trailer = b""
+        empty = _EMPTY.match(first)
+        if empty:                               # "traceEvents": [] (nothing was recorded)
+            self.pending = bytearray(first[:empty.end()])
+            self.trailer = first[empty.end():] + fh.read(MAX_TRAILER)
+            self.done = True
+
+    def read(self, n: int = -1) -> bytes:
+        want = n if n > 0 else 1 << 20
+        while not self.done and not self.eof and len(self.pending) < want + _KEEP:
+            chunk = self.fh.read(1 << 20)
+            if not chunk:
+                self.eof = True
+            else:
+                self.pending += chunk
+        if not self.done:
+            self._find_end()
+        if self.done or self.eof:
+            out = bytes(self.pending[:want])
+            del self.pending[:want]
+            return out
+        give = min(want, max(len(self.pending) - _KEEP, 0))
+        out = bytes(self.pending[:give])
+        del self.pending[:give]
+        self.searched = max(self.searched - give, 0)
+        return out
+
+    read1 = read
+
+    def _find_end(self) -> None:
+        end = len(self.pending) if self.eof else len(self.pending) - _KEEP
+        m = _END_MORE.search(self.pending, max(self.searched - _KEEP, 0), max(end, 0) + 8)
+        if m is None and self.eof:
+            m = _END_LAST.search(self.pending, max(self.searched - _KEEP, 0))
+        self.searched = max(end, 0)
+        if m is None:
+            return
+        close = self.pending.index(b"]", m.start()) + 1
+        rest = bytes(self.pending[close:])
+        del self.pending[close:]
+        self.done = True
+        if not self.eof:
+            rest += self.fh.read(MAX_TRAILER)
+        self.trailer = rest
+
+
+def _meta_before(prefix: bytes) -> dict[str, Any]:
+    """The metadata keys before ``traceEvents`` (``{`` ... ``,``), as a dict."""
+    body = prefix.strip().rstrip(b",").rstrip()
+    body = body[3:] if body.startswith(b"\xef\xbb\xbf") else body
+    try:
+        meta = msgspec.json.decode(body + b"}")
+    except msgspec.DecodeError:
+        return _meta_loose(prefix)
+    return meta if isinstance(meta, dict) else {}
+
+
+def _meta_after(trailer: bytes) -> dict[str, Any]:
+    """The metadata keys after the array (``, "traceName": ... }``), as a dict."""
+    body = trailer.strip().lstrip(b",").strip()
+    if not body:
+        return {}
+    try:
+        meta = msgspec.json.decode(b"{" + body)
+    except msgspec.DecodeError:
+        return _meta_loose(trailer)
+    return meta if isinstance(meta, dict) else {}
+
+
+_DIST = re.compile(rb'"distributedInfo"\s*:\s*(\{[^{}]*(?:\[[^\]]*\][^{}]*)*\})')
+
+
+def _meta_loose(text: bytes) -> dict[str, Any]:
+    """distributedInfo alone, from metadata that does not decode whole (a cut file)."""
+    m = _DIST.search(text)
+    if m:
+        try:
+            return {"distributedInfo": msgspec.json.decode(m.group(1))}
+        except msgspec.DecodeError:
+            pass
+    return {}
+
+
+def parse(source: Source) -> ParseResult:
+    """Parse one PyTorch profiler trace into ``torch_events`` and ``torch_traces``."""
+    name = source.name
+    problems: list[Problem] = []
+    out = _Out()
+    trailer = b""
+    with source.open() as fh:
+        prefix, start = _read_prefix(fh)
+        if start is None:
+            msg = ("no traceEvents array in the first "
+                   f"{len(prefix):,} bytes: not a PyTorch profiler trace, or cut before "
+                   "its events" if prefix.strip() else "empty file")
+            return ParseResult(problems=[Problem(name, msg, severity="error")],
+                               variant="failed")
+        meta = _meta_before(prefix[:start.start()])
+        offset = start.end() - 1               # the array's '[': byte and line numbers
+        out.newlines = prefix.count(b"\n", 0, offset)   # in problems count from the file's start
+        stream = _EventsStream(fh, prefix[offset:])
+        with _chrome.paused_gc():
+            _Scanner(stream, name, out, offset).run()   # type: ignore[arg-type]
+        trailer = stream.trailer
+    meta.update({k: v for k, v in _meta_after(trailer).items() if k not in meta})
+    problems.extend(out.problems)
+    if out.bad_records > MAX_PROBLEMS:
+        problems.append(Problem(name, f"{out.bad_records - MAX_PROBLEMS:,} more malformed "
+                                "record(s) skipped", severity="error"))
+    cut = not out.closed
+    if cut and not out.torn:
+        problems.append(Problem(name, "the trace ends inside traceEvents (the job was "
+                                "probably killed while the profiler wrote it): the events "
+                                "before the cut were read", None, "error"))
+    if not out.events and not cut:
+        problems.append(Problem(name, "the trace holds no events (the profiler recorded "
+                                "nothing: a schedule that never reached an active step?)",
+                                None, "warning"))
+    events, traces = _tables(out.events, meta, name, cut)
+    return ParseResult({"torch_events": events, "torch_traces": traces}, problems,
+                       "kineto (cut)" if cut else "kineto")
+
+
+def _read_prefix(fh: IO[bytes]) -> tuple[bytes, re.Match[bytes] | None]:
+    """The bytes read until the events array starts, and where it starts."""
+    buf = b""
+    while len(buf) < MAX_PREFIX:
+        chunk = fh.read(1 << 16)
+        if not chunk:
+            break
+        buf += chunk
+        m = _EVENTS_KEY.search(buf)
+        if m:
+            return buf, m
+    return buf, None
+
+
+def _int(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        return int(v)
+    return None
+
+
+def _float(v: Any) -> float:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return math.nan
+    return math.nan
+
+
+def collective_of(name: str, args: _Args | None = None) -> str | None:
+    """The collective an event's name (or its args' 'Collective name') says, normalised:
+    ``ncclKernel_AllReduce_RING_LL_Sum_float`` -> all_reduce, ``c10d::_allgather_base_``
+    -> all_gather, ``nccl:all_to_all`` -> all_to_all."""
+    m = _NCCL_KERNEL.search(name) or _BACKEND.match(name) or _C10D.match(name)
+    word = m.group(1) if m else None
+    if word is None and args is not None and isinstance(args.collective, str):
+        word = args.collective
+    if word is None:
+        return None
+    flat = re.sub(r"[^a-z]", "", word.lower().replace("_base", ""))
+    return next((canon for key, canon in _COLLECTIVES if flat.startswith(key)), flat or None)
+
+
+def _elements(args: _Args | None) -> int | None:
+    if args is None:
+        return None
+    n = _int(args.nelems)
+    if n is not None:
+        return n
+    dims = args.input_dims
+    if not isinstance(dims, list) or not dims:
+        return None
+    first = dims[0]
+    if isinstance(first, list) and first and isinstance(first[0], list):
+        first = first[0]                      # c10d ops: a list of tensors first
+    if not isinstance(first, list) or not first or \
+            not all(isinstance(d, int) and not isinstance(d, bool) for d in first):
+        return None
+    return math.prod(first)
+
+
+def _dtype(args: _Args | None) -> str | None:
+    if args is None:
+        return None
+    if isinstance(args.dtype, str) and args.dtype:
+        return args.dtype
+    t = args.input_type
+    if isinstance(t, list) and t and isinstance(t[0], str) and t[0]:
+        return t[0]
+    return None
+
+
+def _role(cat: str, name: str, gpu_trace: bool) -> str:
+    device = _DEVICE_CATS.get(cat)
+    if device is not None:
+        if cat == "kernel" and "nccl" in name.lower():
+            return "communication"
+        return device
+    if cat in ("cuda_runtime", "cuda_driver", "runtime"):
+        return "runtime"
+    if _STEP.match(name):
+        return "step"
+    if _BACKEND.match(name):
+        return "comm_op" if gpu_trace else "communication"
+    if _C10D.match(name) or name == "record_param_comms":
+        return "comm_op"
+    if cat == "cpu_op":
+        return "cpu_op"
+    return "annotation"
+
+
+def _tables(evs: list[_Event], meta: dict[str, Any], source: str, cut: bool
+            ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    dist = meta.get("distributedInfo")
+    dist = dist if isinstance(dist, dict) else {}
+    rank = _int(dist.get("rank"))
+    kept = [e for e in evs if isinstance(e.cat, str) and e.cat.lower() not in _SKIP_CATS
+            and isinstance(e.name, str) and _int(e.pid) is not None]
+    gpu_trace = any(e.cat == "kernel" for e in kept)
+    cols: dict[str, list[Any]] = {c: [] for c in (
+        "cat", "name", "role", "device", "stream", "tid", "ts_us", "dur_us", "collective",
+        "elements", "dtype", "size_bytes")}
+    for e in kept:
+        cat, name = e.cat, e.name
+        role = _role(cat, name, gpu_trace)
+        on_device = cat in _DEVICE_CATS
+        args = e.args
+        cols["cat"].append(cat)
+        cols["name"].append(name)
+        cols["role"].append(role)
+        cols["device"].append(_int(e.pid) if on_device else None)
+        cols["stream"].append((_int(args.stream) if args is not None else None) or
+                              _int(e.tid) if on_device else None)
+        cols["tid"].append(None if on_device else _int(e.tid))
+        cols["ts_us"].append(_float(e.ts))
+        cols["dur_us"].append(_float(e.dur))
+        coll = collective_of(name, args) if role in ("communication", "comm_op") else None
+        n = _elements(args) if coll is not None else None
+        dtype = _dtype(args) if coll is not None else None
+        width = _DTYPE_BYTES.get(dtype.lower()) if dtype else None
+        cols["collective"].append(coll)
+        cols["elements"].append(n)
+        cols["dtype"].append(dtype)
+        cols["size_bytes"].append(n * width if n is not None and width else None)
+    frame = pd.DataFrame(cols)
+    frame.insert(0, "source", source)
+    frame.insert(1, "rank", rank)
+    frame["step"] = _steps(frame)
+    events = schema.conform(frame, TORCH_EVENTS)
+    ts, end = events["ts_us"], events["ts_us"] + events["dur_us"].fillna(0)
+    gpus = meta.get("deviceProperties")
+    gpu = gpus[0].get("name") if isinstance(gpus, list) and gpus and \
+        isinstance(gpus[0], dict) else None
+    traces = schema.conform(pd.DataFrame({
+        "source": [source], "rank": [rank], "world_size": [_int(dist.get("world_size"))],
+        "backend": [dist.get("backend") if isinstance(dist.get("backend"), str) else None],
+        "gpu": [gpu if isinstance(gpu, str) else None],
+        "schema_version": [_int(meta.get("schemaVersion"))],
+        "events": [len(events)], "kernels": [int((events["cat"] == "kernel").sum())],
+        "first_us": [ts.min() if len(ts) else math.nan],
+        "last_us": [end.max() if len(end) else math.nan], "cut": [cut]}), TORCH_TRACES)
+    return events, traces
+
+
+def _steps(frame: pd.DataFrame) -> pd.Series:
+    """N of the ProfilerStep#N each event starts in (null outside every step)."""
+    out = pd.Series(pd.array([None] * len(frame), dtype="Int64"))
+    steps = frame[frame["role"] == "step"]
+    if steps.empty:
+        return out
+    numbers = steps["name"].str.extract(_STEP.pattern)[0].astype("int64").to_numpy()
+    starts = steps["ts_us"].to_numpy(dtype="float64")
+    ends = starts + steps["dur_us"].to_numpy(dtype="float64")
+    order = np.argsort(starts, kind="stable")
+    starts, ends, numbers = starts[order], ends[order], numbers[order]
+    ts = frame["ts_us"].to_numpy(dtype="float64")
+    k = np.searchsorted(starts, ts, side="right") - 1
+    ok = (k >= 0) & (ts < ends[np.clip(k, 0, None)])
+    vals = np.where(ok, numbers[np.clip(k, 0, None)], 0)
+    return pd.Series(pd.arrays.IntegerArray(vals.astype("int64"), ~ok))
