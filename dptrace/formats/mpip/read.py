@@ -392,12 +392,15 @@ def _callsites(rep: _Report, common: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _complete(rep: _Report, kind: str) -> set[str]:
-    """The routines whose rows of ``kind`` were all read: mpiP sorts those sections by
-    routine, so every routine but the last one read is whole; the last is whole when the
-    section was closed by the next one (not by a cut)."""
+    """The routines whose rows of ``kind`` were all read: a full report sorts those sections
+    by routine, so every routine but the last one read is whole; the last is whole when the
+    section was closed by the next one (not by a cut). A concise report sorts them by time:
+    a cut one has no routine known whole."""
     names = [r["call"] for _, r in rep.get(kind)]
     done = set(names)
     if names and (kind not in rep.closed or rep.cut_at is not None):
+        if kind.endswith("_concise"):
+            return set()
         done.discard(names[-1])
     return {"MPI_" + x for x in done}
 
@@ -423,14 +426,16 @@ def _routines(rep: _Report, common: dict[str, Any], sites: list[dict[str, Any]],
     per_rank = df[df["rank"].notna()]
     agg = df[df["rank"].isna()]
     use = agg
-    stated = rep.counts.get(kind)
+    # a section cut short holds whole routines only (above); one closed should hold every
+    # row its title counts
+    cut = kind not in rep.closed or rep.cut_at is not None
+    stated = None if cut else rep.counts.get(kind)
     read = len(per_rank) if full else len(agg)
-    if full and len(whole) == len(rep.get(kind) and {"MPI_" + r["call"]
-                                                      for _, r in rep.get(kind)}):
+    if full:
         counts = per_rank.groupby("site")["calls"].sum()
         short = [x for x, c in agg.set_index("site")["calls"].items()
                  if pd.notna(c) and counts.get(x, 0) != c]
-        if stated == read and not short and not per_rank.empty:
+        if stated in (None, read) and not short and not per_rank.empty:
             use = per_rank
         elif short or stated is not None and read < stated:
             problems.append(Problem(name, f"the callsite statistics hold {read} per-rank rows "
@@ -439,7 +444,7 @@ def _routines(rep: _Report, common: dict[str, Any], sites: list[dict[str, Any]],
                                     "row (rows below a -t threshold left out, or an excerpt): "
                                     "mpi_routines per job from the '*' rows, rank null",
                                     rep.get(kind)[0][0], "warning"))
-    n_sites = rep.counts.get("callsites")
+    n_sites = None if cut else rep.counts.get("callsites")
     got = agg["site"].nunique()
     if use is agg and (n_sites is not None and got < n_sites or not full and stated is not None
                        and got < stated):
