@@ -48,6 +48,7 @@ PERCENT_SEED = {
     "horovod": "tests/fixtures/horovod/alcfws_timeline_cpu_n1.json",
     "sntilestat": "tests/fixtures/sntilestat/watch_sntilestat_sn30.typescript",
     "nccltests": "tests/fixtures/nccltests/polaris_nccltests_allreduce_n8x4gpu.dat",
+    "mpip": "tests/fixtures/mpip/default/dp_steps.4.16765.1.mpiP",
 }
 #: (format, group) that fail on today's code (issue 12)
 KNOWN: set[tuple[str, str]] = set()

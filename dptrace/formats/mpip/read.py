@@ -24,9 +24,10 @@ What is derived, and from what:
 Damage is never read into numbers: inside a section, a line that starts like a row and does
 not match the row grammar whole is skipped with an error naming its line; so is a last line
 without its line break. A report that stops before ``@--- End of Report`` (a copy cut
-short, or ``...`` where rows were left out) is read up to the cut with a problem naming the
-line; the routines whose callsite rows the cut may have split are left out of
-``mpi_routines`` (their callsite rows are kept).
+short) is read up to the cut with a problem naming the file's last line; the routines whose
+callsite rows the cut may have split are left out of ``mpi_routines`` (their callsite rows
+are kept). ``...`` where a copy left rows out is named with its line, the rows around it are
+read, and no totals are made from its section.
 """
 
 from __future__ import annotations
@@ -104,7 +105,9 @@ class _Report:
     #: kinds whose section the report closed (another section or the end came after it)
     closed: set[str] = field(default_factory=set)
     ended: bool = False
+    #: the first '...' line (a copy that left rows out), and the sections that had one
     cut_at: int | None = None
+    dotted: set[str] = field(default_factory=set)
     #: the number a section's title ends with: callsites ('Callsites: 32'), per-rank rows
     #: of a full report's or callsites of a concise report's 'Callsite Time statistics'
     counts: dict[str, int] = field(default_factory=dict)
@@ -174,10 +177,12 @@ def parse(source: Source) -> ParseResult:
             continue
         rep = reports[-1]
         if body in ("...", "\u2026"):
-            if rep.cut_at is None:
-                rep.cut_at = lineno
+            if kind not in rep.dotted:
+                rep.cut_at = rep.cut_at or lineno
+                rep.dotted.add(kind)
                 problems.append(Problem(name, "the report is cut here ('...': rows left out): "
-                                        "read up to this line", lineno, "warning"))
+                                        "the rows around it are read, no totals are made from "
+                                        "this section", lineno, "warning"))
             continue
         element, rowlike = _KINDS[kind]
         if not rowlike.match(body):
@@ -218,7 +223,7 @@ def _section(body: str, lineno: int, reports: list[_Report],
         return None
     kind = section_kind(title)
     rep = reports[-1] if reports else start(lineno)
-    if rep.ended or rep.cut_at is not None or (kind is not None and kind in rep.seen):
+    if rep.ended or (kind is not None and kind in rep.seen):
         rep.closed.update(rep.seen)
         rep = _Report(len(reports), lineno)
         reports.append(rep)
@@ -242,7 +247,7 @@ def _nranks(name: str, rep: _Report) -> int | None:
     if rep.hosts:
         return max(rep.hosts) + 1
     tasks = [r["task"] for _, r in rep.get("mpi_time") if r["task"] != "*"]
-    if tasks and "mpi_time" in rep.closed and rep.cut_at is None:
+    if tasks and "mpi_time" in rep.closed and "mpi_time" not in rep.dotted:
         return max(tasks) + 1
     m = _FILE_TASKS.search(name)
     if m:
@@ -398,7 +403,9 @@ def _complete(rep: _Report, kind: str) -> set[str]:
     a cut one has no routine known whole."""
     names = [r["call"] for _, r in rep.get(kind)]
     done = set(names)
-    if names and (kind not in rep.closed or rep.cut_at is not None):
+    if kind in rep.dotted:
+        return set()
+    if names and kind not in rep.closed:
         if kind.endswith("_concise"):
             return set()
         done.discard(names[-1])
@@ -428,7 +435,7 @@ def _routines(rep: _Report, common: dict[str, Any], sites: list[dict[str, Any]],
     use = agg
     # a section cut short holds whole routines only (above); one closed should hold every
     # row its title counts
-    cut = kind not in rep.closed or rep.cut_at is not None
+    cut = kind not in rep.closed or kind in rep.dotted
     stated = None if cut else rep.counts.get(kind)
     read = len(per_rank) if full else len(agg)
     if full:
