@@ -31,16 +31,17 @@ clean file gives from there must come out of the damaged file unchanged:
   kept as a different value), and there are no rows past L.
 * ``mpitrace``, ``mpip`` and ``horovod`` rows are compared by key (mpiP's ``mpi_*`` rows
   are sums over lines, or carry a line number in ``mpi_callsites`` only). For a
-  truncation, every row of the truncated file must match a clean row with the same key (the schema's key; for
-  ``hvd_ready`` pid, rank and time) whose values agree wherever the truncated row has a
-  value (a row assembled from several lines, such as an mpitrace rank summary or an open
-  Horovod interval, may miss the values that were past the cut). Columns that depend on
-  what follows by definition are not compared (fused_tensors, last_ready, ranks_ready,
-  complete; op_index of negotiations; hvd_runs). A mismatch is allowed only when a problem
-  flags the file's last line. For other mutations, the same comparison is made in the
-  other direction: every row of the clean file cut just before the damage (at the start
-  of the damaged line for mpitrace; at the damaged byte for Horovod, whose torn last
-  event is dropped) must be found in the damaged file's rows.
+  truncation, every row of the truncated file must match a clean row with the same key
+  (the schema's key; for ``hvd_ready`` pid, rank and time) whose values agree wherever the
+  truncated row has a value (a row assembled from several lines, such as an mpitrace rank
+  summary or an open Horovod interval, may miss the values that were past the cut).
+  Columns that depend on what follows by definition are not compared (fused_tensors,
+  last_ready, ranks_ready, complete; op_index of negotiations; hvd_runs). A mismatch is
+  allowed only when a problem flags the file's last line. For other mutations, the same
+  comparison is made in the other direction: every row of the clean file cut just before
+  the damage (at the start of the damaged line for mpitrace and mpiP; at the damaged
+  byte for Horovod, whose torn last event is dropped) must be found in the damaged file's
+  rows.
 * A case whose damaged copy is detected as a different format than the clean file is
   not compared (the invariants 1-3 still hold).
 

@@ -223,6 +223,20 @@ def test_report_renders_the_communication_section():
     routines = sec.tables["routines"].set_index("routine")
     assert routines.loc["MPI_Allreduce", "ranks"] == 4
     assert routines.loc["MPI_Allreduce", "calls"] == 4 * 808
+    top = r.section("mpi_callsites").tables["callsites"]
+    # the report's Aggregate Time: sites 22, 30 and 6 at 747, 744, 743 ms (%.3g of the '*'
+    # rows' Count x Mean: 600 x 1.24 = 744 ms each); Bcast 11 (14.1 ms) is 9th
+    assert top["site"].tolist()[:3] == [6, 22, 30] and top["time_s"].tolist()[:3] == \
+        [0.744, 0.744, 0.744]
+    assert top.iloc[0]["where"] == "dp_steps.c:64" and top.iloc[0]["calls"] == 600
+    assert top.set_index("site").loc[11, "order"] == 9
+    assert math.isclose(top["time_share"].sum() + 0, top["time_s"].sum()
+                        / full_time(ds), rel_tol=1e-9)
+
+
+def full_time(ds: dptrace.Dataset) -> float:
+    cs = ds["mpi_callsites"]
+    return float(cs[cs["rank"].notna()]["time_s"].sum())
 
 
 def test_cli_report_terminal_and_json(tmp_path, capsys):
@@ -230,6 +244,7 @@ def test_cli_report_terminal_and_json(tmp_path, capsys):
     assert main(["report", str(FIX / "default"), "--json", str(j), "--width", "100"]) == 0
     text = capsys.readouterr().out
     assert "Communication (mpitrace, mpiP)" in text and "MPI_Allreduce" in text
+    assert "MPI callsites (mpiP)" in text and "dp_steps.c:64" in text
     data = json.loads(j.read_text())
     assert "communication" in json.dumps(data)
 

@@ -329,3 +329,44 @@ def checks(ranks: pd.DataFrame, rt: pd.DataFrame | None = None) -> pd.DataFrame:
 def _ranks(df: pd.DataFrame, limit: int = 8) -> str:
     r = [str(x) for x in df["rank"].tolist()]
     return ", ".join(r[:limit]) + (", ..." if len(r) > limit else "")
+
+
+def top_callsites(callsites: pd.DataFrame, n: int | None = 10) -> pd.DataFrame:
+    """Per job, mpiP's callsites ranked by time (``mpi_callsites``): where in the program the
+    MPI time is spent.
+
+    A report with per-rank rows is summed over them; one without (concise, or rows left
+    out by a threshold) uses its rows of every rank (``rank`` null).
+    Columns: job, site, routine, function, where (file:line, or the address), ranks (ranks
+    with rows at the site; for rows of every rank, mpiP's Tasks or nranks), calls (missing
+    when unknown), time_s, time_share (of the job's time over all its callsites), bytes,
+    order (1 = most time). ``n=None`` keeps all.
+    """
+    cols = [*keys(callsites, "job"), "site", "routine", "function", "where", "ranks", "calls",
+            "time_s", "time_share", "bytes", "order"]
+    if callsites.empty:
+        return pd.DataFrame(columns=cols)
+    df = _obj(callsites, ["job", "routine"])
+    job = keys(df, "job")
+    has_ranks = df.groupby(job, sort=False)["rank"].transform(lambda r: r.notna().any())
+    df = df[df["rank"].notna() == has_ranks.astype(bool)].copy()
+    line = df["line"].astype("Int64").astype("string")
+    df["where"] = df["file"].astype("string").where(line.isna(), df["file"].astype("string")
+                                                    + ":" + line)
+    df["_ranks"] = df["tasks"].astype("Float64").fillna(
+        df["nranks"].astype("Float64")).where(df["rank"].isna(), 1).fillna(1)
+    key = [*job, "site"]
+    out = df.groupby(key, sort=False).agg(
+        routine=("routine", "first"), function=("function", "first"),
+        where=("where", "first"), ranks=("_ranks", "sum")).join(
+        _totals(df, key, ["calls", "time_s", "bytes"])).reset_index()
+    out["ranks"] = out["ranks"].astype("int64")
+    out["calls"] = out["calls"].astype("Int64")
+    out["time_share"] = out["time_s"] / out.groupby(job)["time_s"].transform("sum")
+    out = run_first(out, callsites)
+    out = out.sort_values([*job, "time_s"], ascending=[True] * len(job) + [False],
+                          kind="stable")
+    out["order"] = out.groupby(job, observed=True).cumcount() + 1
+    if n is not None:
+        out = out[out["order"] <= n]
+    return out[cols].reset_index(drop=True)
