@@ -134,6 +134,9 @@ def test_concise_report():
     # the run's world size comes from the report
     ds_dir = dptrace.load(FIX / "concise")
     assert ds_dir.runs["world_size"].tolist() == [4]
+    # naming 3 of 4 ranks is what a concise report does: no 'ranks missing' finding
+    f = dptrace.report(ds_dir).tables["findings.findings"]
+    assert "ranks_missing" not in set(f["kind"].astype(str))
 
 
 def test_truncated_report_is_read_up_to_the_cut(tmp_path):
@@ -186,6 +189,25 @@ def test_torn_row_is_skipped_with_its_line(tmp_path):
     assert len(bad) == 1 and "not a whole mpiP row" in bad["message"].item()
     # and the '*' row no longer adds up: said, with its line
     assert any("not the sum" in m for m in ds.problems["message"])
+
+
+def test_numbers_that_do_not_fit_are_missing_never_a_crash(tmp_path):
+    text = FULL.read_text()
+    p = tmp_path / FULL.name
+    p.write_text(text.replace("Allreduce            6    0    600     3.44",
+                              "Allreduce            6    0    99999999999999999999     3.44")
+                 .replace("   3       9.11       1.03", "   99999999999999999999       9.11"
+                          "       1.03")
+                 .replace("Allreduce           22    3    600     4.31     1.24",
+                          "Allreduce           22    3    600     4.31     1e999"))
+    ds = dptrace.load(p)
+    assert ds.sources["status"].item() == "partial"
+    assert ds["mpi_ranks"]["rank"].tolist() == [0, 1, 2]   # task 1e20: not a rank, skipped
+    cs = ds["mpi_callsites"].set_index(["rank", "site"])
+    assert pd.isna(cs.loc[(0, 6), "calls"]) and pd.isna(cs.loc[(3, 22), "time_s"])
+    msgs = " ".join(ds.problems["message"])
+    assert "does not fit a 64-bit number" in msgs and "mean_ms inf is not finite" in msgs
+    assert ds.problems["line"].notna().all()
 
 
 def test_empty_file_and_bare_header(tmp_path):

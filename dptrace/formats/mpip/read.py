@@ -196,11 +196,14 @@ def parse(source: Source) -> ParseResult:
             bad.append((lineno, f"not a whole mpiP row of '{kind.replace('_', ' ')}' "
                                 f"({len(body.split())} fields): torn or cut; skipped"))
             continue
-        rep.add(kind, lineno, parsed.as_dict())
+        row = _fit(parsed.as_dict(), lineno, name, problems)
+        if row is not None:
+            rep.add(kind, lineno, row)
     _note_bad(bad, name, problems)
-    for rep in reports:
+    for k, rep in enumerate(reports):
         if not rep.ended and rep.cut_at is None and rep.seen:
-            where = last if rep is reports[-1] else None
+            # the line before the next report starts, or the file's last line
+            where = reports[k + 1].lineno - 1 if k + 1 < len(reports) else last
             problems.append(Problem(name, "the report stops before '@--- End of Report' (cut "
                                     "short, or an excerpt): read up to there", where,
                                     "warning"))
@@ -208,6 +211,42 @@ def parse(source: Source) -> ParseResult:
     variant = ("concise" if any("task_stats" in r.seen for r in reports) else "full") \
         if reports else None
     return ParseResult(tables, problems, variant)
+
+
+#: fields that say which row it is: a row whose one of these does not fit is not read
+_IDS = ("task", "rank", "site", "level", "app_task", "mpi_task")
+_INT64 = 2 ** 63
+
+
+def _fit(row: dict[str, Any], lineno: int, name: str, problems: list[Problem]
+         ) -> dict[str, Any] | None:
+    """``row`` with each number that does not fit its column (an integer beyond int64, a
+    float that is inf or nan) made missing, with an error; None (with an error) when such a
+    number is one that says which row it is (a task, rank, site)."""
+    for k, v in row.items():
+        bad = isinstance(v, int) and not -_INT64 <= v < _INT64 or \
+            isinstance(v, float) and not math.isfinite(v)
+        if not bad:
+            continue
+        if k in _IDS:
+            problems.append(Problem(name, f"{k} {str(v)[:24]} does not fit a 64-bit number: "
+                                    "the row is skipped", lineno, "error"))
+            return None
+        what = "does not fit a 64-bit number" if isinstance(v, int) else "is not finite"
+        problems.append(Problem(name, f"{k} {str(v)[:24]} {what}: the row is kept, its value "
+                                "is missing", lineno, "error"))
+        row[k] = None
+    return row
+
+
+def _mul(*xs: Any) -> float | None:
+    """The product of ``xs`` (None when one is missing or the product is not finite)."""
+    out = 1.0
+    for x in xs:
+        if x is None:
+            return None
+        out *= x
+    return out if math.isfinite(out) else None
 
 
 def _section(body: str, lineno: int, reports: list[_Report],
@@ -367,7 +406,7 @@ def _callsites(rep: _Report, common: dict[str, Any]) -> list[dict[str, Any]]:
     out: dict[tuple[Any, int], dict[str, Any]] = {}
     for lineno, r in rep.get("callsite_time"):
         rank = None if r["rank"] == "*" else r["rank"]
-        t = r["count"] * r["mean_ms"] / 1000 if _num(r["mean_ms"]) is not None else None
+        t = _mul(r["count"], r["mean_ms"], 1e-3)
         out[(rank, r["site"])] = {
             **common, "rank": rank, "site": r["site"], "routine": "MPI_" + r["call"],
             "calls": r["count"], "time_s": _num(t), "call_max_ms": _num(r["max_ms"]),
@@ -377,8 +416,8 @@ def _callsites(rep: _Report, common: dict[str, Any]) -> list[dict[str, Any]]:
     for lineno, r in rep.get("callsite_time_concise"):
         out[(None, r["site"])] = {
             **common, "rank": None, "site": r["site"], "routine": "MPI_" + r["call"],
-            "time_s": _num(r["tasks"] * r["mean"] / 1000), "tasks": r["tasks"],
-            "task_max_s": _num(r["max"] / 1000), "task_min_s": _num(r["min"] / 1000),
+            "time_s": _mul(r["tasks"], r["mean"], 1e-3), "tasks": r["tasks"],
+            "task_max_s": _mul(r["max"], 1e-3), "task_min_s": _mul(r["min"], 1e-3),
             "max_rank": r["max_rank"], "min_rank": r["min_rank"],
             **_where(paths.get(r["site"])), "lineno": lineno}
     for lineno, r in rep.get("callsite_sent"):
@@ -392,7 +431,7 @@ def _callsites(rep: _Report, common: dict[str, Any]) -> list[dict[str, Any]]:
         row = out.setdefault((None, r["site"]), {
             **common, "rank": None, "site": r["site"], "routine": "MPI_" + r["call"],
             "tasks": r["tasks"], **_where(paths.get(r["site"])), "lineno": lineno})
-        row["bytes"] = _num(r["tasks"] * r["mean"])
+        row["bytes"] = _mul(r["tasks"], r["mean"])
     return list(out.values())
 
 
