@@ -352,3 +352,13 @@ def test_guide_excerpts_give_no_partial_routine_totals():
     assert site1["call_mean_ms"].tolist() == [0.0138, 0.0138, 0.0143, 0.013]
     assert site1["function"].iloc[0] == "hypre_MPI_Allreduce"
     assert any("1 of 211 callsites" in m for m in ds.problems["message"])
+
+
+@needs_real
+def test_findings_read_mpip_ranks():
+    """The old guide's example: ranks 1-3 wait 10 s at a Barrier for rank 0 (MPITime 10 vs
+    0.000243 s): the straggler rule names rank 0 from the mpiP rows alone."""
+    ds = dptrace.load(REAL / "mpip" / "llnl_mpiP_UserGuide_old_from_docs.txt")
+    f = dptrace.report(ds).tables["findings.findings"]
+    s = f[f["kind"].astype(str) == "compute_straggler"]
+    assert len(s) == 1 and "Rank 0 " in s["message"].item()
