@@ -238,9 +238,9 @@ class _Settle:
     ``skipped``: its problems are replaced by one ``info`` row, and the exit code ignores
     it; so does one that a format was sure of but found nothing in, without an error (a
     script that prints an sntilestat header). A file named on its own keeps its error, with
-    the format it looks like when it is one that dptrace knows but does not read yet (mpiP,
-    nccl-tests, ...). Damaged files of a format that was sure of them, unreadable files and
-    parser crashes keep their status.
+    the format it looks like when it is one that dptrace knows but does not read yet
+    (PyTorch profiler traces, NCCL debug logs, ...). Damaged files of a format that was
+    sure of them, unreadable files and parser crashes keep their status.
     """
 
     def __init__(self, problems: list[Problem], forced: registry.Parser | None) -> None:
@@ -298,7 +298,7 @@ def _head(src: Source) -> bytes:
 
 
 def _looks_like(src: Source) -> str | None:
-    """"looks like an mpiP report, ..." for a file of a format dptrace does not read yet."""
+    """"looks like an NCCL debug log, ..." for a file of a format dptrace does not read yet."""
     return registry.not_read_yet(_head(src))
 
 

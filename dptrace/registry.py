@@ -329,13 +329,11 @@ NOT_READ_YET: tuple[tuple[str, re.Pattern[bytes]], ...] = (
     # prof.key_averages().table(): "Name  Self CPU %  Self CPU  CPU total %  CPU total ..."
     ("a PyTorch profiler table (key_averages)", re.compile(
         rb"(?m)^\s*Name\s+Self CPU %\s+Self CPU\s+CPU total %")),
-    # mpiP: "@ mpiP", "@ Command : ...", "@--- MPI Time (seconds) ----"
-    ("an mpiP report", re.compile(rb"^[>\s]*@ mpiP\s*$|@--- MPI Time \(seconds\) -", re.M)),
 )
 
 
 def not_read_yet(head: bytes) -> str | None:
-    """"looks like an mpiP report, which dptrace does not read yet" when ``head`` (the first
+    """"looks like an NCCL debug log, which dptrace does not read yet" when ``head`` (the first
     bytes of a file) looks like a format of :data:`NOT_READ_YET`; None otherwise."""
     kinds = [kind for kind, test in NOT_READ_YET if test.search(head)]
     if not kinds:

@@ -17,12 +17,13 @@ A run's id (the ``run`` column of every table) is its label, made unique with ``
 ``#3``, ... when two runs would share one.
 
 What the ``runs`` table says of each run (pure functions of the parsed tables):
-``world_size`` from the MPI profiles' ``nranks``, else the Horovod timeline's ranks, else the
-PyTorch profiler traces' ``distributedInfo``, else a
-training log's own statement (``Total img/sec on 4 GPU(s)``), else the launcher prefixes
-of a log that every rank printed to (ranks 0..N-1 all present); ``world_size_from`` says
-which. ``nodes`` from the profiles' host names; ``job_id`` from the file names (else the
-profiles' job); ``launcher`` where a file or a line says it.
+``world_size`` from the MPI profiles' ``nranks`` (mpitrace, then mpiP), else the Horovod
+timeline's ranks, else the PyTorch profiler traces' ``distributedInfo``, else a training
+log's own statement (``Total img/sec on 4 GPU(s)``), else the launcher prefixes of a log
+that every rank printed to (ranks 0..N-1 all present), else NCCL's lines; ``world_size_from``
+says which. ``nodes`` from the profiles' host names (else nccl-tests, NCCL and launcher
+lines); ``job_id`` from the file names (else the profiles' job); ``launcher`` where a file or
+a line says it.
 """
 
 from __future__ import annotations
@@ -331,6 +332,7 @@ def runs_table(run_of: Mapping[str, str], labels: Mapping[str, str],
         for key in ("job_id", "launcher"):
             rows[child][key] = rows[parent][key]
     _from_mpitrace(rows, tables.get("mpi_jobs"), _cols(tables.get("mpi_ranks"), "host"))
+    _from_mpip(rows, _cols(tables.get("mpi_ranks"), "nranks", "origin"))
     _from_horovod(rows, tables.get("hvd_runs"))
     _from_torchtrace(rows, _cols(tables.get("torch_traces"), "world_size"))
     _from_trainlog(rows, _cols(tables.get("train_metrics"), "name", "pattern", "value",
@@ -397,6 +399,19 @@ def _from_mpitrace(rows: dict[str, dict[str, object]], jobs: pd.DataFrame | None
         hosts = _unique(g["host"]) if "host" in g else []
         if hosts:
             rows[run]["nodes"] = len(hosts)
+
+
+def _from_mpip(rows: dict[str, dict[str, object]], ranks: pd.DataFrame | None) -> None:
+    """An mpiP report's tasks (its ``MPI Task Assignment`` lines, else its task rows or
+    file name ``<exe>.<ntasks>.<pid>.<k>.mpiP``)."""
+    for run, g in _per_run(ranks):
+        g = g[g["origin"] == "mpip_report"]
+        sizes = _unique(g["nranks"])
+        if len(sizes) == 1:
+            _set_world(rows[run], sizes[0], "mpiP report tasks")
+        elif sizes and rows[run]["world_size"] is None:
+            rows[run]["world_size_from"] = ("mpiP reports disagree ("
+                                            + ", ".join(map(str, sizes)) + " tasks)")
 
 
 def _from_horovod(rows: dict[str, dict[str, object]], runs: pd.DataFrame | None) -> None:

@@ -176,9 +176,9 @@ RUNS = Table(
                       "a file name or a line says it; else null"),
         Column("sources", "Int64", "inputs in the run"),
         Column("world_size_from", "string", "where world_size came from: 'mpitrace "
-                      "nranks', 'Horovod timeline ranks', 'Horovod benchmark: Total img/sec "
-                      "on 4 device(s)', 'launcher prefixes: ranks 0-15 printed'; or why "
-                      "it is unknown"),
+                      "nranks', 'mpiP report tasks', 'Horovod timeline ranks', 'Horovod "
+                      "benchmark: Total img/sec on 4 device(s)', 'launcher prefixes: ranks "
+                      "0-15 printed'; or why it is unknown"),
     ),
     key=("run",),
 )

@@ -30,17 +30,19 @@ clean file gives from there must come out of the damaged file unchanged:
   For a *truncation*, rows on line L itself (the cut line) must either equal a clean row of
   line L or be flagged by a problem on line L (a cut number is flagged or dropped, never
   kept as a different value), and there are no rows past L.
-* ``mpitrace`` and ``horovod`` rows carry no line numbers. For a truncation, every row of
-  the truncated file must match a clean row with the same key (the schema's key; for
-  ``hvd_ready`` pid, rank and time) whose values agree wherever the truncated row has a
-  value (a row assembled from several lines, such as an mpitrace rank summary or an open
-  Horovod interval, may miss the values that were past the cut). Columns that depend on
-  what follows by definition are not compared (fused_tensors, last_ready, ranks_ready,
-  complete; op_index of negotiations; hvd_runs). A mismatch is allowed only when a problem
-  flags the file's last line. For other mutations, the same comparison is made in the
-  other direction: every row of the clean file cut just before the damage (at the start
-  of the damaged line for mpitrace; at the damaged byte for Horovod, whose torn last
-  event is dropped) must be found in the damaged file's rows.
+* ``mpitrace``, ``mpip`` and ``horovod`` rows are compared by key (mpiP's ``mpi_*`` rows
+  are sums over lines, or carry a line number in ``mpi_callsites`` only). For a
+  truncation, every row of the truncated file must match a clean row with the same key
+  (the schema's key; for ``hvd_ready`` pid, rank and time) whose values agree wherever the
+  truncated row has a value (a row assembled from several lines, such as an mpitrace rank
+  summary or an open Horovod interval, may miss the values that were past the cut).
+  Columns that depend on what follows by definition are not compared (fused_tensors,
+  last_ready, ranks_ready, complete; op_index of negotiations; hvd_runs). A mismatch is
+  allowed only when a problem flags the file's last line. For other mutations, the same
+  comparison is made in the other direction: every row of the clean file cut just before
+  the damage (at the start of the damaged line for mpitrace and mpiP; at the damaged
+  byte for Horovod, whose torn last event is dropped) must be found in the damaged file's
+  rows.
 * ``torchtrace`` (PyTorch profiler traces) is checked for the invariants above only: its
   events carry no line numbers and which ProfilerStep#N an event falls in depends on
   annotations that may come later in the file, so there is no prefix oracle for it yet.
@@ -81,7 +83,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 FORMATS = ("trainlog", "mpitrace", "horovod", "sntilestat", "nccltests", "nccl",
-           "torchtrace")
+           "torchtrace", "mpip")
 #: seeds bigger than this are skipped (speed: the fuzzer wants many cases)
 MAX_SEED_BYTES = 400_000
 
@@ -559,7 +561,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", type=int, default=10_000, help="cases per format")
     ap.add_argument("--minutes", type=float, default=0, help="stop after this long (0: never)")
     ap.add_argument("--format", default="all", help="trainlog, mpitrace, horovod, sntilestat, "
-                    "nccltests, nccl, torchtrace or all (comma-separated list accepted)")
+                    "nccltests, nccl, torchtrace, mpip or all (comma-separated list "
+                    "accepted)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--start", type=int, default=0, help="first case index")

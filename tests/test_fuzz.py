@@ -50,6 +50,7 @@ PERCENT_SEED = {
     "nccltests": "tests/fixtures/nccltests/polaris_nccltests_allreduce_n8x4gpu.dat",
     "nccl": "tests/fixtures/nccl/tflogs_4rank_j8_rank.0_stderr.log",
     "torchtrace": "tests/fixtures/torchtrace/one_step/rank0.pt.trace.json",
+    "mpip": "tests/fixtures/mpip/default/dp_steps.4.16765.1.mpiP",
 }
 #: (format, group) that fail on today's code (issue 12)
 KNOWN: set[tuple[str, str]] = set()

@@ -156,8 +156,6 @@ def test_an_empty_directory_says_so(tmp_path):
 
 @needs_real
 @pytest.mark.parametrize(("path", "looks_like"), [
-    ("mpip/llnl_mpiP_UserGuide_from_docs.md", "an mpiP report"),
-    ("mpip/ompi_users_2013_22860_mpiP_1node_vs_2nodes_from_docs.md", "an mpiP report"),
     ("torch_trace/alcfws_aurora_xpu_ddp_key_averages_rank0.txt",
      "a PyTorch profiler table (key_averages)"),
 ])

@@ -36,17 +36,17 @@ def extra_sections(monkeypatch):
 
 def test_sections_in_report_order():
     assert [s.name for s in registry.sections()] == [
-        "findings", "inputs", "throughput", "communication", "message_sizes", "horovod",
-        "nccl", "nccl_tests", "torch_profile", "tiles", "problems"]
+        "findings", "inputs", "throughput", "communication", "mpi_callsites", "message_sizes",
+        "horovod", "nccl", "nccl_tests", "torch_profile", "tiles", "problems"]
     orders = [s.order for s in registry.sections()]
     assert orders == sorted(orders) and len(set(orders)) == len(orders)
 
 
 #: the format each built-in section belongs to (None: no format's, in dptrace/reports/)
 HOMES = {"findings": None, "inputs": None, "problems": None, "throughput": "trainlog",
-         "communication": "mpitrace", "message_sizes": "mpitrace", "horovod": "horovod",
-         "nccl": "nccl", "nccl_tests": "nccltests", "torch_profile": "torchtrace",
-         "tiles": "sntilestat"}
+         "communication": "mpitrace", "mpi_callsites": "mpip", "message_sizes": "mpitrace",
+         "horovod": "horovod", "nccl": "nccl", "nccl_tests": "nccltests",
+         "torch_profile": "torchtrace", "tiles": "sntilestat"}
 
 
 def test_every_reference_resolves_to_a_function():

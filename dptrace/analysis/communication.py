@@ -27,6 +27,8 @@ from .keys import RUN, keys, plain, run_first
 SMALL_BYTES = 64
 #: flag a job when small Allreduces hold more than this share of its MPI time
 SMALL_SHARE = 0.5
+#: ``mpi_ranks`` origins of a table of every rank: mpitrace's rank 0 table, an mpiP report
+TABLE_ORIGINS = ("rank0_table", "mpip_report")
 #: rank 0's table rounds to 0.01 s; a larger difference from the rank's own file is a mismatch
 TABLE_TOLERANCE_S = 0.006
 #: mpitrace prints times in ms; below this a bin's time is too coarse for a bandwidth
@@ -77,6 +79,7 @@ def _obj(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
 def rank_times(ranks: pd.DataFrame) -> pd.DataFrame:
     """One row per (job, rank) from ``mpi_ranks``, merging a rank's own file with rank 0's table.
 
+    An mpiP report's rows (origin ``mpip_report``) are such a table too.
     When both exist and agree (within rank 0's 0.01 s rounding), the own file's 3-decimal
     values are kept, with host, cpu and switches from the table. When they disagree the
     files come from different runs with the same job id: rank 0's table is kept (one run,
@@ -84,15 +87,18 @@ def rank_times(ranks: pd.DataFrame) -> pd.DataFrame:
 
     Columns: job, rank, nranks, host, cpu, comm_time_s, elapsed_s, comm_share
     (comm_time_s / elapsed_s), user_s, system_s, max_rss_mib, switches, comm_role,
-    origin (own, rank0_table or own+rank0_table), mismatch, own_comm_time_s, own_elapsed_s.
+    origin (own, rank0_table, mpip_report or own+ the table's), mismatch, own_comm_time_s,
+    own_elapsed_s.
     """
     cols = ["nranks", "host", "cpu", "comm_time_s", "elapsed_s", "user_s", "system_s",
             "max_rss_mib", "switches", "comm_role"]
     df = _obj(ranks, ["job", "origin", "comm_role"])
     key = keys(df, "job", "rank")
     own = df[df["origin"] == "own"].drop_duplicates(key)
-    tab = df[df["origin"] == "rank0_table"].drop_duplicates(key)
+    tab = df[df["origin"].isin(TABLE_ORIGINS)].drop_duplicates(key)
+    tab_origin = tab[key].assign(tab_origin=tab["origin"].astype(object))
     m = tab[key + cols].merge(own[key + cols], on=key, how="outer", suffixes=("_t", "_o"))
+    m = m.merge(tab_origin, on=key, how="left")
     has_t, has_o = m["elapsed_s_t"].notna(), m["elapsed_s_o"].notna()
     diff = ((m["elapsed_s_t"] - m["elapsed_s_o"]).abs() > TABLE_TOLERANCE_S) | \
            ((m["comm_time_s_t"] - m["comm_time_s_o"]).abs() > TABLE_TOLERANCE_S)
@@ -101,8 +107,9 @@ def rank_times(ranks: pd.DataFrame) -> pd.DataFrame:
     for c in cols:
         out[c] = m[f"{c}_o"].where(use_own & m[f"{c}_o"].notna(), m[f"{c}_t"])
     out["comm_share"] = out["comm_time_s"] / out["elapsed_s"]
-    out["origin"] = np.where(has_t & has_o, "own+rank0_table", np.where(has_o, "own",
-                                                                         "rank0_table"))
+    tab_name = m["tab_origin"].fillna("rank0_table").astype(str)
+    out["origin"] = np.where(has_t & has_o, "own+" + tab_name, np.where(has_o, "own",
+                                                                        tab_name))
     out["mismatch"] = (has_t & has_o & diff).astype(bool)
     out["own_comm_time_s"], out["own_elapsed_s"] = m["comm_time_s_o"], m["elapsed_s_o"]
     order = [*key, "nranks", "host", "cpu", "comm_time_s", "elapsed_s", "comm_share",
@@ -172,15 +179,19 @@ def top_routines(routines: pd.DataFrame, by: str = "time_s", n: int | None = 10,
                  ) -> pd.DataFrame:
     """Per job, routines ranked by total ``by`` (time_s, calls or bytes) over the ranks present.
 
-    Columns: job, routine, ranks (rank profiles with the routine), calls, calls_per_rank,
+    Columns: job, routine, ranks (rank profiles with the routine; a row of every rank,
+    ``rank`` null, counts the job's nranks), calls, calls_per_rank,
     bytes, bytes_per_rank, avg_bytes (bytes / calls), time_s, time_s_per_rank, time_share
     (of the job's MPI time in these profiles), order (1 = top). ``n=None`` keeps all.
     """
     df = _obj(routines, ["job", "routine"])
     job = keys(df, "job")
     key = [*job, "routine"]
-    out = df.groupby(key, sort=False).agg(ranks=("rank", "size")).join(
+    # a row of every rank (an mpiP report without per-rank rows: rank null) counts nranks
+    df["_ranks"] = df["nranks"].astype("Float64").where(df["rank"].isna(), 1).fillna(1)
+    out = df.groupby(key, sort=False).agg(ranks=("_ranks", "sum")).join(
         _totals(df, key, ["calls", "bytes", "time_s"])).reset_index()
+    out["ranks"] = out["ranks"].astype("int64")
     for c in ("calls", "bytes", "time_s"):
         out[f"{c}_per_rank"] = out[c] / out["ranks"]
     out["avg_bytes"] = out["bytes"] / out["calls"].where(out["calls"] > 0)
@@ -309,7 +320,9 @@ def checks(ranks: pd.DataFrame, rt: pd.DataFrame | None = None) -> pd.DataFrame:
                              f"{role} communication time"))
         nr = g["nranks"].max()
         listed = int((g["origin"] != "own").sum())
-        if listed and pd.notna(nr) and listed < nr:
+        # a concise mpiP report names only the ranks of the largest and smallest times
+        concise = bool(((g["origin"] == "mpip_report") & g["comm_role"].notna()).any())
+        if listed and pd.notna(nr) and listed < nr and not concise:
             rows.append((*run, job, "ranks missing",
                          f"rank 0's table lists {listed} of {nr} ranks"))
     return run_first(pd.DataFrame(rows, columns=[*k, "check", "detail"]), rt)
@@ -318,3 +331,44 @@ def checks(ranks: pd.DataFrame, rt: pd.DataFrame | None = None) -> pd.DataFrame:
 def _ranks(df: pd.DataFrame, limit: int = 8) -> str:
     r = [str(x) for x in df["rank"].tolist()]
     return ", ".join(r[:limit]) + (", ..." if len(r) > limit else "")
+
+
+def top_callsites(callsites: pd.DataFrame, n: int | None = 10) -> pd.DataFrame:
+    """Per job, mpiP's callsites ranked by time (``mpi_callsites``): where in the program the
+    MPI time is spent.
+
+    A report with per-rank rows is summed over them; one without (concise, or rows left
+    out by a threshold) uses its rows of every rank (``rank`` null).
+    Columns: job, site, routine, function, where (file:line, or the address), ranks (ranks
+    with rows at the site; for rows of every rank, mpiP's Tasks or nranks), calls (missing
+    when unknown), time_s, time_share (of the job's time over all its callsites), bytes,
+    order (1 = most time). ``n=None`` keeps all.
+    """
+    cols = [*keys(callsites, "job"), "site", "routine", "function", "where", "ranks", "calls",
+            "time_s", "time_share", "bytes", "order"]
+    if callsites.empty:
+        return pd.DataFrame(columns=cols)
+    df = _obj(callsites, ["job", "routine"])
+    job = keys(df, "job")
+    has_ranks = df.groupby(job, sort=False)["rank"].transform(lambda r: r.notna().any())
+    df = df[df["rank"].notna() == has_ranks.astype(bool)].copy()
+    line = df["line"].astype("Int64").astype("string")
+    df["where"] = df["file"].astype("string").where(line.isna(), df["file"].astype("string")
+                                                    + ":" + line)
+    df["_ranks"] = df["tasks"].astype("Float64").fillna(
+        df["nranks"].astype("Float64")).where(df["rank"].isna(), 1).fillna(1)
+    key = [*job, "site"]
+    out = df.groupby(key, sort=False).agg(
+        routine=("routine", "first"), function=("function", "first"),
+        where=("where", "first"), ranks=("_ranks", "sum")).join(
+        _totals(df, key, ["calls", "time_s", "bytes"])).reset_index()
+    out["ranks"] = out["ranks"].astype("int64")
+    out["calls"] = out["calls"].astype("Int64")
+    out["time_share"] = out["time_s"] / out.groupby(job)["time_s"].transform("sum")
+    out = run_first(out, callsites)
+    out = out.sort_values([*job, "time_s"], ascending=[True] * len(job) + [False],
+                          kind="stable")
+    out["order"] = out.groupby(job, observed=True).cumcount() + 1
+    if n is not None:
+        out = out[out["order"] <= n]
+    return out[cols].reset_index(drop=True)

@@ -229,12 +229,14 @@ def role_claimed_twice(ranks: pd.DataFrame) -> list[Finding]:
 
 
 def ranks_missing(rt: pd.DataFrame) -> list[Finding]:
-    """Per job: rank 0's table listing fewer ranks than the job has."""
+    """Per job: rank 0's table listing fewer ranks than the job has (not a concise mpiP
+    report, which names only the ranks of the largest and smallest times)."""
     out = []
     for job, g in rt.groupby("job", sort=False, observed=True):
         nr = g["nranks"].max()
         listed = int((g["origin"] != "own").sum())
-        if listed and pd.notna(nr) and listed < nr:
+        concise = bool(((g["origin"] == "mpip_report") & g["comm_role"].notna()).any())
+        if listed and pd.notna(nr) and listed < nr and not concise:
             out.append(Finding(
                 "warning", "ranks_missing", "job", f"job {job}",
                 f"Rank 0's table of job {job} lists {listed} of {nr} ranks, so the spread of "

@@ -71,6 +71,7 @@ P5 = fx("nccltests/p5_efa_nccltests_allreduce_2n16gpu_tagoutput.log")
 TORCH = fx("torchtrace/one_step/rank0.pt.trace.json")  # Kineto trace, 1 step, gloo
 P5_TABLE = lines(P5, 17, 33) + lines(P5, 2900, 2939)           # tagged header and table
 NCCL_POLARIS = lines(fx("nccl/polaris_resnet50_ddp_2n8gpu_OFI_TIMEOUT_2025-06-26.log"), 1, 60)
+MPIP = fx("mpip/default/dp_steps.4.16765.1.mpiP")                  # mpiP 3.5.0, 4 tasks
 HVD_PERLINE = lines(fx("horovod/synthetic_v0200_per_line.json"), 1, 200)  # per line, open
 
 
@@ -271,6 +272,19 @@ def classes() -> list[dict]:
         (lambda z: z[:len(z) // 2])(gzip.compress(TORCH, mtime=0)), status="partial",
         rows=">=50", problem="gz|truncated|cut", exit="1",
         desc="a gzipped PyTorch profiler trace (use_gzip=True) cut in half")
+    add("mpip_cut_mid_row", "mpip-cut.mpiP", MPIP[:MPIP.index(b"Allreduce           14    2")
+                                                  + 40],
+        status="partial", rows=">=24", problem="newline|cut", exit="1",
+        desc="an mpiP report cut inside a row of its callsite statistics (no final newline)")
+    add("mpip_row_missing_field", "mpip-short-row.mpiP",
+        sub(MPIP, b"   1       9.11       1.01    11.13", b"   1       9.11       11.13"),
+        base=MPIP, status="partial", rows="=base-1", problem="not a whole mpiP row", exit="1",
+        desc="an mpiP MPI Time row with one field torn out (its numbers would shift)")
+    dots = MPIP.index(b"Allreduce            9    2")
+    add("mpip_dots_excerpt", "mpip-dots.mpiP",
+        MPIP[:dots] + b"...\n" + MPIP[MPIP.index(b"Barrier              7    0"):],
+        status="ok|partial", rows=">=20", problem=r"cut here \('\.\.\.'", exit="0|1",
+        desc="an mpiP report whose copy left callsite rows out ('...' on a line)")
     add("sntilestat_pid_without_user", "sntilestat-nouser.txt",
         LISTING.replace(b" 2750333  vsastry /opt/sambaflow/apps/nlp/transformers_on_rdu/venv/b",
                         b" 2750333", 1), base=LISTING, status="ok|partial", rows="=base",

@@ -1,6 +1,8 @@
 """mpitrace sections: communication per job, and message sizes per collective.
 
-Both appear only when the Dataset has mpitrace tables.
+Both appear only when the Dataset has mpitrace tables; mpiP reports fill the same
+``mpi_ranks`` and ``mpi_routines`` (not ``mpi_messages``), so the communication section is
+theirs too.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ def build_communication(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
     rt = comm.rank_times(ranks)
     return Section(
         COMMUNICATION.name, COMMUNICATION.title,
-        "Per job: time in MPI per rank (comm) against its elapsed time; min/median/max ranks as "
-        "mpitrace picks them; COV = std/mean and imbalance = max/mean of comm over the ranks "
-        "listed. Routine totals cover the ranks that wrote a profile. mpitrace times include "
-        "waiting at collectives: a high share often means imbalance elsewhere.",
+        "Per job: time in MPI per rank (comm) against its elapsed time (an mpiP report: "
+        "MPITime against AppTime); min/median/max ranks as mpitrace picks them; COV = "
+        "std/mean and imbalance = max/mean of comm over the ranks listed. Routine totals cover "
+        "the ranks that wrote a profile (an mpiP report's rows of every rank count them all). "
+        "MPI times include waiting at collectives: a high share often means imbalance "
+        "elsewhere.",
         {"jobs": comm.job_summary(rt, ds["mpi_jobs"]), "ranks": rt,
          "routines": comm.top_routines(routines, n=None),
          "small_messages": comm.small_messages(ds["mpi_messages"], routines)},
@@ -47,7 +51,7 @@ def build_message_sizes(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
 
 
 COMMUNICATION = register_section(SectionSpec(
-    "communication", "Communication (mpitrace)", order=30, build=build_communication,
+    "communication", "Communication (mpitrace, mpiP)", order=30, build=build_communication,
     figures="dptrace.formats.mpitrace.figures:communication_figures",
     terminal="dptrace.formats.mpitrace.terminal:draw_communication"))
 MESSAGE_SIZES = register_section(SectionSpec(

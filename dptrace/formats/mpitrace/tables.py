@@ -10,9 +10,9 @@ _c = Column
 _JOB = _c("job", "category",
           "job id from the file name mpi_profile.<job>.<rank> (<job>.<MMDDhhmmss> with "
           "ADD_TIMESTAMP); for a profile pasted in a document: the file name, plus #k when it "
-          "holds several")
+          "holds several; for an mpiP report: its file name without .mpiP")
 _RANK = _c("rank", "Int64", "MPI rank the profile (or row) is about; null when a pasted "
-           "excerpt does not say")
+           "excerpt does not say, or (mpiP) for a row of every rank")
 _NRANKS = _c("nranks", "Int64", "MPI ranks in the job (MPI_COMM_WORLD size)")
 _ROUTINE = _c("routine", "category", "MPI routine as mpitrace labels it: MPI_Allreduce, ...")
 _CALLS = _c("calls", "Int64", "number of calls")
@@ -24,7 +24,9 @@ _TIME = _c("time_s", "float64", "wall time spent in the calls, waiting included"
 MPI_ROUTINES = register_table(Table(
     "mpi_routines",
     "mpitrace: one row per MPI routine per rank profile (the flat 'MPI Routine #calls "
-    "avg. bytes time(sec)' table).",
+    "avg. bytes time(sec)' table). mpiP: one row per routine per rank (its callsite rows "
+    "summed), or per routine of the job with rank null where the report has no whole "
+    "per-rank rows (concise, or a -t threshold).",
     (SOURCE, _JOB, _RANK, _NRANKS, _ROUTINE, _CALLS, _AVG, _BYTES, _TIME,
      _c("region", "category", "what the times cover: init_finalize (MPI_Init to "
         "MPI_Finalize), pcontrol (MPI_Pcontrol(1) to (0)) or summary_start")),
@@ -51,8 +53,10 @@ MPI_RANKS = register_table(Table(
     "'MPI timing summary for all ranks' gives one row per rank of the job (origin "
     "'rank0_table'), so a rank can have both; communication.rank_times() keeps one per rank.",
     (SOURCE, _JOB, _RANK, _NRANKS,
-     _c("origin", "category", "own (the rank's own profile) or rank0_table (rank 0's table "
-        "of all ranks, 2 decimals)"),
+     _c("origin", "category", "own (the rank's own profile), rank0_table (rank 0's table "
+        "of all ranks, 2 decimals) or mpip_report (an mpiP report's MPI Time row: AppTime "
+        "as elapsed_s, MPITime as comm_time_s, 3 significant digits; a concise report's "
+        "Task Time Statistics name the ranks of the largest and smallest times only)"),
      _c("host", "string", "host name (rank 0's table only)"),
      _c("cpu", "Int64", "CPU the rank ran on at the end (newer mpitrace, rank 0's table)"),
      _c("comm_time_s", "float64", "total communication time: time in MPI routines "
