@@ -23,9 +23,9 @@ def _na(v: Any) -> bool:
     return v is None or (not isinstance(v, str) and bool(pd.isna(v)))
 
 
-def _evidence(r: Any, **keys: Any) -> str:
-    extra = " ".join(f"{k}={v}" for k, v in keys.items())
-    return f"nccl.overview run={r['run']}" + (f" {extra}" if extra else "")
+def _evidence(r: Any) -> str:
+    """The overview row of the run (one per run): ``nccl.overview run=R``."""
+    return f"nccl.overview run={r['run']}"
 
 
 _SOCKET_HINT = ("Make NCCL use the fabric: check that the InfiniBand verbs library and HCA "
@@ -58,14 +58,14 @@ def nccl_socket_fallback(overview: pd.DataFrame) -> list[Finding]:
                 f"NCCL fell back to TCP sockets between nodes: {who} of this {nodes}-node job "
                 f"{verb} the Socket network{dev}, not InfiniBand or a fabric plugin, so every "
                 f"gradient allreduce crosses nodes over TCP.{why}",
-                _evidence(r, network=SOCKET), _SOCKET_HINT,
+                _evidence(r), _SOCKET_HINT,
                 value=float(n), threshold=0.0))
         else:
             out.append(Finding(
                 "warning", "nccl_socket_fallback", "job", f"run {r['run']}",
                 f"NCCL uses TCP sockets for traffic between nodes on {who}{dev}; the inputs "
                 f"do not say whether the job spans nodes (on one node this is harmless).{why}",
-                _evidence(r, network=SOCKET), _SOCKET_HINT,
+                _evidence(r), _SOCKET_HINT,
                 value=float(n), threshold=0.0))
     return out
 
@@ -103,7 +103,7 @@ def nccl_no_gdrdma(overview: pd.DataFrame) -> list[Finding]:
             f"None of the {net} process(es) whose channels go through the network "
             f"({r['networks'] or '?'}) uses GPUDirect RDMA: data between nodes is staged "
             "through host memory.",
-            _evidence(r, gdrdma=False),
+            _evidence(r),
             "Expected on some fabrics (Omni-Path, older drivers); elsewhere check the "
             "nvidia-peermem (nv_peer_mem) module and NCCL_NET_GDR_LEVEL.",
             value=0.0, threshold=0.0))
@@ -123,7 +123,7 @@ def nccl_errors(overview: pd.DataFrame) -> list[Finding]:
                 "critical", "nccl_timeout", "job", f"run {r['run']}",
                 f"NCCL collectives timed out on {t} rank(s) (ranks {r['timeout_ranks']}):"
                 f"{op} did not complete{ms}, and PyTorch's watchdog took the processes down.",
-                _evidence(r, kind="timeout"),
+                _evidence(r),
                 "A rank never joined the collective (it crashed or hung earlier, see its "
                 "log), or the network between nodes is broken: check the NCCL network "
                 "chosen (NCCL section) and NCCL's warnings before the timeout.",
@@ -132,7 +132,7 @@ def nccl_errors(overview: pd.DataFrame) -> list[Finding]:
             out.append(Finding(
                 "critical", "nccl_error", "job", f"run {r['run']}",
                 f"NCCL reported {e} error(s); the first: {r['first_error']}",
-                _evidence(r, kind="error"),
+                _evidence(r),
                 "An NCCL error ends the collective and usually the job: read the NCCL WARN "
                 "lines before it (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,NET).",
                 value=float(e), threshold=0.0))

@@ -52,4 +52,4 @@ MPI_CALLSITES = register_table(Table(
         LINENO,
     ),
     key=("job", "rank", "site"),
-), place=30)
+), place=31)
