@@ -91,10 +91,13 @@ def test_runs_beside_a_training_log(tmp_path):
     t = ds["ds_comms"]
     assert t["size_bytes"].tolist() == [4 * 1024 ** 2, 1024 ** 3]
     assert t["count"].tolist() == [20, 2]
-    # alone, the summary is its format's
+    # alone, the summary is its format's; the training log, which claims any text, still
+    # runs beside it (it finds nothing here)
     alone = tmp_path / "summary.txt"
     alone.write_text(SUMMARY)
-    assert [p.name for p in detect_all(Source(str(alone), alone))] == ["dscomms"]
+    assert [p.name for p in detect_all(Source(str(alone), alone))] == ["dscomms", "trainlog"]
+    ds = dptrace.load(alone)
+    assert ds.sources["format"].item() == "dscomms" and ds.problems.empty
 
 
 def test_sniff_scores_between_companion_and_trainlog():
@@ -126,8 +129,9 @@ def test_torn_and_cut_rows(tmp_path):
     cut.write_text(SUMMARY.rstrip("\n")[:-30])     # the last row cut, no final newline
     ds = dptrace.load(cut)
     assert ds["ds_comms"]["size_bytes"].tolist() == [4 * 1024 ** 2]
-    assert ds.problems["line"].tolist() == [4]
-    assert "cut" in ds.problems["message"].item()
+    mine = ds.problems[ds.problems["message"].str.contains("comms")]   # the training log
+    assert mine["line"].tolist() == [4]                              # warns of it too
+    assert "cut" in mine["message"].item()
 
 
 def test_row_without_op_and_header_without_rows(tmp_path):
