@@ -48,6 +48,8 @@ PERCENT_SEED = {
     "horovod": "tests/fixtures/horovod/alcfws_timeline_cpu_n1.json",
     "sntilestat": "tests/fixtures/sntilestat/watch_sntilestat_sn30.typescript",
     "nccltests": "tests/fixtures/nccltests/polaris_nccltests_allreduce_n8x4gpu.dat",
+    "dscomms": "tests/fixtures/dscomms/deepspeed_comms_logging_tutorial_from_docs.md",
+    "mllog": "tests/fixtures/mllog/mlperf1.0_nv_bert_pytorch_n1_8gpu.txt",
 }
 #: (format, group) that fail on today's code (issue 12)
 KNOWN: set[tuple[str, str]] = set()
