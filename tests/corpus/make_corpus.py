@@ -70,6 +70,10 @@ SUPERBENCH = fx("nccltests/superbench_nccltests_allreduce_1n8gpu_a100.log")  # #
 P5 = fx("nccltests/p5_efa_nccltests_allreduce_2n16gpu_tagoutput.log")
 P5_TABLE = lines(P5, 17, 33) + lines(P5, 2900, 2939)           # tagged header and table
 HVD_PERLINE = lines(fx("horovod/synthetic_v0200_per_line.json"), 1, 200)  # per line, open
+DSDOCS = fx("dscomms/deepspeed_comms_logging_tutorial_from_docs.md")  # two comms summaries
+DSSUMMARY = lines(DSDOCS, 14, 19)                                   # header, 2 ops, 3 rows
+MLBERT = b"".join(ln for ln in fx("mllog/mlperf1.0_nv_bert_pytorch_n1_8gpu.txt")
+                  .splitlines(keepends=True) if b":::MLLOG" in ln)  # 58 records, srun -l
 
 
 def sub(data: bytes, old: bytes, new: bytes, count: int = 1) -> bytes:
@@ -256,6 +260,22 @@ def classes() -> list[dict]:
     add("nccltests_torn_tagged_row", "nccltests-torn.log", sub(P5_TABLE, row, torn),
         base=P5_TABLE, status="partial", rows="=base-2", problem="several ranks", exit="1",
         desc="mpirun --tag-output: another rank's line written inside an nccl-tests row")
+    ds_row = lines(DSDOCS, 17, 17)
+    add("dscomms_row_missing_field", "dscomms-short-row.md",
+        sub(DSDOCS, ds_row, ds_row.replace(b"8317.12             0.20", b"0.20", 1)),
+        base=DSDOCS, status="partial", rows="=base-1", problem="not a whole comms logger row",
+        exit="1", desc="a DeepSpeed comms logger row with one field torn out (its numbers "
+        "would shift)")
+    add("dscomms_cut_mid_row", "dscomms-cut.log", DSSUMMARY[:-40], status="partial",
+        rows="=2", problem="newline|cut", exit="1",
+        desc="a DeepSpeed comms summary cut inside its last row (no final newline)")
+    rec = lines(MLBERT, 30, 30)
+    add("mllog_torn_record", "mllog-torn.txt", sub(MLBERT, rec, rec[:70] + b"\n"),
+        base=MLBERT, status="partial", rows="=base-1", problem="torn or cut", exit="1",
+        desc="an MLPerf :::MLLOG record torn mid-JSON by another writer's newline")
+    add("mllog_cut_last_record", "mllog-cut.txt", MLBERT[:-60], base=MLBERT,
+        status="partial", rows="=base-1", problem="torn or cut", exit="1",
+        desc="MLPerf :::MLLOG lines cut inside the last record (no final newline)")
     add("sntilestat_pid_without_user", "sntilestat-nouser.txt",
         LISTING.replace(b" 2750333  vsastry /opt/sambaflow/apps/nlp/transformers_on_rdu/venv/b",
                         b" 2750333", 1), base=LISTING, status="ok|partial", rows="=base",
