@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_format_package_is_registered_under_its_name() -> None:
-    assert formats.names() == ["horovod", "mpitrace", "nccltests", "sntilestat", "trainlog"]
+    assert formats.names() == ["dscomms", "horovod", "mllog", "mpitrace", "nccltests",
+                               "sntilestat", "trainlog"]
     assert list(registry.parsers()) == formats.names()
     for name, parser in registry.parsers().items():
         assert parser.spec.name == name
@@ -48,7 +49,7 @@ def test_schema_order_is_the_listing_order() -> None:
         "mpi_routines", "mpi_messages", "mpi_ranks", "mpi_jobs", "mpi_comm_sizes",
         "mpi_call_stacks", "mpi_histogram",
         "hvd_activities", "hvd_tensors", "hvd_ready", "hvd_cycles", "hvd_runs",
-        "nccl_tests", "nccl_tests_summary", "findings"]
+        "nccl_tests", "nccl_tests_summary", "ds_comms", "mllog", "findings"]
 
 
 NEW_FORMAT = {

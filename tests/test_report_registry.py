@@ -37,7 +37,7 @@ def extra_sections(monkeypatch):
 def test_sections_in_report_order():
     assert [s.name for s in registry.sections()] == [
         "findings", "inputs", "throughput", "communication", "message_sizes", "horovod",
-        "nccl_tests", "tiles", "problems"]
+        "nccl_tests", "ds_comms", "mllog", "tiles", "problems"]
     orders = [s.order for s in registry.sections()]
     assert orders == sorted(orders) and len(set(orders)) == len(orders)
 
@@ -45,7 +45,8 @@ def test_sections_in_report_order():
 #: the format each built-in section belongs to (None: no format's, in dptrace/reports/)
 HOMES = {"findings": None, "inputs": None, "problems": None, "throughput": "trainlog",
          "communication": "mpitrace", "message_sizes": "mpitrace", "horovod": "horovod",
-         "nccl_tests": "nccltests", "tiles": "sntilestat"}
+         "nccl_tests": "nccltests", "ds_comms": "dscomms", "mllog": "mllog",
+         "tiles": "sntilestat"}
 
 
 def test_every_reference_resolves_to_a_function():
