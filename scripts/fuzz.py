@@ -19,9 +19,10 @@ The prefix oracle. Everything before the first damaged byte is untouched, so wha
 clean file gives from there must come out of the damaged file unchanged:
 
 * ``trainlog`` (throughput, train_metrics), ``sntilestat`` (tiles), ``nccltests``
-  (nccl_tests), ``dscomms`` (ds_comms) and ``mllog`` (mllog) rows carry their line number. Let L be the line holding the first damaged
-  byte. The rows with ``lineno < L`` must equal, as a multiset over every column, the
-  clean file's rows with ``lineno < L``
+  (nccl_tests), ``dscomms`` (ds_comms) and ``mllog`` (mllog) rows carry their line
+  number. Let L be the line holding the first damaged byte. The rows with
+  ``lineno < L`` must equal, as a multiset over every column, the clean file's rows with
+  ``lineno < L``
   (the 3 lines just before L may lose rows, never change them: a copy may wrap a record
   onto the damaged line, as docs do with Megatron's long lines)
   (except ``tiles.command``, which a copy may wrap onto the following lines: the damaged
