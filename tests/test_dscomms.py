@@ -142,3 +142,32 @@ def test_row_without_op_and_header_without_rows(tmp_path):
     msgs = dict(zip(ds.problems["line"], ds.problems["message"], strict=True))
     assert "before any op" in msgs[2]
     assert "no row" in msgs[1] and "no row" in msgs[4]
+
+
+def test_report_section_terminal_and_figure():
+    from rich.console import Console
+
+    from dptrace.formats.dscomms.terminal import draw_ds_comms
+
+    rep = dptrace.report(dptrace.load(DOCS))
+    sec = rep.section("ds_comms")
+    ops = sec.tables["ops"]
+    assert ops["block"].tolist() == [0, 0, 1, 1]
+    assert ops["op"].tolist() == ["broadcast", "reduce_scatter_tensor"] * 2
+    assert ops["caller"].isna().tolist() == [True, True, False, False]
+    assert ops["caller"].tolist()[2:] == ["_broadcast_model", "reduce_scatter_fn"]
+    first = ops.iloc[0]
+    # broadcast, first summary: 146 + 1 calls, 11.12 + 8317.12 ms of 11.12 + 8317.12 + 602.29
+    assert (first["sizes"], first["calls"]) == (2, 147)
+    assert first["total_latency_ms"] == pytest.approx(11.12 + 8317.12)
+    assert first["latency_share"] == pytest.approx((11.12 + 8317.12)
+                                                   / (11.12 + 8317.12 + 602.29))
+    assert (first["peak_busbw_gbps"], first["peak_size_bytes"]) == (0.41, 2048)
+    fig = sec.figures["summary1_busbw"]
+    assert fig.layout.xaxis.type == "log"
+    assert [tr.name for tr in fig.data] == ["broadcast", "reduce_scatter_tensor"]
+    assert list(fig.data[1].y) == [1376.31]
+    console = Console(width=160, color_system=None, record=True)
+    console.print(draw_ds_comms(sec))
+    text = console.export_text()
+    assert "reduce_scatter_fn" in text and "1,376.31" in text

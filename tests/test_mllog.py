@@ -185,3 +185,28 @@ def test_no_record_is_guessed(tmp_path):
     path.write_text("grep ':::MLLOG' result.txt\n")
     assert sniff(Source(str(path), path), path.read_bytes()) == 0.0
     assert re.search(":::MLLOG", path.read_text())
+
+
+@needs_real
+def test_report_section_terminal_and_figure():
+    from rich.console import Console
+
+    from dptrace.formats.mllog.terminal import draw_mllog
+
+    rep = dptrace.report(dptrace.load(DELL[1]))
+    sec = rep.section("mllog")
+    row = sec.tables["runs"].iloc[0]
+    assert (row["benchmark"], row["nodes"], row["epochs"]) == ("resnet", 1, 40)
+    eps = sec.tables["epochs"]
+    assert len(eps) == 40
+    # epoch 1: epoch_start 1593141112417, epoch_stop 1593141341227 (lines 63 and 142)
+    assert eps.iloc[0]["duration_s"] == pytest.approx((1593141341227 - 1593141112417) / 1000)
+    # epoch 4's evaluation: 'eval_accuracy' 0.39664
+    assert eps.set_index("epoch_num").loc[4, "eval_accuracy"] == 0.39664
+    fig = sec.figures["log1_epochs"]
+    assert [tr.name for tr in fig.data] == ["epoch time (s)", "eval accuracy"]
+    assert len(fig.data[1].y) == 10            # 10 evaluations (grep -c eval_accuracy)
+    console = Console(width=200, color_system=None, record=True)
+    console.print(draw_mllog(sec))
+    text = console.export_text()
+    assert "5,593.7" in text and "success" in text and "9,231.11 s" in text

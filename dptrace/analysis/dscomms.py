@@ -36,6 +36,7 @@ def by_op(rows: pd.DataFrame) -> pd.DataFrame:
     peaks = best[[*g, "busbw_gbps", "size_bytes"]].rename(columns={
         "busbw_gbps": "peak_busbw_gbps", "size_bytes": "peak_size_bytes"})
     out = out.merge(peaks, on=g, how="left").sort_values([*k, "first"], kind="stable")
+    out["caller"] = out["caller"].astype("string")     # the group key came back as NaN
     return run_first(out[cols].reset_index(drop=True), rows)
 
 
