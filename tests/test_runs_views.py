@@ -237,8 +237,11 @@ def test_scaling_keeps_a_run_without_throughput_and_says_what_is_missing():
 
 
 def test_scaling_unknown_world_size_is_named(tmp_path):
-    sc = dptrace.scaling(dptrace.load({"one": BERT1, "two": BERT8})).tables["scaling.scaling"] \
-        if BERT8.exists() else None
+    """Dell's MLPerf v0.7 logs (mpirun without --tag-output) say their nodes (the MLLOG
+    submission_platform '2x...') but not their ranks."""
+    dell = [SCALE / f"mlperf0.7_dell_resnet_n{n}_{4 * n}gpu.txt" for n in (1, 2)]
+    sc = dptrace.scaling(dptrace.load({"one": dell[0], "two": dell[1]})) \
+        .tables["scaling.scaling"] if dell[1].exists() else None
     if sc is None:
         pytest.skip("needs ../shared/realdata/scaling")
     assert sc["workers"].isna().all()
