@@ -40,6 +40,10 @@ SURE = 0.9
 MIN_SCORE = 0.05
 #: an embeddable parser this confident also runs beside the best match
 COMPANION_SCORE = 0.5
+#: an embeddable format that must run beside a training log scores from COMPANION_SCORE up
+#: to this (the training log's score with its keywords in the head); as the best match it
+#: lets every embeddable format that claims the input at all run too
+COMPANION_BELOW = 0.6
 
 
 @dataclass
@@ -312,12 +316,18 @@ def detect_all(source: Source, head: bytes | None = None) -> list[Parser]:
                 f"{'; '.join(UNAVAILABLE[n] for n in missing)})") if missing else ""
         raise UnknownFormatError(_unknown_reason(head) + note)
     chosen = [found[best]]
+    # an embeddable best match that is not sure (a companion-level score: a DeepSpeed comms
+    # summary, MLPerf :::MLLOG lines) does not push out the other embeddable formats that
+    # claim the input at all: the training log those lines sit in (scored 0.1 when its
+    # keywords are past the head) is still read
+    floor = MIN_SCORE if chosen[0].embeddable and best_score < COMPANION_BELOW \
+        else COMPANION_SCORE
     for score, name in scores[1:]:
         both_embeddable = found[name].embeddable and chosen[0].embeddable
         if score == best_score and not both_embeddable:
             raise UnknownFormatError(
                 f"ambiguous: looks like both {best!r} and {name!r}; pass --format")
-        if both_embeddable and score >= COMPANION_SCORE:
+        if both_embeddable and score >= floor:
             chosen.append(found[name])
     return chosen
 
@@ -333,8 +343,9 @@ NOT_READ_YET: tuple[tuple[str, re.Pattern[bytes]], ...] = (
 
 
 def not_read_yet(head: bytes) -> str | None:
-    """"looks like an NCCL debug log, which dptrace does not read yet" when ``head`` (the first
-    bytes of a file) looks like a format of :data:`NOT_READ_YET`; None otherwise."""
+    """"looks like a PyTorch profiler table (key_averages), which dptrace does not read yet"
+    when ``head`` (the first bytes of a file) looks like a format of :data:`NOT_READ_YET`;
+    None otherwise."""
     kinds = [kind for kind, test in NOT_READ_YET if test.search(head)]
     if not kinds:
         return None

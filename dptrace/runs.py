@@ -345,6 +345,7 @@ def runs_table(run_of: Mapping[str, str], labels: Mapping[str, str],
     _from_nccltests(rows, _cols(tables.get("nccl_tests_summary"), "nranks", "nhosts"))
     _from_nccl(rows, _cols(tables.get("nccl_setup"), "host", "nranks", "nodes"),
                _cols(tables.get("nccl_env"), "name", "nodes"))
+    _from_mllog(rows, _cols(tables.get("mllog"), "key", "value", "rank"))
     return schema.conform(pd.DataFrame(list(rows.values()),
                                        columns=[c.name for c in RUNS.columns]), RUNS)
 
@@ -473,6 +474,20 @@ def _from_nccl(rows: dict[str, dict[str, object]], setup: pd.DataFrame | None,
     for run, values in stated.items():     # a log with the layout but no NCCL process line
         if rows[run]["nodes"] is None and len(values) == 1:
             rows[run]["nodes"] = values[0]
+
+
+def _from_mllog(rows: dict[str, dict[str, object]], events: pd.DataFrame | None) -> None:
+    """Last, when nothing else said it: MLPerf :::MLLOG lines' launcher ranks (0..N-1 all
+    printed) and the N of ``submission_platform`` ('8xNVIDIA DGX A100': N systems)."""
+    from .analysis.mllog import nodes_of, ranks_of
+
+    for run, g in _per_run(events):
+        n = ranks_of(g["rank"])
+        if n is not None:
+            _set_world(rows[run], n, f"MLPerf :::MLLOG lines of ranks 0-{n - 1}")
+        nodes = {nodes_of(v) for v in g.loc[g["key"] == "submission_platform", "value"]}
+        if len(nodes) == 1 and None not in nodes and rows[run]["nodes"] is None:
+            rows[run]["nodes"] = nodes.pop()
 
 
 def _world_size_from() -> dict[str, str]:

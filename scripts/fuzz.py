@@ -19,10 +19,11 @@ The prefix oracle. Everything before the first damaged byte is untouched, so wha
 clean file gives from there must come out of the damaged file unchanged:
 
 * ``trainlog`` (throughput, train_metrics), ``sntilestat`` (tiles), ``nccltests``
-  (nccl_tests) and ``nccl`` (nccl_events, nccl_env; its per-process ``nccl_setup`` sums
-  lines and is not compared) rows carry their line number. Let L be the line holding the
-  first damaged byte. The rows with ``lineno < L`` must equal, as a multiset over every column, the
-  clean file's rows with ``lineno < L``
+  (nccl_tests), ``nccl`` (nccl_events, nccl_env; its per-process ``nccl_setup`` sums
+  lines and is not compared), ``dscomms`` (ds_comms) and ``mllog`` (mllog) rows carry
+  their line number. Let L be the line holding the first damaged byte. The rows with
+  ``lineno < L`` must equal, as a multiset over every column, the clean file's rows with
+  ``lineno < L``
   (the 3 lines just before L may lose rows, never change them: a copy may wrap a record
   onto the damaged line, as docs do with Megatron's long lines)
   (except ``tiles.command``, which a copy may wrap onto the following lines: the damaged
@@ -83,7 +84,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 FORMATS = ("trainlog", "mpitrace", "horovod", "sntilestat", "nccltests", "nccl",
-           "torchtrace", "mpip")
+           "torchtrace", "mpip", "dscomms", "mllog")
 #: seeds bigger than this are skipped (speed: the fuzzer wants many cases)
 MAX_SEED_BYTES = 400_000
 
@@ -196,7 +197,8 @@ def percent_cases(fmt: str, seed: Path) -> list[Case]:
 
 # --- the oracle ---------------------------------------------------------------------------
 
-LINE_TABLES = {"throughput", "train_metrics", "tiles", "nccl_tests", "nccl_events", "nccl_env"}
+LINE_TABLES = {"throughput", "train_metrics", "tiles", "nccl_tests", "nccl_events", "nccl_env",
+               "ds_comms", "mllog"}
 #: lines before the damage whose rows may be lost (a record wrapped onto the damaged line)
 WRAP = 3
 #: columns never compared (they depend on what follows, or on the file name)
@@ -561,8 +563,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", type=int, default=10_000, help="cases per format")
     ap.add_argument("--minutes", type=float, default=0, help="stop after this long (0: never)")
     ap.add_argument("--format", default="all", help="trainlog, mpitrace, horovod, sntilestat, "
-                    "nccltests, nccl, torchtrace, mpip or all (comma-separated list "
-                    "accepted)")
+                    "nccltests, nccl, torchtrace, mpip, dscomms, mllog or all "
+                    "(comma-separated list accepted)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--start", type=int, default=0, help="first case index")

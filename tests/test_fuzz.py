@@ -51,6 +51,8 @@ PERCENT_SEED = {
     "nccl": "tests/fixtures/nccl/tflogs_4rank_j8_rank.0_stderr.log",
     "torchtrace": "tests/fixtures/torchtrace/one_step/rank0.pt.trace.json",
     "mpip": "tests/fixtures/mpip/default/dp_steps.4.16765.1.mpiP",
+    "dscomms": "tests/fixtures/dscomms/deepspeed_comms_logging_tutorial_from_docs.md",
+    "mllog": "tests/fixtures/mllog/mlperf1.0_nv_bert_pytorch_n1_8gpu.txt",
 }
 #: (format, group) that fail on today's code (issue 12)
 KNOWN: set[tuple[str, str]] = set()

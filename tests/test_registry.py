@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_format_package_is_registered_under_its_name() -> None:
-    assert formats.names() == ["horovod", "mpip", "mpitrace", "nccl", "nccltests",
-                               "sntilestat", "torchtrace", "trainlog"]
+    assert formats.names() == ["dscomms", "horovod", "mllog", "mpip", "mpitrace", "nccl",
+                               "nccltests", "sntilestat", "torchtrace", "trainlog"]
     assert list(registry.parsers()) == formats.names()
     for name, parser in registry.parsers().items():
         assert parser.spec.name == name
@@ -50,7 +50,7 @@ def test_schema_order_is_the_listing_order() -> None:
         "mpi_call_stacks", "mpi_histogram", "mpi_callsites",
         "hvd_activities", "hvd_tensors", "hvd_ready", "hvd_cycles", "hvd_runs",
         "nccl_tests", "nccl_tests_summary", "nccl_setup", "nccl_events", "nccl_env",
-        "torch_events", "torch_traces", "findings"]
+        "ds_comms", "mllog", "torch_events", "torch_traces", "findings"]
 
 
 NEW_FORMAT = {

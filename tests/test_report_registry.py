@@ -37,7 +37,8 @@ def extra_sections(monkeypatch):
 def test_sections_in_report_order():
     assert [s.name for s in registry.sections()] == [
         "findings", "inputs", "throughput", "communication", "mpi_callsites", "message_sizes",
-        "horovod", "nccl", "nccl_tests", "torch_profile", "tiles", "problems"]
+        "horovod", "nccl", "nccl_tests", "ds_comms", "torch_profile", "mllog", "tiles",
+        "problems"]
     orders = [s.order for s in registry.sections()]
     assert orders == sorted(orders) and len(set(orders)) == len(orders)
 
@@ -46,7 +47,8 @@ def test_sections_in_report_order():
 HOMES = {"findings": None, "inputs": None, "problems": None, "throughput": "trainlog",
          "communication": "mpitrace", "mpi_callsites": "mpip", "message_sizes": "mpitrace",
          "horovod": "horovod", "nccl": "nccl", "nccl_tests": "nccltests",
-         "torch_profile": "torchtrace", "tiles": "sntilestat"}
+         "ds_comms": "dscomms", "torch_profile": "torchtrace", "mllog": "mllog",
+         "tiles": "sntilestat"}
 
 
 def test_every_reference_resolves_to_a_function():

@@ -175,13 +175,16 @@ def _printed(path: Path) -> float:
 
 @pytest.mark.skipif(not BERT8.exists(), reason="needs ../shared/realdata/scaling")
 def test_scaling_on_mlperf_bert_1_and_8_nodes_matches_the_printed_figures():
-    """The logs print the job's sequences/s (2,193.4 on 8 GPUs, 18,010.0 on 64) but not the
-    number of GPUs: the labels state it (8=..., 64=...)."""
+    """The logs print the job's sequences/s (2,193.4 on 8 GPUs, 18,010.0 on 64) and, in their
+    srun -l prefixed :::MLLOG lines, ranks 0-7 and 0-63 (the mllog format); the labels say
+    the same (8=..., 64=...)."""
     ds = dptrace.load({"8": BERT1, "64": BERT8})
     r = dptrace.scaling(ds)
     sc = r.tables["scaling.scaling"]
     assert list(sc["workers"]) == [8, 64]
-    assert set(sc["workers_from"]) == {"the run's label"}
+    assert list(sc["workers_from"]) == ["world size (MLPerf :::MLLOG lines of ranks 0-7)",
+                                        "world size (MLPerf :::MLLOG lines of ranks 0-63)"]
+    assert not sc["note"].fillna("").str.contains("label says").any()
     t1, t8 = _printed(BERT1), _printed(BERT8)
     assert sc["job_value"].tolist() == pytest.approx([t1, t8])
     assert sc["speedup"].iloc[1] == pytest.approx(t8 / t1)
@@ -234,8 +237,11 @@ def test_scaling_keeps_a_run_without_throughput_and_says_what_is_missing():
 
 
 def test_scaling_unknown_world_size_is_named(tmp_path):
-    sc = dptrace.scaling(dptrace.load({"one": BERT1, "two": BERT8})).tables["scaling.scaling"] \
-        if BERT8.exists() else None
+    """Dell's MLPerf v0.7 logs (mpirun without --tag-output) say their nodes (the MLLOG
+    submission_platform '2x...') but not their ranks."""
+    dell = [SCALE / f"mlperf0.7_dell_resnet_n{n}_{4 * n}gpu.txt" for n in (1, 2)]
+    sc = dptrace.scaling(dptrace.load({"one": dell[0], "two": dell[1]})) \
+        .tables["scaling.scaling"] if dell[1].exists() else None
     if sc is None:
         pytest.skip("needs ../shared/realdata/scaling")
     assert sc["workers"].isna().all()

@@ -15,7 +15,6 @@ from typing import Any
 
 import pandas as pd
 
-from ..analysis.nccl import SOCKET
 from . import Finding
 
 

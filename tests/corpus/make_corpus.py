@@ -73,6 +73,10 @@ P5_TABLE = lines(P5, 17, 33) + lines(P5, 2900, 2939)           # tagged header a
 NCCL_POLARIS = lines(fx("nccl/polaris_resnet50_ddp_2n8gpu_OFI_TIMEOUT_2025-06-26.log"), 1, 60)
 MPIP = fx("mpip/default/dp_steps.4.16765.1.mpiP")                  # mpiP 3.5.0, 4 tasks
 HVD_PERLINE = lines(fx("horovod/synthetic_v0200_per_line.json"), 1, 200)  # per line, open
+DSDOCS = fx("dscomms/deepspeed_comms_logging_tutorial_from_docs.md")  # two comms summaries
+DSSUMMARY = lines(DSDOCS, 14, 19)                                   # header, 2 ops, 3 rows
+MLBERT = b"".join(ln for ln in fx("mllog/mlperf1.0_nv_bert_pytorch_n1_8gpu.txt")
+                  .splitlines(keepends=True) if b":::MLLOG" in ln)  # 58 records, srun -l
 
 
 def sub(data: bytes, old: bytes, new: bytes, count: int = 1) -> bytes:
@@ -285,6 +289,22 @@ def classes() -> list[dict]:
         MPIP[:dots] + b"...\n" + MPIP[MPIP.index(b"Barrier              7    0"):],
         status="ok|partial", rows=">=20", problem=r"cut here \('\.\.\.'", exit="0|1",
         desc="an mpiP report whose copy left callsite rows out ('...' on a line)")
+    ds_row = lines(DSDOCS, 17, 17)
+    add("dscomms_row_missing_field", "dscomms-short-row.md",
+        sub(DSDOCS, ds_row, ds_row.replace(b"8317.12             0.20", b"0.20", 1)),
+        base=DSDOCS, status="partial", rows="=base-1", problem="not a whole comms logger row",
+        exit="1", desc="a DeepSpeed comms logger row with one field torn out (its numbers "
+        "would shift)")
+    add("dscomms_cut_mid_row", "dscomms-cut.log", DSSUMMARY[:-40], status="partial",
+        rows="=2", problem="newline|cut", exit="1",
+        desc="a DeepSpeed comms summary cut inside its last row (no final newline)")
+    rec = lines(MLBERT, 30, 30)
+    add("mllog_torn_record", "mllog-torn.txt", sub(MLBERT, rec, rec[:70] + b"\n"),
+        base=MLBERT, status="partial", rows="=base-1", problem="torn or cut", exit="1",
+        desc="an MLPerf :::MLLOG record torn mid-JSON by another writer's newline")
+    add("mllog_cut_last_record", "mllog-cut.txt", MLBERT[:-60], base=MLBERT,
+        status="partial", rows="=base-1", problem="torn or cut", exit="1",
+        desc="MLPerf :::MLLOG lines cut inside the last record (no final newline)")
     add("sntilestat_pid_without_user", "sntilestat-nouser.txt",
         LISTING.replace(b" 2750333  vsastry /opt/sambaflow/apps/nlp/transformers_on_rdu/venv/b",
                         b" 2750333", 1), base=LISTING, status="ok|partial", rows="=base",

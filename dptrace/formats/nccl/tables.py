@@ -49,7 +49,7 @@ NCCL_SETUP = register_table(Table(
         LINENO,
     ),
     key=("source", "host", "pid"),
-), place=52)
+), place=51)
 
 NCCL_EVENTS = register_table(Table(
     "nccl_events",
@@ -71,7 +71,7 @@ NCCL_EVENTS = register_table(Table(
         LINENO,
     ),
     key=("source", "lineno"),
-), place=52)
+), place=51)
 
 NCCL_ENV = register_table(Table(
     "nccl_env",
@@ -88,4 +88,4 @@ NCCL_ENV = register_table(Table(
         LINENO,
     ),
     key=("source", "lineno", "name"),
-), place=52)
+), place=51)
