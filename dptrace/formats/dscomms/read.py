@@ -25,6 +25,7 @@ from ... import schema
 from ...errors import Problem
 from ...registry import ParseResult
 from ...sources import Source
+from .._problems import fits, note_skipped
 from . import grammar as g
 from .tables import DS_COMMS
 
@@ -32,9 +33,6 @@ from .tables import DS_COMMS
 _PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+:\s)")
 #: a row's first field: a number (of the size)
 _NUMBER = re.compile(r"\d+(?:\.\d*)?(?:[eE][-+]?\d+)?(?:B)?$")
-_INT64 = 2 ** 63
-#: problems of one kind named one by one in a file; the rest are counted in one more
-MAX_NOTED = 10
 
 
 class _Block:
@@ -99,7 +97,7 @@ def parse(source: Source) -> ParseResult:
                 block.op, block.caller = op["op"], op.get("caller")
                 continue
         block = None                    # any other line: the log goes on
-    _note_bad(bad, name, problems)
+    note_skipped(bad, name, problems, "comms logger rows")
     for b in blocks:
         if not b.rows:
             problems.append(Problem(name, "a comms logger summary header with no row under "
@@ -110,40 +108,19 @@ def parse(source: Source) -> ParseResult:
                        "summary" if rows else None)
 
 
-def _fits(value: Any, column: str, lineno: int, name: str, problems: list[Problem]) -> Any:
-    """``value``, or None (with an error) when it does not fit its column."""
-    if isinstance(value, int) and not value < _INT64 or \
-            isinstance(value, float) and not math.isfinite(value):
-        problems.append(Problem(name, f"{column} {str(value)[:24]} does not fit a 64-bit "
-                                "number: the row is kept, its value is missing", lineno,
-                                "error"))
-        return None
-    return value
-
-
 def _row(block: _Block, parsed: Any, lineno: int, name: str,
          problems: list[Problem]) -> dict[str, Any]:
     value, unit = parsed["size"][0], parsed["size"][1]
     size = g.size_bytes(value, unit) if math.isfinite(value) else math.inf
     return {
         "source": name, "block": block.index, "op": block.op, "caller": block.caller,
-        "size_bytes": _fits(size, "message size", lineno, name, problems),
-        "count": _fits(parsed["count"], "count", lineno, name, problems),
-        "total_latency_ms": _fits(parsed["total_latency_ms"], "total latency", lineno, name,
+        "size_bytes": fits(size, "message size", lineno, name, problems),
+        "count": fits(parsed["count"], "count", lineno, name, problems),
+        "total_latency_ms": fits(parsed["total_latency_ms"], "total latency", lineno, name,
                                   problems),
-        "avg_latency_ms": _fits(parsed["avg_latency_ms"], "avg latency", lineno, name,
+        "avg_latency_ms": fits(parsed["avg_latency_ms"], "avg latency", lineno, name,
                                 problems),
-        "tput_gbps": _fits(parsed["tput_gbps"], "tput_avg", lineno, name, problems),
-        "busbw_gbps": _fits(parsed["busbw_gbps"], "busbw_avg", lineno, name, problems),
+        "tput_gbps": fits(parsed["tput_gbps"], "tput_avg", lineno, name, problems),
+        "busbw_gbps": fits(parsed["busbw_gbps"], "busbw_avg", lineno, name, problems),
         "lineno": lineno,
     }
-
-
-def _note_bad(bad: list[tuple[int, str]], name: str, problems: list[Problem]) -> None:
-    """One error per skipped row, up to :data:`MAX_NOTED`; the rest in one more."""
-    for lineno, msg in bad[:MAX_NOTED]:
-        problems.append(Problem(name, msg, lineno, "error"))
-    if len(bad) > MAX_NOTED:
-        rest = [ln for ln, _ in bad[MAX_NOTED:]]
-        problems.append(Problem(name, f"{len(rest)} more comms logger rows torn or cut "
-                                f"(lines {rest[0]}-{rest[-1]}): skipped", rest[0], "error"))

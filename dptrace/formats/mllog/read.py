@@ -25,6 +25,7 @@ from ... import schema
 from ...errors import Problem
 from ...registry import ParseResult
 from ...sources import Source
+from .._problems import INT64, note_skipped
 from .tables import MLLOG
 
 MARK = b":::MLLOG"
@@ -32,9 +33,7 @@ MARK = b":::MLLOG"
 _SRUN = re.compile(r"^\s*(\d+):\s*$")
 #: mpirun --tag-output '[1,3]<stdout>:'
 _TAG = re.compile(r"^\s*\[(\d+),(\d+)\]<std(?:out|err)>:\s*$")
-#: problems of one kind named one by one in a file; the rest are counted in one more
-MAX_NOTED = 10
-_INT64 = 2 ** 63
+_INT64 = INT64
 
 
 def prefix(text: str) -> tuple[str | None, int | None]:
@@ -112,7 +111,7 @@ def parse(source: Source) -> ParseResult:
             first = False
             at = nxt
         pos = buf.find(MARK, end)
-    _note_bad(bad, name, problems)
+    note_skipped(bad, name, problems, ":::MLLOG records")
     df = (pd.DataFrame(rows, columns=[c for c in MLLOG.names if c != "run"]) if rows
           else MLLOG.empty().drop(columns="run"))
     variant = None if not rows else "launcher prefixes" if prefixed else "plain"
@@ -153,13 +152,3 @@ def _row(record: dict[str, Any], name: str, inst: str | None, rank: int | None, 
         "epoch_count": _whole(meta.get("epoch_count")), "step": _whole(meta.get("step")),
         "status": status if isinstance(status, str) else None, "lineno": lineno,
     }
-
-
-def _note_bad(bad: list[tuple[int, str]], name: str, problems: list[Problem]) -> None:
-    """One error per skipped record, up to :data:`MAX_NOTED`; the rest in one more."""
-    for lineno, msg in bad[:MAX_NOTED]:
-        problems.append(Problem(name, msg, lineno, "error"))
-    if len(bad) > MAX_NOTED:
-        rest = [ln for ln, _ in bad[MAX_NOTED:]]
-        problems.append(Problem(name, f"{len(rest)} more :::MLLOG records torn or cut "
-                                f"(lines {rest[0]}-{rest[-1]}): skipped", rest[0], "error"))

@@ -45,6 +45,7 @@ from ... import schema
 from ...errors import Problem
 from ...registry import ParseResult
 from ...sources import Source
+from .._problems import INT64, note_skipped
 from ..mpitrace.tables import MPI_RANKS, MPI_ROUTINES
 from . import grammar as g
 from .tables import MPI_CALLSITES
@@ -67,8 +68,6 @@ _KINDS: dict[str, tuple[Any, re.Pattern[str]]] = {
     "callsite_time_concise": (g.CALLSITE_CONCISE, _NAMED),
     "callsite_sent_concise": (g.CALLSITE_CONCISE, _NAMED),
 }
-#: problems of one kind named one by one in a file; the rest are counted in one more
-MAX_NOTED = 10
 
 
 def section_kind(title: str) -> str | None:
@@ -93,6 +92,8 @@ def section_kind(title: str) -> str | None:
 
 
 @dataclass
+
+
 class _Report:
     """One report as read so far."""
 
@@ -199,7 +200,7 @@ def parse(source: Source) -> ParseResult:
         row = _fit(parsed.as_dict(), lineno, name, problems)
         if row is not None:
             rep.add(kind, lineno, row)
-    _note_bad(bad, name, problems)
+    note_skipped(bad, name, problems, "mpiP rows")
     for k, rep in enumerate(reports):
         if not rep.ended and rep.cut_at is None and rep.seen:
             # the line before the next report starts, or the file's last line
@@ -215,7 +216,7 @@ def parse(source: Source) -> ParseResult:
 
 #: fields that say which row it is: a row whose one of these does not fit is not read
 _IDS = ("task", "rank", "site", "level", "app_task", "mpi_task")
-_INT64 = 2 ** 63
+_INT64 = INT64
 
 
 def _fit(row: dict[str, Any], lineno: int, name: str, problems: list[Problem]
@@ -522,13 +523,3 @@ def _routines(rep: _Report, common: dict[str, Any], sites: list[dict[str, Any]],
 def _aggregate_counts(rep: _Report) -> dict[int, int]:
     """Calls per callsite from the Aggregate Time table (mpiP 3.5 prints Count there)."""
     return {r["site"]: r["count"] for _, r in rep.get("aggregate_time") if "count" in r}
-
-
-def _note_bad(bad: list[tuple[int, str]], name: str, problems: list[Problem]) -> None:
-    """One error per skipped row, up to :data:`MAX_NOTED`; the rest in one more."""
-    for lineno, msg in bad[:MAX_NOTED]:
-        problems.append(Problem(name, msg, lineno, "error"))
-    if len(bad) > MAX_NOTED:
-        rest = [ln for ln, _ in bad[MAX_NOTED:]]
-        problems.append(Problem(name, f"{len(rest)} more mpiP rows torn or cut (lines "
-                                f"{rest[0]}-{rest[-1]}): skipped", rest[0], "error"))

@@ -27,6 +27,7 @@ from ... import schema
 from ...errors import Problem
 from ...registry import ParseResult
 from ...sources import Source
+from .._problems import fits, note_skipped
 from . import grammar as g
 from .tables import NCCL_TESTS, NCCL_TESTS_SUMMARY, PLACEMENTS
 
@@ -41,11 +42,8 @@ _NAMES = (("reducescatter", "reduce_scatter"), ("allreduce", "all_reduce"),
           ("allgather", "all_gather"), ("alltoall", "alltoall"), ("broadcast", "broadcast"),
           ("sendrecv", "sendrecv"), ("hypercube", "hypercube"), ("gather", "gather"),
           ("scatter", "scatter"), ("reduce", "reduce"))
-_INT64 = 2 ** 63
 #: a line inside a table whose first field is a number is a row, or a piece of one
 _NUMBER = re.compile(r"\d+(?:\.\d*)?(?:[eE][-+]?\d+)?$")
-#: problems of one kind named one by one in a file; the rest are counted in one more
-MAX_NOTED = 10
 
 
 def test_from_name(name: str) -> str | None:
@@ -153,7 +151,7 @@ def parse(source: Source) -> ParseResult:
             continue
         _add_rows(block, parsed, lineno, name, problems)
         tagged = tagged or line != text
-    _note_bad(bad, name, problems)
+    note_skipped(bad, name, problems, "nccl-tests rows")
     for b in blocks:
         if b.columns is not None and b.rows and b.avg is None:
             problems.append(Problem(name, "the test's table does not end with '# Avg bus "
@@ -214,27 +212,16 @@ def _fields(block: _Block) -> int:
     return block.columns.fields
 
 
-def _fits(value: Any, column: str, lineno: int, name: str, problems: list[Problem]) -> Any:
-    """``value``, or None (with an error) when it does not fit its column."""
-    if isinstance(value, int) and not -_INT64 <= value < _INT64 or \
-            isinstance(value, float) and not math.isfinite(value):
-        problems.append(Problem(name, f"{column} {str(value)[:24]} does not fit a 64-bit "
-                                "number: the row is kept, its value is missing", lineno,
-                                "error"))
-        return None
-    return value
-
-
 def _add_rows(block: _Block, parsed: Any, lineno: int, name: str,
               problems: list[Problem]) -> None:
     cols = block.columns
     assert cols is not None
     common = {
         "source": name, "block": block.index, "test": block.test,
-        "size_bytes": _fits(parsed["size_bytes"], "size", lineno, name, problems),
-        "count": _fits(parsed["count"], "count", lineno, name, problems),
+        "size_bytes": fits(parsed["size_bytes"], "size", lineno, name, problems),
+        "count": fits(parsed["count"], "count", lineno, name, problems),
         "type": parsed["type"], "redop": parsed.get("redop") or None,
-        "root": _fits(parsed["root"], "root", lineno, name, problems) if cols.root else None,
+        "root": fits(parsed["root"], "root", lineno, name, problems) if cols.root else None,
         "nranks": block.nranks, "lineno": lineno,
     }
     for k, placement in enumerate(PLACEMENTS[:len(cols.blocks)]):
@@ -242,12 +229,12 @@ def _add_rows(block: _Block, parsed: Any, lineno: int, name: str,
         wrong = None
         if cols.blocks[k]:
             count, is_count = g.wrong_value(part["wrong"])
-            wrong = _fits(count, "#wrong", lineno, name, problems) if is_count else None
+            wrong = fits(count, "#wrong", lineno, name, problems) if is_count else None
         block.rows.append({
             **common, "placement": placement,
-            "time_us": _fits(part["time_us"], "time", lineno, name, problems),
-            "algbw_gbps": _fits(part["algbw_gbps"], "algbw", lineno, name, problems),
-            "busbw_gbps": _fits(part["busbw_gbps"], "busbw", lineno, name, problems),
+            "time_us": fits(part["time_us"], "time", lineno, name, problems),
+            "algbw_gbps": fits(part["algbw_gbps"], "algbw", lineno, name, problems),
+            "busbw_gbps": fits(part["busbw_gbps"], "busbw", lineno, name, problems),
             "wrong": wrong,
         })
 
@@ -265,13 +252,3 @@ def _summary(b: _Block, name: str) -> dict[str, Any]:
         "rows": len(b.rows), "out_of_bounds": b.out_of_bounds,
         "avg_busbw_gbps": b.avg, "lineno": b.lineno,
     }
-
-
-def _note_bad(bad: list[tuple[int, str]], name: str, problems: list[Problem]) -> None:
-    """One error per skipped row, up to :data:`MAX_NOTED`; the rest in one more."""
-    for lineno, msg in bad[:MAX_NOTED]:
-        problems.append(Problem(name, msg, lineno, "error"))
-    if len(bad) > MAX_NOTED:
-        rest = [ln for ln, _ in bad[MAX_NOTED:]]
-        problems.append(Problem(name, f"{len(rest)} more nccl-tests rows torn or cut (lines "
-                                f"{rest[0]}-{rest[-1]}): skipped", rest[0], "error"))
