@@ -206,6 +206,14 @@ def conform(data: pd.DataFrame | Mapping[str, Any], table: Table) -> pd.DataFram
     return frame if _default_index(frame) else frame.reset_index(drop=True)
 
 
+def from_rows(rows: list[dict[str, Any]], table: Table) -> pd.DataFrame:
+    """A reader's rows (dicts keyed by column; ``run`` is the loader's) as ``table``,
+    conformed; the empty table with its columns when there are none."""
+    cols = [c for c in table.names if c != "run"]
+    df = pd.DataFrame(rows, columns=cols) if rows else table.empty().drop(columns="run")
+    return conform(df, table)
+
+
 def _default_index(data: pd.DataFrame | pd.Series) -> bool:
     """True when the index is 0..n-1 already: pandas 2's ``reset_index`` copies every
     column (on millions of rows, a copy of the table at its largest)."""

@@ -320,16 +320,11 @@ def _tables(reports: list[_Report], name: str, problems: list[Problem]
         sites += rep_sites
         routines += _routines(rep, common, rep_sites, name, problems)
     return {
-        "mpi_ranks": _frame(ranks, MPI_RANKS),
-        "mpi_routines": _frame(routines, MPI_ROUTINES),
-        "mpi_callsites": _frame(sites, MPI_CALLSITES),
+        "mpi_ranks": schema.from_rows(ranks, MPI_RANKS),
+        "mpi_routines": schema.from_rows(routines, MPI_ROUTINES),
+        "mpi_callsites": schema.from_rows(sites, MPI_CALLSITES),
     }
 
-
-def _frame(rows: list[dict[str, Any]], table: schema.Table) -> pd.DataFrame:
-    cols = [c for c in table.names if c != "run"]
-    df = pd.DataFrame(rows, columns=cols) if rows else table.empty().drop(columns="run")
-    return schema.conform(df, table)
 
 
 def _ranks(rep: _Report, common: dict[str, Any], name: str,

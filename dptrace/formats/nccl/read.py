@@ -18,8 +18,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
-
 from ... import schema
 from ...errors import Problem
 from ...formats.trainlog import RE_ENGINE as _re_engine
@@ -323,15 +321,10 @@ def parse(source: Source) -> ParseResult:
             f"{', ...' if len(r.torn) > MAX_NOTED else ''}): skipped", r.torn[0], "error"))
     setup = [p.row(name, r.version) for p in procs]
     tables = {
-        "nccl_setup": _frame(setup, NCCL_SETUP),
-        "nccl_events": _frame(r.events, NCCL_EVENTS),
-        "nccl_env": _frame(r.env, NCCL_ENV),
+        "nccl_setup": schema.from_rows(setup, NCCL_SETUP),
+        "nccl_events": schema.from_rows(r.events, NCCL_EVENTS),
+        "nccl_env": schema.from_rows(r.env, NCCL_ENV),
     }
     variant = f"NCCL {r.version}" if r.version else "NCCL (version not printed)"
     return ParseResult(tables, problems, variant)
 
-
-def _frame(rows: list[dict[str, Any]], table: schema.Table) -> pd.DataFrame:
-    names = [c for c in table.names if c != "run"]
-    df = pd.DataFrame(rows, columns=names) if rows else table.empty().drop(columns="run")
-    return schema.conform(df, table)
