@@ -106,7 +106,7 @@ def main() -> int:
         todo = []
         for fmt, path, literal, what in INPUTS:
             if path.is_dir():
-                files = sorted((p for p in path.iterdir() if p.is_file()
+                files = sorted((p for p in path.rglob("*") if p.is_file()
                                 and p.suffix not in (".tsv", ".md", ".sh", ".c", ".py")),
                                key=lambda p: p.stat().st_size)
                 path = files[-1] if files else path / "missing"
