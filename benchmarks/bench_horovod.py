@@ -89,13 +89,13 @@ def _pss_kb(pids: list[int]) -> int:
     return total
 
 
-def run_reader(reader: str, path: Path, sample: bool) -> dict:
+def run_reader(reader: str, path: Path, sample: bool, child: str = CHILD) -> dict:
     """One run in a fresh process: seconds and rows, and (``sample``) the peak summed PSS.
 
     Reading PSS walks the page tables and slows the process it reads, so timed runs do
     not sample; memory comes from separate runs.
     """
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, reader, str(path)],
+    proc = subprocess.Popen([sys.executable, "-c", child, reader, str(path)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdin and proc.stdout
     proc.stdout.readline()                      # imported: start sampling, then go
@@ -119,13 +119,13 @@ def run_reader(reader: str, path: Path, sample: bool) -> dict:
     return {**result, "peak_kb": peak[0], "base_kb": base}
 
 
-def bench(path: Path, repeat: int, readers: tuple[str, ...]) -> dict:
+def bench(path: Path, repeat: int, readers: tuple[str, ...], child: str = CHILD) -> dict:
     size = path.stat().st_size
     runs: dict[str, list[dict]] = {r: [] for r in readers}
     for _ in range(repeat):
         for reader in readers:
-            runs[reader].append(run_reader(reader, path, sample=False))
-    mem = {reader: run_reader(reader, path, sample=True) for reader in readers}
+            runs[reader].append(run_reader(reader, path, sample=False, child=child))
+    mem = {reader: run_reader(reader, path, sample=True, child=child) for reader in readers}
     res: dict = {"file": str(path), "size_mb": size / 1e6}
     for reader, rs in runs.items():
         res[reader] = {"best_s": min(r["seconds"] for r in rs),

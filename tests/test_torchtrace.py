@@ -24,6 +24,7 @@ from dptrace.sources import Source
 HERE = Path(__file__).parent
 FIX = HERE / "fixtures" / "torchtrace"
 SLOW, BALANCED = FIX / "slow_rank1", FIX / "balanced"
+ONE = FIX / "one_step"
 REAL = HERE.parent.parent / "shared" / "realdata" / "torch_trace"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="shared/realdata is not beside the clone")
 _NCCL_KERNEL = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z]+)_")
@@ -333,3 +334,19 @@ def test_cli_report_with_html_and_json(tmp_path):
     doc = json.loads(js.read_text())
     assert "torch_profile" in json.dumps(doc)
     assert "Temporal breakdown per rank" in html.read_text()
+
+
+def test_metadata_that_does_not_decode_is_named(tmp_path):
+    # a byte that is not UTF-8 in the metadata (found by the fuzzer: it raised
+    # UnicodeDecodeError out of the reader): the events are read, a warning names the file
+    raw = (ONE / "rank0.pt.trace.json").read_bytes()
+    bad = raw.replace(b'"schemaVersion"', b'"schema\xffVersion"', 1)
+    assert bad != raw
+    path = tmp_path / "rank0.pt.trace.json"
+    path.write_bytes(bad)
+    ds = dptrace.load(path, format="torchtrace")
+    assert len(ds["torch_events"]) == len(dptrace.load(ONE / "rank0.pt.trace.json")["torch_events"])
+    msgs = ds.problems[ds.problems["source"].astype(str) == str(path)]["message"].tolist()
+    assert any("metadata before traceEvents does not decode" in m for m in msgs), msgs
+    # distributedInfo itself is still read
+    assert ds["torch_traces"]["rank"].item() == 0

@@ -102,7 +102,9 @@ _DECODE_ONE = msgspec.json.Decoder(_Event).decode
 
 class _Out:
     """What the container reader updates (:class:`dptrace.formats._chrome.Sink`), and the
-    events kept."""
+    events kept, as columns: each decoded block is reduced at once to compact arrays (names
+    and categories interned as codes), so a trace of GBs never holds its events as objects
+    all at once."""
 
     def __init__(self) -> None:
         self.newlines = 0
@@ -110,15 +112,65 @@ class _Out:
         self.torn = False
         self.bad_records = 0
         self.problems: list[Problem] = []
-        self.events: list[_Event] = []
+        self.kept = 0
+        self.cats: dict[str, int] = {}
+        self.names: dict[str, int] = {}
+        self.cat_ok: dict[str, bool] = {}
+        self.parts: dict[str, list[np.ndarray]] = {k: [] for k in (
+            "cat", "name", "pid", "tid", "ts", "dur", "stream")}
+        #: (row, args) of the events that may be collectives (see :func:`_maybe_comm`)
+        self.comm_args: list[tuple[int, _Args | None]] = []
+        self.maybe_comm: dict[tuple[int, int], bool] = {}
 
     def problem(self, source: str, message: str, line: int | None,
                 severity: str = "error") -> None:
         message = message.replace("writing the timeline", "writing the trace")
         self.problems.append(Problem(source, message, line, severity))
 
+    def _cat_ok(self, cat: str) -> bool:
+        ok = self.cat_ok.get(cat)
+        if ok is None:
+            ok = self.cat_ok[cat] = cat.lower() not in _SKIP_CATS
+        return ok
+
     def add(self, evs: list[_Event]) -> None:
-        self.events.extend(e for e in evs if e.ph == "X")
+        ok = self._cat_ok
+        keep = [e for e in evs if e.ph == "X" and type(e.cat) is str and type(e.name) is str
+                and ok(e.cat) and (type(e.pid) is int or _int(e.pid) is not None)]
+        if not keep:
+            return
+        cats, names = self.cats, self.names
+        cat = [cats[c] if c in cats else cats.setdefault(c, len(cats))
+               for c in [e.cat for e in keep]]
+        name = [names[n] if n in names else names.setdefault(n, len(names))
+                for n in [e.name for e in keep]]
+        pid = _int64s([e.pid for e in keep])
+        device = np.array([c in _DEVICE_CATS for c in [e.cat for e in keep]], dtype=bool)
+        tid = _int64s([e.tid for e in keep])
+        stream = np.full(len(keep), _NULL, dtype="int64")
+        for i in np.flatnonzero(device).tolist():
+            args = keep[i].args
+            s = _int(args.stream) if args is not None else None
+            stream[i] = s if s is not None and -_BIG < s < _BIG else tid[i]
+        tid[device] = _NULL
+        pid[~device] = _NULL
+        parts = self.parts
+        parts["cat"].append(np.array(cat, dtype="int32"))
+        parts["name"].append(np.array(name, dtype="int32"))
+        parts["pid"].append(pid)
+        parts["tid"].append(tid)
+        parts["stream"].append(stream)
+        parts["ts"].append(_float64s([e.ts for e in keep]))
+        parts["dur"].append(_float64s([e.dur for e in keep]))
+        seen, base = self.maybe_comm, self.kept
+        for i, key in enumerate(zip(cat, name, strict=True)):
+            m = seen.get(key)
+            if m is None:
+                e = keep[i]
+                m = seen[key] = _maybe_comm(e.cat, e.name)
+            if m:
+                self.comm_args.append((base + i, keep[i].args))
+        self.kept += len(keep)
 
 
 class _Scanner(_chrome.BlockScanner):
@@ -196,13 +248,19 @@ class _EventsStream:
 
 def _meta_before(prefix: bytes) -> dict[str, Any]:
     """The metadata keys before ``traceEvents`` (``{`` ... ``,``), as a dict."""
+    meta, _ = _meta_checked(prefix)
+    return meta
+
+
+def _meta_checked(prefix: bytes) -> tuple[dict[str, Any], str | None]:
+    """:func:`_meta_before`, and why the metadata did not decode whole (None when it did)."""
     body = prefix.strip().rstrip(b",").rstrip()
     body = body[3:] if body.startswith(b"\xef\xbb\xbf") else body
     try:
         meta = msgspec.json.decode(body + b"}")
-    except msgspec.DecodeError:
-        return _meta_loose(prefix)
-    return meta if isinstance(meta, dict) else {}
+    except (msgspec.DecodeError, UnicodeDecodeError) as e:   # invalid UTF-8: the latter
+        return _meta_loose(prefix), str(e).split("\n")[0][:120]
+    return (meta, None) if isinstance(meta, dict) else ({}, "not a JSON object")
 
 
 def _meta_after(trailer: bytes) -> dict[str, Any]:
@@ -212,22 +270,34 @@ def _meta_after(trailer: bytes) -> dict[str, Any]:
         return {}
     try:
         meta = msgspec.json.decode(b"{" + body)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError):   # invalid UTF-8 raises the latter
         return _meta_loose(trailer)
     return meta if isinstance(meta, dict) else {}
 
 
-_DIST = re.compile(rb'"distributedInfo"\s*:\s*(\{[^{}]*(?:\[[^\]]*\][^{}]*)*\})')
+_DIST = re.compile(rb'"distributedInfo"\s*:\s*\{')
+#: bytes of distributedInfo tried at most (its pg_config lists every process group)
+_DIST_MAX = 1 << 20
 
 
 def _meta_loose(text: bytes) -> dict[str, Any]:
-    """distributedInfo alone, from metadata that does not decode whole (a cut file)."""
+    """distributedInfo alone, from metadata that does not decode whole (a cut file, a bad
+    byte elsewhere): the object from its ``{`` to the first ``}`` that closes it (each
+    candidate end tried in turn; nested process-group objects end earlier)."""
     m = _DIST.search(text)
-    if m:
+    if not m:
+        return {}
+    start = m.end() - 1
+    end = start
+    for _ in range(10_000):
+        end = text.find(b"}", end + 1, start + _DIST_MAX)
+        if end < 0:
+            break
         try:
-            return {"distributedInfo": msgspec.json.decode(m.group(1))}
-        except msgspec.DecodeError:
-            pass
+            info = msgspec.json.decode(text[start:end + 1])
+        except (msgspec.DecodeError, UnicodeDecodeError):   # invalid UTF-8: the latter
+            continue
+        return {"distributedInfo": info} if isinstance(info, dict) else {}
     return {}
 
 
@@ -245,7 +315,12 @@ def parse(source: Source) -> ParseResult:
                    "its events" if prefix.strip() else "empty file")
             return ParseResult(problems=[Problem(name, msg, severity="error")],
                                variant="failed")
-        meta = _meta_before(prefix[:start.start()])
+        meta, bad_meta = _meta_checked(prefix[:start.start()])
+        if bad_meta is not None:
+            problems.append(Problem(
+                name, f"the metadata before traceEvents does not decode ({bad_meta}): "
+                "rank and world size only where distributedInfo itself is readable, no "
+                "device properties", 1, "warning"))
         offset = start.end() - 1               # the array's '[': byte and line numbers
         out.newlines = prefix.count(b"\n", 0, offset)   # in problems count from the file's start
         stream = _EventsStream(fh, prefix[offset:])
@@ -262,11 +337,11 @@ def parse(source: Source) -> ParseResult:
         problems.append(Problem(name, "the trace ends inside traceEvents (the job was "
                                 "probably killed while the profiler wrote it): the events "
                                 "before the cut were read", None, "error"))
-    if not out.events and not cut:
+    if not out.kept and not cut:
         problems.append(Problem(name, "the trace holds no events (the profiler recorded "
                                 "nothing: a schedule that never reached an active step?)",
                                 None, "warning"))
-    events, traces = _tables(out.events, meta, name, cut)
+    events, traces = _tables(out, meta, name, cut)
     return ParseResult({"torch_events": events, "torch_traces": traces}, problems,
                        "kineto (cut)" if cut else "kineto")
 
@@ -349,6 +424,56 @@ def _dtype(args: _Args | None) -> str | None:
     return None
 
 
+_NULL = np.iinfo("int64").min
+_BIG = 1 << 63
+
+
+def _int64s(values: list[Any]) -> np.ndarray:
+    """Integers as int64, :data:`_NULL` where a value is not one (as :func:`_int`)."""
+    if set(map(type, values)) <= {int}:
+        try:
+            return np.array(values, dtype="int64")
+        except OverflowError:
+            pass
+    out = [_int(v) for v in values]
+    return np.array([v if v is not None and -_BIG < v < _BIG else _NULL for v in out],
+                    dtype="int64")
+
+
+def _float64s(values: list[Any]) -> np.ndarray:
+    """Numbers as float64, NaN where a value is not one (as :func:`_float`)."""
+    if set(map(type, values)) <= {int, float}:
+        try:
+            return np.array(values, dtype="float64")
+        except OverflowError:
+            pass
+    return np.array([_float(v) for v in values], dtype="float64")
+
+
+def _maybe_comm(cat: str, name: str) -> bool:
+    """True when an event of this category and name can be communication or a comm_op
+    (:func:`_role` decides which, once the whole trace is read)."""
+    if cat in _DEVICE_CATS:
+        return cat == "kernel" and "nccl" in name.lower()
+    return bool(_BACKEND.match(name) or _C10D.match(name) or name == "record_param_comms")
+
+
+def _nullable(values: np.ndarray) -> pd.arrays.IntegerArray:
+    null = values == _NULL
+    return pd.arrays.IntegerArray(np.where(null, 0, values), null)
+
+
+def _categorical(codes: np.ndarray, interned: dict[str, int]) -> pd.Categorical:
+    """Interned codes as a categorical with sorted categories (as pandas makes them)."""
+    values = list(interned)
+    order = sorted(range(len(values)), key=values.__getitem__)
+    recode = np.empty(len(values), dtype="int32")
+    recode[order] = np.arange(len(values), dtype="int32")
+    return pd.Categorical.from_codes(recode[codes] if len(values) else codes,
+                                     categories=pd.Index([values[i] for i in order],
+                                                         dtype=object))
+
+
 def _role(cat: str, name: str, gpu_trace: bool) -> str:
     device = _DEVICE_CATS.get(cat)
     if device is not None:
@@ -368,42 +493,69 @@ def _role(cat: str, name: str, gpu_trace: bool) -> str:
     return "annotation"
 
 
-def _tables(evs: list[_Event], meta: dict[str, Any], source: str, cut: bool
+def _tables(out: _Out, meta: dict[str, Any], source: str, cut: bool
             ) -> tuple[pd.DataFrame, pd.DataFrame]:
     dist = meta.get("distributedInfo")
     dist = dist if isinstance(dist, dict) else {}
     rank = _int(dist.get("rank"))
-    kept = [e for e in evs if isinstance(e.cat, str) and e.cat.lower() not in _SKIP_CATS
-            and isinstance(e.name, str) and _int(e.pid) is not None]
-    gpu_trace = any(e.cat == "kernel" for e in kept)
-    cols: dict[str, list[Any]] = {c: [] for c in (
-        "cat", "name", "role", "device", "stream", "tid", "ts_us", "dur_us", "collective",
-        "elements", "dtype", "size_bytes")}
-    for e in kept:
-        cat, name = e.cat, e.name
-        role = _role(cat, name, gpu_trace)
-        on_device = cat in _DEVICE_CATS
-        args = e.args
-        cols["cat"].append(cat)
-        cols["name"].append(name)
-        cols["role"].append(role)
-        cols["device"].append(_int(e.pid) if on_device else None)
-        cols["stream"].append((_int(args.stream) if args is not None else None) or
-                              _int(e.tid) if on_device else None)
-        cols["tid"].append(None if on_device else _int(e.tid))
-        cols["ts_us"].append(_float(e.ts))
-        cols["dur_us"].append(_float(e.dur))
-        coll = collective_of(name, args) if role in ("communication", "comm_op") else None
-        n = _elements(args) if coll is not None else None
-        dtype = _dtype(args) if coll is not None else None
-        width = _DTYPE_BYTES.get(dtype.lower()) if dtype else None
-        cols["collective"].append(coll)
-        cols["elements"].append(n)
-        cols["dtype"].append(dtype)
-        cols["size_bytes"].append(n * width if n is not None and width else None)
-    frame = pd.DataFrame(cols)
-    frame.insert(0, "source", source)
-    frame.insert(1, "rank", rank)
+    parts = out.parts
+    col = {k: (np.concatenate(v) if v else np.empty(0, dtype="int32" if k in ("cat", "name")
+                                                   else "float64" if k in ("ts", "dur")
+                                                   else "int64"))
+           for k, v in parts.items()}
+    n = out.kept
+    cat_names = list(out.cats)
+    name_names = list(out.names)
+    gpu_trace = "kernel" in out.cats
+    # the role of each distinct (category, name)
+    pair = col["cat"].astype("int64") * max(len(name_names), 1) + col["name"]
+    uniq, inverse = np.unique(pair, return_inverse=True)
+    width = max(len(name_names), 1)
+    roles = [_role(cat_names[p // width], name_names[p % width], gpu_trace)
+             for p in uniq.tolist()]
+    present = {r: k for k, r in enumerate(dict.fromkeys(roles))}
+    role_codes = np.array([present[r] for r in roles], dtype="int32")[inverse] \
+        if len(uniq) else np.empty(0, dtype="int32")
+    role = _categorical(role_codes, present)
+    is_comm = np.array([r in ("communication", "comm_op") for r in roles] or [False])[
+        inverse] if len(uniq) else np.empty(0, dtype=bool)
+    collective: list[Any] = [None] * n
+    elements = np.full(n, _NULL, dtype="int64")
+    dtypes: list[Any] = [None] * n
+    size = np.full(n, _NULL, dtype="int64")
+    for i, args in out.comm_args:
+        if not is_comm[i]:
+            continue
+        coll = collective_of(name_names[col["name"][i]], args)
+        if coll is None:
+            continue
+        collective[i] = coll
+        k = _elements(args)
+        dtype = _dtype(args)
+        width_b = _DTYPE_BYTES.get(dtype.lower()) if dtype else None
+        dtypes[i] = dtype
+        if k is not None and -_BIG < k < _BIG:
+            elements[i] = k
+            if width_b and -_BIG < k * width_b < _BIG:
+                size[i] = k * width_b
+    frame = pd.DataFrame({
+        "source": pd.Categorical.from_codes(np.zeros(n, dtype="int8"), categories=[source]),
+        "rank": pd.arrays.IntegerArray(np.full(n, rank if rank is not None else 0,
+                                                dtype="int64"),
+                                        np.full(n, rank is None)),
+        "cat": _categorical(col["cat"], out.cats),
+        "name": _categorical(col["name"], out.names),
+        "role": role,
+        "device": _nullable(col["pid"]),
+        "stream": _nullable(col["stream"]),
+        "tid": _nullable(col["tid"]),
+        "ts_us": col["ts"],
+        "dur_us": col["dur"],
+        "collective": pd.Categorical(collective),
+        "elements": _nullable(elements),
+        "dtype": pd.array(dtypes, dtype="string"),
+        "size_bytes": _nullable(size),
+    })
     frame["step"] = _steps(frame)
     events = schema.conform(frame, TORCH_EVENTS)
     ts, end = events["ts_us"], events["ts_us"] + events["dur_us"].fillna(0)
