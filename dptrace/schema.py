@@ -422,7 +422,7 @@ FINDINGS = register_table(Table(
            "job_check_failed, comm_share_high, throughput_drift, unknown_world_size, low_exec, "
            "load_overhead, compute_straggler, cross_source_straggler, low_busbw, long_warmup, "
            "nccl_socket_fallback, nccl_mixed_networks, nccl_no_gdrdma, nccl_timeout, "
-           "nccl_error, collective_straggler; "
+           "nccl_error, collective_straggler, below_system_busbw; "
            "in the compare and scaling reports: throughput_change, dominant_change, "
            "comm_time_change, negative_scaling, scaling_efficiency, scaling_incomplete"),
         _c("scope", "category", "what the finding is about: job, rank, instance, tensor, tile "

@@ -65,6 +65,10 @@ low_busbw                    warning   a collective's bin of messages all over 1
 long_warmup                  warning   a series printed per step (15+ figures) takes more than 25%
                                        of its steps to reach half its steady rate
                                        (``throughput.warmup_length``; new in issue 15)
+below_system_busbw           warning   a large bin of the job's collectives (mpitrace or PyTorch
+                                       profiler traces) with >= 5% of its collective time below
+                                       50% of the busbw the run's nccl-tests measured at that
+                                       size (``nccltests.job_vs_system``; new in issue 17)
 nccl_socket_fallback         critical  NCCL chose TCP sockets on a job of several nodes (a warning
                                        when the nodes are unknown; none on one node)
                                        (``nccl.overview``; new in issue 17, :mod:`.nccl`)
@@ -99,6 +103,7 @@ from ..analysis import communication as comm
 from ..analysis import horovod as hv
 from ..analysis import job as jobfig
 from ..analysis import nccl as nccl_analysis
+from ..analysis import nccltests as nt
 from ..analysis import throughput as thr
 from ..analysis import tiles as tl
 from ..analysis import torchtrace as tt
@@ -724,6 +729,52 @@ def _bin_bytes(r: pd.Series) -> str:
     return "" if _na(lo) or _na(hi) else _bytes_range(int(lo), int(hi))
 
 
+def below_system_busbw(jvs: pd.DataFrame, fraction: float = th.SYSTEM_BUSBW_FRACTION,
+                       large_bytes: int = th.LARGE_BYTES,
+                       min_share: float = th.SYSTEM_MIN_SHARE) -> list[Finding]:
+    """Per run and kind of evidence (``nccltests.job_vs_system``): large bins of the job's
+    collectives holding at least ``min_share`` of its collective time whose busbw is below
+    ``fraction`` of what this system's nccl-tests measured at that size. One finding per
+    run and evidence, naming the bin with the most time among them."""
+    out: list[Finding] = []
+    if jvs.empty:
+        return out
+    for evidence, g in jvs.groupby("evidence", sort=False):
+        ratio = g["ratio"].astype("float64")
+        slow = g[(g["bin_lo_bytes"].astype("float64") > large_bytes)
+                 & (g["time_share"].astype("float64") >= min_share) & (ratio < fraction)]
+        if slow.empty:
+            continue
+        worst = slow.loc[slow["time_s"].astype("float64").idxmax()]
+        r = float(worst["ratio"])
+        others = "" if len(slow) == 1 else \
+            f"; {_plural(len(slow) - 1, 'more large bin')} below {_pct(fraction)} too"
+        tested = "ranks unknown" if _na(worst["test_nranks"]) or _na(worst["test_nhosts"]) \
+            else f"{_int(worst['test_nranks'])} ranks on " \
+            f"{_plural(int(worst['test_nhosts']), 'host')}"
+        beyond = (" (the job's size is above the largest the test ran: its busbw there)"
+                  if bool(worst["beyond_tested"]) else "")
+        run = f" run={worst['run']}" if "run" in g.columns else ""
+        out.append(Finding(
+            "warning", "below_system_busbw", "job", str(evidence),
+            f"The job's {worst['collective']}{_bin_bytes(worst)} ({_int(worst['calls'])} "
+            f"calls, {100 * float(worst['time_share']):.0f}% of its collective time in the "
+            f"{evidence}) reached a bus bandwidth of {float(worst['busbw_gbps']):.3g} GB/s, "
+            f"{100 * r:.1f}% of the {float(worst['system_busbw_gbps']):.3g} GB/s this "
+            f"system's nccl-tests {worst['test']}_perf measured at that size{beyond} "
+            f"({tested}; the job ran {_int(worst['nranks'])} ranks){others}.",
+            f"nccltests.job_vs_system{run} collective={worst['collective']} "
+            f"bin={int(worst['bin'])}",
+            "nccl-tests time a collective with every rank ready at once; a job's collective "
+            "time also holds its wait for the last rank to arrive, so look first for a "
+            "straggler (the per-rank findings) and for compute that the collectives wait "
+            "on; then for what differs from the test: the network NCCL chose (the NCCL "
+            "setup section), a communicator over more nodes than the test's, or other "
+            "traffic at the same time.",
+            value=100.0 * r, threshold=100.0 * fraction))
+    return out
+
+
 def low_busbw(bins: pd.DataFrame, fraction: float = th.BUSBW_FRACTION,
               large_bytes: int = th.LARGE_BYTES,
               min_share: float = th.BUSBW_MIN_SHARE) -> list[Finding]:
@@ -1152,6 +1203,7 @@ RULES: tuple[Rule, ...] = (
     Rule(("comm_share_high",), ("communication.jobs", "communication.routines"),
          comm_share_high),
     Rule(("low_busbw",), ("communication.message_sizes",), low_busbw),
+    Rule(("below_system_busbw",), ("nccltests.job_vs_system",), below_system_busbw),
     Rule(("long_warmup",), ("throughput.warmup",), long_warmup),
     Rule(("truncated_input",), ("throughput.end_summaries",), truncated_log),
     Rule(("truncated_input",), ("horovod.runs",), truncated_input),
@@ -1197,6 +1249,10 @@ def tables(ds: Dataset, names: set[str], **opts: Any) -> dict[str, pd.DataFrame]
         out["communication.routines"] = comm.top_routines(ds["mpi_routines"], n=None)
     if "communication.message_sizes" in names and not ds["mpi_messages"].empty:
         out["communication.message_sizes"] = comm.message_sizes(ds["mpi_messages"])
+    if "nccltests.job_vs_system" in names and not ds["nccl_tests"].empty:
+        out["nccltests.job_vs_system"] = nt.job_vs_system(
+            nt.job_bins(ds["mpi_messages"], ds["torch_events"], ds["torch_traces"]),
+            ds["nccl_tests"], ds["nccl_tests_summary"])
     tp = ds["throughput"]
     if "throughput.warmup" in names and not tp.empty:
         out["throughput.warmup"] = thr.warmup_length(

@@ -148,6 +148,22 @@ LARGE_BYTES: int = 1 << 20
 #: message-size table
 BUSBW_MIN_SHARE: float = 0.01
 
+# below_system_busbw: a run with nccl-tests output beside the job's evidence (an mpitrace
+# profile, PyTorch profiler traces) holds what this system's collectives reach when nothing
+# else runs; a large bin of the job's collectives (all messages > LARGE_BYTES) with at least
+# SYSTEM_MIN_SHARE of the job's collective time (a few start-up broadcasts are no finding)
+# below SYSTEM_BUSBW_FRACTION of the test's busbw at that size is a finding. Real pairs:
+# HTA's A100 NCCL 2-rank trace beside superbench's 8-GPU A100 all_reduce_perf (the test's
+# system is like the trace's, not the same machine): 8-32 MB allreduce kernels at 2.1-8.7
+# GB/s, 2-6% of the test's 90-150 GB/s (each kernel's time holds its wait for the other
+# rank). Half the system's figure leaves room for the job's sizes being busier than the
+# test's (other traffic, a second communicator) and still flags a job an order off.
+#: below_system_busbw: a large bin below this fraction of the system's nccl-tests busbw
+SYSTEM_BUSBW_FRACTION: float = 0.5
+#: below_system_busbw: a bin counts when it holds at least this share of the job's
+#: collective time (in one kind of evidence)
+SYSTEM_MIN_SHARE: float = 0.05
+
 # -- long warm-up (training logs) ----------------------------------------------------------------
 #
 # Per training series and instance printed per step (``analysis.throughput.warmup_length``):
@@ -240,6 +256,10 @@ OVERRIDABLE: dict[str, Threshold] = {t.kind: t for t in (
     Threshold("low_busbw", "fraction", 100.0 * BUSBW_FRACTION, "%",
               f"a bin of collectives of more than {LARGE_BYTES:,} bytes reaching less than "
               "this share of the bus bandwidth of the job's best bin", scale=0.01),
+    Threshold("below_system_busbw", "fraction", 100.0 * SYSTEM_BUSBW_FRACTION, "%",
+              f"a bin of the job's collectives of more than {LARGE_BYTES:,} bytes reaching "
+              "less than this share of the busbw this system's nccl-tests measured at that "
+              "size", scale=0.01),
     Threshold("long_warmup", "share", 100.0 * LONG_WARMUP_SHARE, "%",
               "the steps before a series first reaches half its steady rate, as a share of "
               "its steps", scale=0.01),

@@ -18,14 +18,32 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
     rows, summary = ds["nccl_tests"], ds["nccl_tests_summary"]
     if rows.empty:
         return None
+    tables = {"tests": nt.overview(rows, summary), "busbw": nt.curve(rows)}
+    jvs = _job_vs_system(ds, rows, summary)
+    if not jvs.empty:
+        tables["job_vs_system"] = jvs
     return Section(
         SPEC.name, SPEC.title,
         "nccl-tests measure the bus bandwidth (busbw) a collective reaches on this system at "
         "each message size, out of place and in place; busbw is comparable across rank "
         "counts. Peak: the highest busbw printed and at which size; avg: the test's own "
-        "'# Avg bus bandwidth' line (the mean over every size, small ones included).",
-        {"tests": nt.overview(rows, summary), "busbw": nt.curve(rows)},
+        "'# Avg bus bandwidth' line (the mean over every size, small ones included)."
+        + (" The job's own collectives in the same run (mpitrace, PyTorch profiler traces) "
+           "are placed against the test's out-of-place busbw at their size; their times "
+           "include waiting for late ranks." if "job_vs_system" in tables else ""),
+        tables,
     )
+
+
+def _job_vs_system(ds: Dataset, rows: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    if ds["mpi_messages"].empty and ds["torch_events"].empty:
+        return pd.DataFrame()
+    parts = [nt.job_vs_system(nt.job_bins(part["mpi_messages"], part["torch_events"],
+                                          part["torch_traces"]),
+                              part["nccl_tests"], part["nccl_tests_summary"])
+             for part in (ds.by_run().values() if len(ds.run_ids) > 1 else [ds])]
+    parts = [p for p in parts if not p.empty]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
 def facts(section: Section) -> dict[str, str]:

@@ -10,7 +10,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ...reports.fit import KEY, PATH, TEXT, Col, FitTable, common_dir
-from ...reports.fmt import count, human_bytes, missing, num, text
+from ...reports.fmt import bin_label, count, human_bytes, missing, num, pct, text
 from ...reports.model import Section
 
 #: the tests table, when it does not fit the terminal (see :mod:`dptrace.reports.fit`)
@@ -37,6 +37,24 @@ def draw_nccl_tests(section: Section, opts: Mapping[str, Any] | None = None
                       "-" if missing(r.peak_size_bytes) else human_bytes(r.peak_size_bytes),
                       text(r.peak_placement), _as_printed(r.avg_busbw_gbps))
     parts.append(table)
+    jvs = section.tables.get("job_vs_system")
+    if jvs is not None and not jvs.empty:
+        parts.append(Text("The job's collectives against this system's nccl-tests "
+                          "(out-of-place busbw at the job's message size)", style="bold"))
+        jt = FitTable([Col("evidence", TEXT, floor=12), Col("collective", KEY),
+                       Col("size bin"), Col("calls"), Col("share of time"),
+                       Col("job busbw GB/s"), Col("system GB/s"), Col("job / system")],
+                      ("calls",), pad_edge=False)
+        for r in jvs.itertuples(index=False):
+            beyond = "*" if bool(r.beyond_tested) else ""
+            jt.add_row(text(r.evidence), text(r.collective),
+                       bin_label(int(r.bin), int(r.bin_hi_bytes)), count(r.calls),
+                       pct(r.time_share), num(r.busbw_gbps, 3),
+                       num(r.system_busbw_gbps, 3) + beyond, pct(r.ratio))
+        parts.append(jt)
+        if jvs["beyond_tested"].astype(bool).any():
+            parts.append(Text("* above the largest size the test ran: its busbw there",
+                              style="dim"))
     return Group(*parts)
 
 
