@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 
     from .executor import Executor
 
+#: how far into an input :attr:`Spec.deep` markers are looked for (a bytes search, as fast
+#: as the disk; a plain file this small is then read once for detection and parsing)
+DEEP_BYTES = 16 << 20
 #: a sniff score at or above this means "this is surely my format"
 SURE = 0.9
 #: below this a parser's claim is not enough to pick it
@@ -116,6 +119,11 @@ class Spec:
     #: its reader splits one large input into pieces run on the loader's executor: its
     #: ``parse`` takes ``executor=`` (:mod:`dptrace.executor`)
     splits: bool = False
+    #: an embeddable format whose lines can start past the head (NCCL's lines come when
+    #: the process group starts, after a long preamble): the bytes every such line holds.
+    #: When the head has none, the first :data:`DEEP_BYTES` are searched for them and the
+    #: format sniffs the text from the line of the first one.
+    deep: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -309,6 +317,7 @@ def detect_all(source: Source, head: bytes | None = None) -> list[Parser]:
         head = source.head()
     found = parsers()
     scores = sorted(((p.sniff(source, head), p.name) for p in found.values()), reverse=True)
+    scores = _deep_scores(source, head, scores, found)
     best_score, best = scores[0] if scores else (0.0, "")
     if best_score < MIN_SCORE:
         missing = [n for n in UNAVAILABLE if n not in found]
@@ -330,6 +339,35 @@ def detect_all(source: Source, head: bytes | None = None) -> list[Parser]:
         if both_embeddable and score >= floor:
             chosen.append(found[name])
     return chosen
+
+
+def _deep_scores(source: Source, head: bytes, scores: list[tuple[float, str]],
+                 found: dict[str, Parser]) -> list[tuple[float, str]]:
+    """``scores`` with the embeddable formats that have :attr:`Spec.deep` markers scored
+    again on the text from their first marker past the head, when the head is a text log
+    (its best match embeddable) or nothing, and the file goes on past it."""
+    from .sources import HEAD_BYTES
+
+    best = scores[0] if scores else (0.0, "")
+    if len(head) < HEAD_BYTES or (best[0] >= MIN_SCORE and not found[best[1]].embeddable):
+        return scores
+    todo = [(k, found[name]) for k, (score, name) in enumerate(scores)
+            if found[name].spec.deep and score < COMPANION_SCORE
+            and found[name].spec.deep not in head]
+    if not todo:
+        return scores
+    deep = source.head(DEEP_BYTES)
+    out = list(scores)
+    for k, parser in todo:
+        marker = parser.spec.deep
+        at = deep.find(marker, max(len(head) - len(marker), 0))
+        if at < 0:
+            continue
+        start = deep.rfind(b"\n", 0, at) + 1
+        score = parser.sniff(source, deep[start:start + HEAD_BYTES])
+        if score > out[k][0]:
+            out[k] = (score, parser.name)
+    return sorted(out, reverse=True)
 
 
 #: formats dptrace knows by sight but does not read yet: what a file looks like, and the test

@@ -231,3 +231,44 @@ def test_report_section_in_every_face(tmp_path):
     o = d["sections"]["nccl"]["tables"]["overview"]
     assert o[0]["networks"] == "Socket x1" and o[0]["nodes"] == 4
     assert "NCCL setup" in html.read_text()
+
+
+# -- NCCL lines past the head (issue 17: the 64 KB sniff window) ----------------------------------
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="shared/realdata is not beside the clone")
+def test_nccl_lines_that_start_past_the_head_are_read():
+    # a 16-node Megatron-DeepSpeed log whose first NCCL line is at byte 135,448: before, the
+    # head held none and NCCL's 4,433 lines were never read
+    path = REAL / "trainlog" / "bigscience_meg_ds_zero_n16.out"
+    raw = path.read_bytes()
+    assert raw.find(b"NCCL INFO") > 64 * 1024
+    ds = dptrace.load(path)
+    assert ds.sources["format"].item() == "nccl+trainlog"
+    setup = ds["nccl_setup"]
+    # the log's own lines: one 'NET/IB : Using' per process
+    using = {ln.split(b" NCCL INFO")[0] for ln in raw.splitlines()
+             if b"NCCL INFO NET/IB : Using" in ln}
+    assert len(setup) == len(using) == 64
+    assert set(setup["network"].astype(str)) == {"IB"}
+    assert not ds["train_metrics"].empty        # the training log is still read
+
+
+def test_a_long_preamble_then_nccl_lines(tmp_path):
+    # the Polaris 2-node job: libfabric plugin, then the watchdog's timeout
+    src = (FIX / "polaris_resnet50_ddp_2n8gpu_OFI_TIMEOUT_2025-06-26.log").read_bytes()
+    pre = b"".join(b"Collecting package %d ... done\n" % i for i in range(8000))
+    assert len(pre) > 200 * 1024
+    path = tmp_path / "job.out"
+    path.write_bytes(pre + src)
+    alone = tmp_path / "alone.out"
+    alone.write_bytes(src)
+    got, want = dptrace.load(path)["nccl_setup"], dptrace.load(alone)["nccl_setup"]
+    assert len(got) == len(want) > 0
+    assert got["network"].astype(str).tolist() == want["network"].astype(str).tolist()
+    # lines on the same bytes within a non-log (a Horovod timeline) are never searched
+    # for: the deep search runs only when the head is a text log or nothing
+    from dptrace.registry import _deep_scores, parsers
+
+    found = parsers()
+    sure = [(0.95, "horovod"), (0.0, "nccl")]
+    assert _deep_scores(Source(str(path), path), pre[:65536], sure, found) == sure

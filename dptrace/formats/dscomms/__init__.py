@@ -50,6 +50,7 @@ SPEC = Spec(
     tables=("ds_comms",),
     sniff=sniff,
     embeddable=True,
+    deep=b"Comm. Op",
     reads="DeepSpeed comms logger summaries (``log_summary()`` tables, alone or inside a "
           "training log) into ``ds_comms``",
 )

@@ -37,6 +37,7 @@ SPEC = Spec(
     tables=("mllog",),
     sniff=sniff,
     embeddable=True,
+    deep=b":::MLLOG",
     extensions=(".txt", ".log"),
     reads="MLPerf ``:::MLLOG`` lines (alone or inside a job log) into ``mllog``",
 )

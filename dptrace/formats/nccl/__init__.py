@@ -37,6 +37,7 @@ SPEC = Spec(
     tables=("nccl_setup", "nccl_events", "nccl_env"),
     sniff=sniff,
     embeddable=True,
+    deep=b"NCCL INFO",
     reads="NCCL debug lines (``NCCL_DEBUG=INFO``, alone or inside a job log) into "
           "``nccl_setup``, ``nccl_events`` and ``nccl_env``",
 )
