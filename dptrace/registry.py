@@ -345,11 +345,14 @@ def _deep_scores(source: Source, head: bytes, scores: list[tuple[float, str]],
                  found: dict[str, Parser]) -> list[tuple[float, str]]:
     """``scores`` with the embeddable formats that have :attr:`Spec.deep` markers scored
     again on the text from their first marker past the head, when the head is a text log
-    (its best match embeddable) or nothing, and the file goes on past it."""
+    (its best match embeddable and not sure: a training log) or nothing, and the file goes
+    on past it."""
     from .sources import HEAD_BYTES
 
     best = scores[0] if scores else (0.0, "")
-    if len(head) < HEAD_BYTES or (best[0] >= MIN_SCORE and not found[best[1]].embeddable):
+    # a profile, table or trace that its format is sure of is not a log with a preamble
+    if len(head) < HEAD_BYTES or best[0] >= SURE or (
+            best[0] >= MIN_SCORE and not found[best[1]].embeddable):
         return scores
     todo = [(k, found[name]) for k, (score, name) in enumerate(scores)
             if found[name].spec.deep and score < COMPANION_SCORE
