@@ -89,7 +89,10 @@ def _run(fmt: str, tmp: Path) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("group", ["robust", "prefix"])
-@pytest.mark.parametrize("fmt", fuzz.FORMATS)
+# a format's two groups share one run of its cases: with pytest-xdist (the README's test
+# command) both go to one worker (--dist loadgroup), the formats spread over the workers
+@pytest.mark.parametrize("fmt", [pytest.param(f, marks=pytest.mark.xdist_group(f"fuzz-{f}"))
+                                 for f in fuzz.FORMATS])
 def test_fuzz(fmt: str, group: str, tmp_path_factory, request) -> None:
     if (fmt, group) in KNOWN and not os.environ.get("DPTRACE_FUZZ_STRICT"):
         request.applymarker(pytest.mark.xfail(strict=True, reason="issue12"))
