@@ -21,6 +21,7 @@ import pytest
 
 import dptrace
 from dptrace.analysis import nccltests as nt
+from dptrace.reports.evidence import locate
 
 HERE = Path(__file__).parent
 REAL = HERE.parent.parent / "shared" / "realdata"
@@ -108,7 +109,11 @@ def test_the_finding_names_the_bin_with_the_most_time(tmp_path):
     assert "all_reduce of 16,777,217-33,554,432 bytes" in r["message"]
     assert "8.69 GB/s" in r["message"] and "150 GB/s" in r["message"]
     assert "8 ranks on 1 host; the job ran 2 ranks" in r["message"]
-    assert r["evidence"] == "nccltests.job_vs_system run=run collective=all_reduce bin=24"
+    assert r["evidence"] == "nccl_tests.job_vs_system run=run collective=all_reduce bin=24"
+    report = dptrace.report(ds)
+    sec, table, row = locate(report.tables, r["evidence"], r["run"])
+    assert (sec, table) == ("nccl_tests", "job_vs_system") and row is not None
+    assert report.tables["nccl_tests.job_vs_system"].iloc[row]["bin"] == 24
     assert r["value"] == pytest.approx(100 * 8.6934 / 149.986, rel=1e-3)
     assert r["threshold"] == 50.0
     # a threshold below every ratio: no finding

@@ -213,6 +213,48 @@ def fusion_groups(tensors: pd.DataFrame) -> pd.DataFrame:
     return run_first(out[cols], tensors)
 
 
+#: responses up to this many bytes count as small (as MPI's: communication.SMALL_BYTES)
+SMALL_BYTES = 64
+
+
+def small_allreduces(groups: pd.DataFrame, limit_bytes: int = SMALL_BYTES) -> pd.DataFrame:
+    """Per timeline: how much of Horovod's allreduce time sits in responses (a fused op, or
+    one tensor when nothing was fused) of at most ``limit_bytes`` bytes: latency-bound
+    allreduces, such as a scalar metric averaged every step, or gradients sent one by one
+    when fusion is off.
+
+    Columns: ``source``, ``responses`` (complete allreduce responses of known size),
+    ``allreduce_s`` (their op time, queueing and copies included), ``small_responses``,
+    ``small_tensors``, ``small_s``, ``small_share`` (small_s / allreduce_s),
+    ``small_us_each`` (mean op time of a small response).
+    """
+    k = _src(groups)
+    cols = [*k, "responses", "allreduce_s", "small_responses", "small_tensors", "small_s",
+            "small_share", "small_us_each"]
+    g = groups[groups["op"].astype(str).str.upper().str.endswith("ALLREDUCE")
+               & groups["complete"].astype(bool) & groups["dur_us"].notna()
+               & groups["bytes"].notna()]
+    if g.empty:
+        return run_first(pd.DataFrame(columns=cols), groups)
+    small = g["bytes"].astype("float64") <= limit_bytes
+    t = g.assign(_src=g["source"].astype(str), _small=small,
+                 _small_us=g["dur_us"].where(small, 0.0),
+                 _small_tensors=g["tensors"].where(small, 0))
+    by = t.groupby([*k[:-1], "_src"], sort=False, observed=True)
+    out = pd.DataFrame({
+        "responses": by.size(), "allreduce_s": by["dur_us"].sum() / 1e6,
+        "small_responses": by["_small"].sum(),
+        "small_tensors": by["_small_tensors"].sum(),
+        "small_s": by["_small_us"].sum() / 1e6,
+    }).reset_index().rename(columns={"_src": "source"})
+    out["small_share"] = out["small_s"] / out["allreduce_s"].where(out["allreduce_s"] > 0)
+    out["small_us_each"] = 1e6 * out["small_s"] / \
+        out["small_responses"].where(out["small_responses"] > 0)
+    for c in ("responses", "small_responses", "small_tensors"):
+        out[c] = out[c].astype("Int64")
+    return run_first(out[cols], groups)
+
+
 def fusion_summary(groups: pd.DataFrame, acts: pd.DataFrame) -> pd.DataFrame:
     """Per source and op: tensors and bytes per fused op, and time in fusion-buffer copies.
 

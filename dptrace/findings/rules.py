@@ -13,7 +13,9 @@ role_claimed_twice           warning   2+ rank files claim one min/median/max ro
 ranks_missing                warning   rank 0's table lists fewer ranks than the job has
                                        (``communication.checks`` "ranks missing")
 small_message_allreduce      warning   Allreduces of <= 64 B hold more than 50% of a job's MPI
-                                       time (``communication.small_messages.dominated``)
+                                       time (``communication.small_messages.dominated``), or
+                                       of a Horovod timeline's allreduce time
+                                       (``horovod.small_allreduces``; new in issue 15)
 throughput_straggler         warning   a series has instances more than 5% below its median
                                        (``throughput_summary``'s ``stragglers``; not for
                                        global figures, whose copies are checked below)
@@ -273,6 +275,35 @@ def small_message_allreduce(small: pd.DataFrame, share: float = th.SMALL_SHARE,
             f"communication.small_messages job={r.job}",
             "With Horovod these are its tensor negotiation, not gradients; with NCCL the "
             "gradient traffic is not in MPI at all.",
+            value=100 * float(s), threshold=100 * share))
+    return out
+
+
+def small_horovod_allreduce(small: pd.DataFrame, share: float = th.SMALL_SHARE,
+                            limit_bytes: int = th.SMALL_BYTES) -> list[Finding]:
+    """Per Horovod timeline: more than ``share`` of the allreduce time in responses of at
+    most ``limit_bytes`` (``horovod.small_allreduces``), when those took at least
+    :data:`.thresholds.SMALL_MIN_S_PER_RANK`: the latency-bound side of Horovod (a scalar
+    allreduced every step, gradients sent one by one with fusion off)."""
+    out = []
+    for r in small.to_dict("records"):
+        s = r["small_share"]
+        if _na(s) or not s > share or _na(r["small_s"]) or \
+                r["small_s"] < th.SMALL_MIN_S_PER_RANK:
+            continue
+        n = int(r["small_responses"])
+        out.append(Finding(
+            "warning", "small_message_allreduce", "job", str(r["source"]),
+            f"{100 * s:.1f}% of Horovod's allreduce time in {r['source']} ({r['small_s']:.2f} s "
+            f"of {r['allreduce_s']:.2f} s) is in responses of at most {limit_bytes} bytes "
+            f"({_plural(n, 'response')} of {_plural(int(r['small_tensors']), 'tensor')}, "
+            f"{float(r['small_us_each']):,.0f} us each): latency, not bandwidth, sets "
+            "their time.",
+            f"horovod.small_allreduces source={r['source']}",
+            "Send fewer, larger allreduces: keep tensor fusion on (HOROVOD_FUSION_THRESHOLD, "
+            "default 64 MB; 0 turns it off) and give it time to fill (HOROVOD_CYCLE_TIME); "
+            "average metrics every N steps, or stack the scalars into one tensor and "
+            "allreduce that once.",
             value=100 * float(s), threshold=100 * share))
     return out
 
@@ -763,7 +794,7 @@ def below_system_busbw(jvs: pd.DataFrame, fraction: float = th.SYSTEM_BUSBW_FRAC
             f"{100 * r:.1f}% of the {float(worst['system_busbw_gbps']):.3g} GB/s this "
             f"system's nccl-tests {worst['test']}_perf measured at that size{beyond} "
             f"({tested}; the job ran {_int(worst['nranks'])} ranks){others}.",
-            f"nccltests.job_vs_system{run} collective={worst['collective']} "
+            f"nccl_tests.job_vs_system{run} collective={worst['collective']} "
             f"bin={int(worst['bin'])}",
             "nccl-tests time a collective with every rank ready at once; a job's collective "
             "time also holds its wait for the last rank to arrive, so look first for a "
@@ -1211,6 +1242,7 @@ RULES: tuple[Rule, ...] = (
     Rule(("unmatched_ends",), ("horovod.runs",), unmatched_ends),
     Rule(("cached_negotiations",), ("horovod.runs",), cached_negotiations),
     Rule(("negotiation_straggler",), ("horovod.stragglers",), negotiation_stragglers),
+    Rule(("small_message_allreduce",), ("horovod.small_allreduces",), small_horovod_allreduce),
     Rule(("collective_straggler",), ("torchtrace.ranks",), collective_stragglers),
     Rule(("idle_tiles",), ("tiles.idle_tiles",), idle_tiles),
     Rule(("lowest_exec_instance",), ("tiles.instances",), lowest_exec_instance),
@@ -1273,6 +1305,9 @@ def tables(ds: Dataset, names: set[str], **opts: Any) -> dict[str, pd.DataFrame]
             ds["train_metrics"])
     if "horovod.runs" in names and not ds["hvd_runs"].empty:
         out["horovod.runs"] = ds["hvd_runs"]
+    if "horovod.small_allreduces" in names and not ds["hvd_runs"].empty:
+        out["horovod.small_allreduces"] = hv.small_allreduces(
+            hv.fusion_groups(ds["hvd_tensors"]))
     if "horovod.stragglers" in names and not ds["hvd_runs"].empty:
         out["horovod.stragglers"] = hv.straggler_ranks(ds["hvd_ready"])
     if "nccl.overview" in names and not (ds["nccl_setup"].empty and ds["nccl_events"].empty):

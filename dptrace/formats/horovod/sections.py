@@ -41,6 +41,7 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
         "stragglers": hv.straggler_ranks(ds["hvd_ready"]),
         "fusion": hv.fusion_summary(groups, acts),
         "fusion_sizes": hv.fusion_sizes(groups),
+        "small_allreduces": hv.small_allreduces(groups),
         "throughput": hv.op_throughput(groups, tensors, acts),
         "cycles": hv.cycle_stats(ds["hvd_cycles"]),
         "idle_gaps": hv.longest_gaps(gaps, MAX_GAPS),
