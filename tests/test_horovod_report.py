@@ -94,8 +94,8 @@ def test_json_carries_the_same_tables():
     doc = json.loads(json.dumps(json_report.to_dict(Report(ds, [section]), 0)))
     sec = doc["sections"]["horovod"]
     assert set(sec["tables"]) == {"runs", "time", "activities", "stragglers", "fusion",
-                                  "fusion_sizes", "throughput", "cycles", "idle_gaps",
-                                  "top_tensors"}
+                                  "fusion_sizes", "small_allreduces", "throughput", "cycles",
+                                  "idle_gaps", "top_tensors"}
     time = sec["tables"]["time"][0]
     assert (time["negotiate_wall_us"], time["span_us"]) == (143113586.0, 189808515.0)
     rank0 = sec["tables"]["stragglers"][0]
