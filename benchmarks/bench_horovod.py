@@ -35,11 +35,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gen_horovod  # noqa: E402
 
-CHILD = """
+#: the script each reader runs in its own process; {imports}: dptrace's imports made before
+#: the clock starts, {fix}: what a baseline does to the bytes before parsing, {rows}: the
+#: baseline's row count
+CHILD_TEMPLATE = """
 import json, sys, time
 reader, path = sys.argv[1], sys.argv[2]
 if reader == "dptrace":
-    import dptrace
+    {imports}
     run = lambda: dptrace.load(path)
 else:
     import orjson, msgspec
@@ -47,18 +50,21 @@ else:
     def run():
         with open(path, "rb") as fh:
             data = fh.read()
-        body = data.rstrip()
-        if not body.endswith(b"]"):
-            data = body.rstrip(b",") + b"]"
+{fix}
         return parse(data)
 print("ready", flush=True)
 sys.stdin.readline()
 t = time.perf_counter()
 out = run()
 dt = time.perf_counter() - t
-rows = ({k: len(v) for k, v in out.items()} if reader == "dptrace" else len(out))
-print(json.dumps({"seconds": dt, "rows": rows}), flush=True)
+rows = ({{k: len(v) for k, v in out.items()}} if reader == "dptrace" else {rows})
+print(json.dumps({{"seconds": dt, "rows": rows}}), flush=True)
 """
+#: a timeline of the per-line framing never closes its array: the baselines get a ']'
+_CLOSE = ("        body = data.rstrip()\n"
+          "        if not body.endswith(b']'):\n"
+          "            data = body.rstrip(b',') + b']'")
+CHILD = CHILD_TEMPLATE.format(imports="import dptrace", fix=_CLOSE, rows="len(out)")
 
 
 def _tree(pid: int) -> list[int]:

@@ -32,28 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_horovod  # noqa: E402
 import gen_torchtrace  # noqa: E402
 
-CHILD = """
-import json, sys, time
-reader, path = sys.argv[1], sys.argv[2]
-if reader == "dptrace":
-    # imports out of the timing, as the baselines': dptrace imports pandas on first use
-    import dptrace, dptrace.registry, dptrace.runs, dptrace.formats.torchtrace.read
-    run = lambda: dptrace.load(path)
-else:
-    import orjson, msgspec
-    parse = orjson.loads if reader == "orjson" else msgspec.json.decode
-    def run():
-        with open(path, "rb") as fh:
-            return parse(fh.read())
-print("ready", flush=True)
-sys.stdin.readline()
-t = time.perf_counter()
-out = run()
-dt = time.perf_counter() - t
-rows = ({k: len(v) for k, v in out.items()} if reader == "dptrace"
-        else len(out["traceEvents"]))
-print(json.dumps({"seconds": dt, "rows": rows}), flush=True)
-"""
+#: dptrace's lazy imports (pandas, the format's modules) made before the clock starts, as
+#: the baselines' are
+CHILD = bench_horovod.CHILD_TEMPLATE.format(
+    imports="import dptrace, dptrace.registry, dptrace.runs, dptrace.formats.torchtrace.read",
+    fix="", rows='len(out["traceEvents"])')
 
 
 def main() -> None:
