@@ -279,6 +279,11 @@ def small_message_allreduce(small: pd.DataFrame, share: float = th.SMALL_SHARE,
     return out
 
 
+def _secs(v: float) -> str:
+    """Seconds, in ms below one second: '26.0 ms', '1.17 s'."""
+    return f"{1e3 * float(v):.1f} ms" if float(v) < 1 else f"{float(v):.2f} s"
+
+
 def small_horovod_allreduce(small: pd.DataFrame, share: float = th.SMALL_SHARE,
                             limit_bytes: int = th.SMALL_BYTES) -> list[Finding]:
     """Per Horovod timeline: more than ``share`` of the allreduce time in responses of at
@@ -294,8 +299,9 @@ def small_horovod_allreduce(small: pd.DataFrame, share: float = th.SMALL_SHARE,
         n = int(r["small_responses"])
         out.append(Finding(
             "warning", "small_message_allreduce", "job", str(r["source"]),
-            f"{100 * s:.1f}% of Horovod's allreduce time in {r['source']} ({r['small_s']:.2f} s "
-            f"of {r['allreduce_s']:.2f} s) is in responses of at most {limit_bytes} bytes "
+            f"{100 * s:.1f}% of Horovod's allreduce time in {r['source']} "
+            f"({_secs(r['small_s'])} of {_secs(r['allreduce_s'])}) is in responses of at most "
+            f"{limit_bytes} bytes "
             f"({_plural(n, 'response')} of {_plural(int(r['small_tensors']), 'tensor')}, "
             f"{float(r['small_us_each']):,.0f} us each): latency, not bandwidth, sets "
             "their time.",
