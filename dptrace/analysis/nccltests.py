@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .communication import COLLECTIVES, _factor, message_sizes
+from .horovod import bin_bounds, size_bin
 from .keys import keys, run_first
 
 
@@ -64,24 +66,12 @@ TEST_OF = {"MPI_Allreduce": "all_reduce", "MPI_Reduce_scatter": "reduce_scatter"
            "all_reduce": "all_reduce", "reduce_scatter": "reduce_scatter",
            "all_gather": "all_gather", "all_to_all": "alltoall", "broadcast": "broadcast",
            "reduce": "reduce"}
-#: busbw factor of each test (nccl-tests doc/PERFORMANCE.md), n ranks
-_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "reduce_scatter": lambda n: (n - 1) / n,
-           "all_gather": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n,
-           "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0}
+#: busbw factor formula of each test: the one its MPI routine has in
+#: :data:`.communication.COLLECTIVES` (nccl-tests doc/PERFORMANCE.md)
+_FORMULA = {TEST_OF[routine]: formula for routine, (_, formula) in COLLECTIVES.items()}
 
 JOB_BIN_COLUMNS = ["evidence", "collective", "test", "bin", "bin_lo_bytes", "bin_hi_bytes",
                    "nranks", "calls", "avg_bytes", "time_s", "time_share", "busbw_gbps"]
-
-
-def _pow2_bin(size: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """mpitrace's size bins for sizes in bytes: 0 B is bin 0, 1-4 B bin 1, then bin k holds
-    (2^k, 2^(k+1)] bytes; (bin, lo, hi)."""
-    s = np.asarray(size, dtype="float64")
-    k = np.where(s <= 0, 0, np.where(s <= 4, 1,
-                                     np.ceil(np.log2(np.maximum(s, 1))) - 1)).astype("int64")
-    hi = np.where(k == 0, 0, np.where(k == 1, 4, 2.0 ** (k + 1))).astype("int64")
-    lo = np.where(k == 0, 0, np.where(k == 1, 1, 2.0 ** k + 1)).astype("int64")
-    return k, lo, hi
 
 
 def job_bins_mpitrace(message_sizes: pd.DataFrame) -> pd.DataFrame:
@@ -127,9 +117,12 @@ def job_bins_torch(events: pd.DataFrame, traces: pd.DataFrame) -> pd.DataFrame:
     coll = c["collective"].astype(str)
     n = c["world_size"].astype("float64")
     size = c["size_bytes"].astype("float64") * np.where(coll == "all_gather", n, 1.0)
-    b, lo, hi = _pow2_bin(size.to_numpy())
+    b = size_bin(size)
+    lo, hi = bin_bounds(b)
     df = pd.DataFrame({**{x: c[x].astype(object) for x in k}, "collective": coll.to_numpy(),
-                       "bin": b, "bin_lo_bytes": lo, "bin_hi_bytes": hi,
+                       "bin": b.to_numpy(dtype="int64"),
+                       "bin_lo_bytes": lo.to_numpy(dtype="int64"),
+                       "bin_hi_bytes": hi.to_numpy(dtype="int64"),
                        "nranks": c["world_size"].astype("int64").to_numpy(),
                        "bytes": size.to_numpy(), "time_s": (c["dur_us"] * 1e-6).to_numpy(),
                        "trace": c["source"].astype(str).to_numpy()})
@@ -139,7 +132,8 @@ def job_bins_torch(events: pd.DataFrame, traces: pd.DataFrame) -> pd.DataFrame:
                 traces=("trace", "nunique")).reset_index()
     out["test"] = out["collective"].map(TEST_OF)
     out["avg_bytes"] = out["bytes"] / out["calls"]
-    factor = [_FACTOR[t](float(r)) for t, r in zip(out["test"], out["nranks"], strict=True)]
+    factor = [_factor(_FORMULA[t], float(r))
+              for t, r in zip(out["test"], out["nranks"], strict=True)]
     out["busbw_gbps"] = out["bytes"] / out["time_s"] * np.array(factor) / 1e9
     out["evidence"] = [f"PyTorch profiler trace{'s' if t > 1 else ''} ({t} rank"
                        f"{'s' if t > 1 else ''})" for t in out["traces"]]
@@ -151,8 +145,6 @@ def job_bins(mpi_messages: pd.DataFrame, torch_events: pd.DataFrame,
              torch_traces: pd.DataFrame) -> pd.DataFrame:
     """The job's collective bins that nccl-tests measure, from its mpitrace profiles
     (:func:`job_bins_mpitrace`) and its PyTorch profiler traces (:func:`job_bins_torch`)."""
-    from .communication import message_sizes
-
     parts = []
     if not mpi_messages.empty:
         parts.append(job_bins_mpitrace(message_sizes(mpi_messages)))
@@ -200,6 +192,7 @@ def job_vs_system(job_bins: pd.DataFrame, rows: pd.DataFrame,
     tests = summary[[*sk, "test", "nranks", "nhosts"]].copy()
     tests["order"] = -tests["nranks"].astype("float64").fillna(0)
     tests = tests.sort_values("order", kind="stable")
+    curves: dict[tuple[str, ...], pd.Series] = {}   # each test's curve, made once
     out = []
     for rec in job_bins.to_dict("records"):
         match = tests[tests["test"].astype(str) == rec["test"]]
@@ -208,12 +201,14 @@ def job_vs_system(job_bins: pd.DataFrame, rows: pd.DataFrame,
         sys_bw, beyond, src, blk, tn, th = np.nan, False, None, pd.NA, pd.NA, pd.NA
         if not match.empty:
             t = match.iloc[0]
-            sel = np.ones(len(oop), dtype=bool)
-            for c in sk:
-                sel &= (oop[c].astype(str) == str(t[c])).to_numpy()
-            curve = oop[sel].groupby("size_bytes")["busbw_gbps"].max().sort_index()
+            key = tuple(str(t[c]) for c in sk)
+            if key not in curves:
+                sel = np.ones(len(oop), dtype=bool)
+                for c, v in zip(sk, key, strict=True):
+                    sel &= (oop[c].astype(str) == v).to_numpy()
+                curves[key] = oop[sel].groupby("size_bytes")["busbw_gbps"].max().sort_index()
             src, blk, tn, th = str(t["source"]), t["block"], t["nranks"], t["nhosts"]
-            sys_bw, beyond = _on_curve(curve, float(rec["avg_bytes"]))
+            sys_bw, beyond = _on_curve(curves[key], float(rec["avg_bytes"]))
         out.append({**rec, "test_source": src, "test_block": blk, "test_nranks": tn,
                     "test_nhosts": th,
                     "system_busbw_gbps": sys_bw, "beyond_tested": beyond})

@@ -279,11 +279,6 @@ def small_message_allreduce(small: pd.DataFrame, share: float = th.SMALL_SHARE,
     return out
 
 
-def _secs(v: float) -> str:
-    """Seconds, in ms below one second: '26.0 ms', '1.17 s'."""
-    return f"{1e3 * float(v):.1f} ms" if float(v) < 1 else f"{float(v):.2f} s"
-
-
 def small_horovod_allreduce(small: pd.DataFrame, share: float = th.SMALL_SHARE,
                             limit_bytes: int = th.SMALL_BYTES) -> list[Finding]:
     """Per Horovod timeline: more than ``share`` of the allreduce time in responses of at
@@ -300,10 +295,11 @@ def small_horovod_allreduce(small: pd.DataFrame, share: float = th.SMALL_SHARE,
         out.append(Finding(
             "warning", "small_message_allreduce", "job", str(r["source"]),
             f"{100 * s:.1f}% of Horovod's allreduce time in {r['source']} "
-            f"({_secs(r['small_s'])} of {_secs(r['allreduce_s'])}) is in responses of at most "
+            f"({_time_us(1e6 * r['small_s'])} of {_time_us(1e6 * r['allreduce_s'])}) is in "
+            "responses of at most "
             f"{limit_bytes} bytes "
             f"({_plural(n, 'response')} of {_plural(int(r['small_tensors']), 'tensor')}, "
-            f"{float(r['small_us_each']):,.0f} us each): latency, not bandwidth, sets "
+            f"{_time_us(r['small_us_each'])} each): latency, not bandwidth, sets "
             "their time.",
             f"horovod.small_allreduces source={r['source']}",
             "Send fewer, larger allreduces: keep tensor fusion on (HOROVOD_FUSION_THRESHOLD, "

@@ -140,12 +140,12 @@ class _Out:
         if not keep:
             return
         cats, names = self.cats, self.names
-        cat = [cats[c] if c in cats else cats.setdefault(c, len(cats))
-               for c in [e.cat for e in keep]]
+        cat_text = [e.cat for e in keep]
+        cat = [cats[c] if c in cats else cats.setdefault(c, len(cats)) for c in cat_text]
         name = [names[n] if n in names else names.setdefault(n, len(names))
                 for n in [e.name for e in keep]]
         pid = _int64s([e.pid for e in keep])
-        device = np.array([c in _DEVICE_CATS for c in [e.cat for e in keep]], dtype=bool)
+        device = np.array([c in _DEVICE_CATS for c in cat_text], dtype=bool)
         tid = _int64s([e.tid for e in keep])
         stream = np.full(len(keep), _NULL, dtype="int64")
         for i in np.flatnonzero(device).tolist():
@@ -246,14 +246,9 @@ class _EventsStream:
         self.trailer = rest
 
 
-def _meta_before(prefix: bytes) -> dict[str, Any]:
-    """The metadata keys before ``traceEvents`` (``{`` ... ``,``), as a dict."""
-    meta, _ = _meta_checked(prefix)
-    return meta
-
-
-def _meta_checked(prefix: bytes) -> tuple[dict[str, Any], str | None]:
-    """:func:`_meta_before`, and why the metadata did not decode whole (None when it did)."""
+def _meta_before(prefix: bytes) -> tuple[dict[str, Any], str | None]:
+    """The metadata keys before ``traceEvents`` (``{`` ... ``,``), as a dict, and why they
+    did not decode whole (None when they did)."""
     body = prefix.strip().rstrip(b",").rstrip()
     body = body[3:] if body.startswith(b"\xef\xbb\xbf") else body
     try:
@@ -315,7 +310,7 @@ def parse(source: Source) -> ParseResult:
                    "its events" if prefix.strip() else "empty file")
             return ParseResult(problems=[Problem(name, msg, severity="error")],
                                variant="failed")
-        meta, bad_meta = _meta_checked(prefix[:start.start()])
+        meta, bad_meta = _meta_before(prefix[:start.start()])
         if bad_meta is not None:
             problems.append(Problem(
                 name, f"the metadata before traceEvents does not decode ({bad_meta}): "
@@ -508,17 +503,15 @@ def _tables(out: _Out, meta: dict[str, Any], source: str, cut: bool
     name_names = list(out.names)
     gpu_trace = "kernel" in out.cats
     # the role of each distinct (category, name)
-    pair = col["cat"].astype("int64") * max(len(name_names), 1) + col["name"]
-    uniq, inverse = np.unique(pair, return_inverse=True)
     width = max(len(name_names), 1)
+    pair = col["cat"].astype("int64") * width + col["name"]
+    uniq, inverse = np.unique(pair, return_inverse=True)
     roles = [_role(cat_names[p // width], name_names[p % width], gpu_trace)
              for p in uniq.tolist()]
     present = {r: k for k, r in enumerate(dict.fromkeys(roles))}
-    role_codes = np.array([present[r] for r in roles], dtype="int32")[inverse] \
-        if len(uniq) else np.empty(0, dtype="int32")
+    role_codes = np.array([present[r] for r in roles], dtype="int32")[inverse]
     role = _categorical(role_codes, present)
-    is_comm = np.array([r in ("communication", "comm_op") for r in roles] or [False])[
-        inverse] if len(uniq) else np.empty(0, dtype=bool)
+    is_comm = np.array([r in ("communication", "comm_op") for r in roles], dtype=bool)[inverse]
     collective: list[Any] = [None] * n
     elements = np.full(n, _NULL, dtype="int64")
     dtypes: list[Any] = [None] * n
