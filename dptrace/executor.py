@@ -6,18 +6,25 @@ large input into independent pieces (byte ranges of a multi-GB log or timeline) 
 executor how many ``workers`` there are and maps its piece function over the pieces with
 ``executor.map``. :class:`Serial` runs everything in this process; :class:`Processes` forks
 a pool per map (the pieces' shared state, such as a memory map of the input, is inherited
-by the forked workers, so only the piece bounds and the results are pickled). A distributed
-engine plugs in here: anything with ``workers`` and ``map`` will do.
+by the forked workers, so only the piece bounds go to them). A result comes back pickled;
+its large array buffers (the columns of a piece's tables) do not go through the pool's
+pipe: the worker writes them to a file in shared memory and the parent maps that file and
+rebuilds the arrays on it, without a copy (:class:`_Ship`). A distributed engine plugs in
+here: anything with ``workers`` and ``map`` will do.
 """
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import multiprocessing as mp
 import os
+import pickle
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -61,8 +68,81 @@ class Processes:
         return self.count
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
-        with ProcessPoolExecutor(self.count, mp_context=mp.get_context("fork")) as pool:
-            yield from pool.map(fn, items)
+        with contextlib.ExitStack() as stack:
+            where = _ship_dir(stack)
+            ship: Callable[[T], Any] = fn if where is None else _Ship(fn, where)
+            pool = stack.enter_context(
+                ProcessPoolExecutor(self.count, mp_context=mp.get_context("fork")))
+            for result in pool.map(ship, items):
+                yield _landed(result)
+
+
+#: a result whose out-of-band array buffers hold at least this many bytes comes back through
+#: a file in shared memory; smaller ones through the pool's pipe, as pickles do
+SHIP_BYTES = 1 << 20
+#: where the files go: tmpfs, so they are memory and never written to disk
+_SHM = "/dev/shm"
+
+
+def _ship_dir(stack: contextlib.ExitStack) -> str | None:
+    """A directory for this map's shipped results, removed when the map ends; None when
+    there is no shared-memory file system to make it in (results then come by the pipe)."""
+    if not os.path.isdir(_SHM) or not os.access(_SHM, os.W_OK | os.X_OK):
+        return None
+    try:
+        return stack.enter_context(tempfile.TemporaryDirectory(prefix="dptrace-", dir=_SHM))
+    except OSError:
+        return None
+
+
+@dataclass(frozen=True)
+class _Shipped:
+    """A result pickled with its large buffers out of band, in the file ``path``
+    (``sizes``: each buffer's length, in order)."""
+
+    data: bytes
+    path: str
+    sizes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class _Ship(Generic[T, R]):
+    """``fn`` in a worker, its result shipped: pickled (protocol 5) with the buffers of its
+    arrays written one after another to a file in ``where`` when they are large."""
+
+    fn: Callable[[T], R]
+    where: str
+
+    def __call__(self, item: T) -> R | _Shipped:
+        result = self.fn(item)
+        buffers: list[pickle.PickleBuffer] = []
+        data = pickle.dumps(result, protocol=5, buffer_callback=buffers.append)
+        raws = [b.raw() for b in buffers]
+        if sum(r.nbytes for r in raws) < SHIP_BYTES:
+            return result   # small: the pool pickles it as it does any result
+        fd, path = tempfile.mkstemp(prefix="piece-", dir=self.where)
+        with os.fdopen(fd, "wb") as fh:
+            for raw in raws:
+                fh.write(raw)
+        return _Shipped(data, path, tuple(r.nbytes for r in raws))
+
+
+def _landed(result: Any) -> Any:
+    """A shipped result rebuilt in this process on a private map of its file (the file is
+    removed at once; the arrays keep the map, and write to copies of its pages); any other
+    result as it is."""
+    if not isinstance(result, _Shipped):
+        return result
+    try:
+        with open(result.path, "rb") as fh:
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY) if sum(result.sizes) else b""
+    finally:
+        os.unlink(result.path)
+    view, buffers, at = memoryview(mm), [], 0
+    for size in result.sizes:
+        buffers.append(view[at:at + size])
+        at += size
+    return pickle.loads(result.data, buffers=buffers)
 
 
 #: how many processes "auto" uses at most: CPU-bound decoding gains from 2 on the 2-core

@@ -14,6 +14,7 @@ Timeout(ms)=120000)``) are found anywhere in a line, a torn one included.
 
 from __future__ import annotations
 
+import mmap
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 from ... import schema
 from ...errors import Problem
 from ...formats.trainlog import RE_ENGINE as _re_engine
+from ...formats.trainlog.general import _count_newlines
 from ...registry import ParseResult
 from ...runs import rank_of_path
 from ...sources import Source
@@ -57,6 +59,8 @@ MAX_DONE = 200_000
 #: events named one by one; more in one counted problem
 MAX_NOTED = 10
 MAX_MESSAGE = 300
+#: bytes of a mapped file searched at a time (see :func:`_lines`)
+WINDOW = 32 << 20
 
 
 @dataclass
@@ -281,33 +285,46 @@ class _Reader:
             "message": msg[:MAX_MESSAGE], "lineno": lineno})
 
 
-def _lines(buf: bytes) -> Any:
-    """(lineno, text) of every candidate line of ``buf``, in order; a line's ``\\r`` pieces
-    are read one by one."""
-    lineno, pos, last_start = 1, 0, -1
-    for m in _CANDIDATE.finditer(buf):
-        start = buf.rfind(b"\n", 0, m.start()) + 1
-        if start == last_start:
-            continue
-        lineno += buf.count(b"\n", pos, start)
-        pos = start
-        last_start = start
-        end = buf.find(b"\n", m.start())
-        raw = buf[start:] if end < 0 else buf[start:end]
-        for piece in raw.split(b"\r"):
-            if piece:
-                yield lineno, piece.decode("utf-8", "replace")
+def _lines(buf: bytes | mmap.mmap) -> Any:
+    """(lineno, text) of every candidate line of ``buf`` (read in place: a mapped file is
+    not copied), in order; a line's ``\\r`` pieces are read one by one. A mapped file is
+    searched in windows of :data:`WINDOW` bytes, each given back to the page cache once
+    searched (a multi-GB log's pages do not pile up in this process's memory)."""
+    lineno, pos, last_start, n = 1, 0, -1, len(buf)
+    done = 0   # the mapped bytes before this are given back
+    lo = 0
+    while lo < n:
+        hi = n if n - lo <= WINDOW else buf.find(b"\n", lo + WINDOW) + 1 or n
+        for m in _CANDIDATE.finditer(buf, lo, hi):
+            start = buf.rfind(b"\n", 0, m.start()) + 1
+            if start == last_start:
+                continue
+            lineno += _count_newlines(buf, pos, start)
+            pos = start
+            last_start = start
+            end = buf.find(b"\n", m.start())
+            raw = buf[start:] if end < 0 else buf[start:end]
+            for piece in raw.split(b"\r"):
+                if piece:
+                    yield lineno, piece.decode("utf-8", "replace")
+        if isinstance(buf, mmap.mmap):
+            lineno += _count_newlines(buf, pos, hi)
+            pos = hi
+            upto = hi // mmap.PAGESIZE * mmap.PAGESIZE
+            if upto > done:
+                buf.madvise(mmap.MADV_DONTNEED, done, upto - done)
+                done = upto
+        lo = hi
 
 
 def parse(source: Source) -> ParseResult:
     """Parse one source's NCCL lines into ``nccl_setup``, ``nccl_events`` and ``nccl_env``."""
     problems: list[Problem] = []
-    with source.buffer(problems) as raw:
-        buf = bytes(raw)
     name = source.name
     r = _Reader(name)
-    for lineno, text in _lines(buf):
-        r.line(text, lineno)
+    with source.buffer(problems) as buf:
+        for lineno, text in _lines(buf):
+            r.line(text, lineno)
     file_rank = rank_of_path(name)
     procs = list(r.procs.values())
     if file_rank is not None and len({p.host for p in procs}) <= 1:

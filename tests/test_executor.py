@@ -1,0 +1,85 @@
+"""The executor seam: results of forked pieces come back whole, large ones through shared
+memory (dptrace.executor._Ship), in order, writable, with nothing left behind."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dptrace import executor
+from dptrace.executor import Processes, Serial
+
+pytestmark = pytest.mark.skipif(not executor.can_fork(), reason="needs fork")
+
+
+def _piece(k: int) -> tuple[int, pd.DataFrame, np.ndarray]:
+    n = 140_000 + 10_000 * k   # 1.1 MB and more of int64: over SHIP_BYTES
+    df = pd.DataFrame({
+        "i": np.arange(n, dtype=np.int64) + k,
+        "x": np.linspace(0, 1, n),
+        "cat": pd.Categorical.from_codes(np.arange(n) % 3, categories=["a", "b", "c"]),
+        "s": pd.array([f"r{k}"] * 3 + [None] * (n - 3), dtype="string"),
+        "n": pd.array([1, None] * (n // 2), dtype="Int64"),
+    })
+    return k, df, np.full(7, k, dtype=np.int32)   # a small array rides in the pickle
+
+
+def _small(k: int) -> list[int]:
+    return [k] * 3
+
+
+def _shm_dirs() -> set[str]:
+    if not os.path.isdir(executor._SHM):
+        return set()
+    return {d for d in os.listdir(executor._SHM) if d.startswith("dptrace-")}
+
+
+def test_large_results_come_back_equal_in_order_and_writable() -> None:
+    before = _shm_dirs()
+    got = list(Processes(2).map(_piece, range(4)))
+    want = list(Serial().map(_piece, range(4)))
+    assert [g[0] for g in got] == list(range(4))
+    for (k, df, arr), (_, wdf, warr) in zip(got, want, strict=True):
+        pd.testing.assert_frame_equal(df, wdf)
+        np.testing.assert_array_equal(arr, warr)
+        df["i"] += 1   # the readers shift line numbers in place
+        assert df["i"].iloc[0] == k + 1
+    assert _shm_dirs() == before   # files and the map's directory are gone
+
+
+def test_a_shipped_piece_writes_its_buffers_to_shared_memory(tmp_path) -> None:
+    shipped = executor._Ship(_piece, str(tmp_path))(1)
+    assert isinstance(shipped, executor._Shipped)
+    assert os.path.getsize(shipped.path) == sum(shipped.sizes) >= executor.SHIP_BYTES
+    k, df, _ = executor._landed(shipped)
+    assert k == 1 and len(df) == 150_000
+    assert not os.path.exists(shipped.path)   # removed once mapped
+    pd.testing.assert_frame_equal(df, _piece(1)[1])
+
+
+def test_small_results_go_by_the_pipe(tmp_path) -> None:
+    assert executor._Ship(_small, str(tmp_path))(2) == [2, 2, 2]
+    assert list(tmp_path.iterdir()) == []
+    assert list(Processes(2).map(_small, range(4))) == [[k] * 3 for k in range(4)]
+
+
+def test_without_shared_memory_results_come_by_the_pipe(monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr(executor, "_SHM", str(tmp_path / "missing"))
+    got = list(Processes(2).map(_piece, range(2)))
+    pd.testing.assert_frame_equal(got[1][1], _piece(1)[1])
+
+
+def test_a_failing_piece_raises_and_leaves_nothing() -> None:
+    before = _shm_dirs()
+    with pytest.raises(ZeroDivisionError):
+        list(Processes(2).map(_fail_on_two, range(4)))
+    assert _shm_dirs() == before
+
+
+def _fail_on_two(k: int) -> pd.DataFrame:
+    if k == 2:
+        raise ZeroDivisionError("piece 2")
+    return _piece(k)[1]
