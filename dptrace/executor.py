@@ -77,9 +77,11 @@ class Processes:
                 yield _landed(result)
 
 
-#: a result whose out-of-band array buffers hold at least this many bytes comes back through
-#: a file in shared memory; smaller ones through the pool's pipe, as pickles do
+#: a result whose large array buffers hold at least this many bytes in all comes back
+#: through shared memory; smaller ones through the pool's pipe, as pickles do
 SHIP_BYTES = 1 << 20
+#: a buffer this large or larger goes to a file of its own; smaller ones ride in the pickle
+SHIP_BUFFER_BYTES = 1 << 16
 #: where the files go: tmpfs, so they are memory and never written to disk
 _SHM = "/dev/shm"
 
@@ -97,51 +99,64 @@ def _ship_dir(stack: contextlib.ExitStack) -> str | None:
 
 @dataclass(frozen=True)
 class _Shipped:
-    """A result pickled with its large buffers out of band, in the file ``path``
-    (``sizes``: each buffer's length, in order)."""
+    """A result pickled with its large buffers out of band, each in a file of its own
+    (``paths``, in the pickle's order)."""
 
     data: bytes
-    path: str
-    sizes: tuple[int, ...]
+    paths: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class _Ship(Generic[T, R]):
-    """``fn`` in a worker, its result shipped: pickled (protocol 5) with the buffers of its
-    arrays written one after another to a file in ``where`` when they are large."""
+    """``fn`` in a worker, its result shipped: pickled (protocol 5), each large buffer of
+    its arrays written to a file of its own in ``where`` (a file per buffer: the parent's
+    memory of a column goes as soon as that column does)."""
 
     fn: Callable[[T], R]
     where: str
 
     def __call__(self, item: T) -> R | _Shipped:
         result = self.fn(item)
-        buffers: list[pickle.PickleBuffer] = []
-        data = pickle.dumps(result, protocol=5, buffer_callback=buffers.append)
-        raws = [b.raw() for b in buffers]
+        raws: list[memoryview] = []
+
+        def out_of_band(buffer: pickle.PickleBuffer) -> bool:
+            raw = buffer.raw()
+            if raw.nbytes < SHIP_BUFFER_BYTES:
+                return True   # in the pickle
+            raws.append(raw)
+            return False
+
+        data = pickle.dumps(result, protocol=5, buffer_callback=out_of_band)
         if sum(r.nbytes for r in raws) < SHIP_BYTES:
             return result   # small: the pool pickles it as it does any result
-        fd, path = tempfile.mkstemp(prefix="piece-", dir=self.where)
-        with os.fdopen(fd, "wb") as fh:
+        paths = []
+        try:
             for raw in raws:
-                fh.write(raw)
-        return _Shipped(data, path, tuple(r.nbytes for r in raws))
+                fd, path = tempfile.mkstemp(prefix="buffer-", dir=self.where)
+                paths.append(path)
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(raw)
+        except OSError:   # shared memory full: the pipe it is
+            for path in paths:
+                os.unlink(path)
+            return result
+        return _Shipped(data, tuple(paths))
 
 
 def _landed(result: Any) -> Any:
-    """A shipped result rebuilt in this process on a private map of its file (the file is
-    removed at once; the arrays keep the map, and write to copies of its pages); any other
-    result as it is."""
+    """A shipped result rebuilt in this process, each buffer on a private map of its file
+    (the file is removed at once; the array keeps the map and writes to copies of its
+    pages); any other result as it is."""
     if not isinstance(result, _Shipped):
         return result
+    buffers = []
     try:
-        with open(result.path, "rb") as fh:
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY) if sum(result.sizes) else b""
+        for path in result.paths:
+            with open(path, "rb") as fh:
+                buffers.append(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY))
     finally:
-        os.unlink(result.path)
-    view, buffers, at = memoryview(mm), [], 0
-    for size in result.sizes:
-        buffers.append(view[at:at + size])
-        at += size
+        for path in result.paths:
+            os.unlink(path)
     return pickle.loads(result.data, buffers=buffers)
 
 

@@ -53,10 +53,10 @@ def test_large_results_come_back_equal_in_order_and_writable() -> None:
 def test_a_shipped_piece_writes_its_buffers_to_shared_memory(tmp_path) -> None:
     shipped = executor._Ship(_piece, str(tmp_path))(1)
     assert isinstance(shipped, executor._Shipped)
-    assert os.path.getsize(shipped.path) == sum(shipped.sizes) >= executor.SHIP_BYTES
+    assert sum(os.path.getsize(p) for p in shipped.paths) >= executor.SHIP_BYTES
     k, df, _ = executor._landed(shipped)
     assert k == 1 and len(df) == 150_000
-    assert not os.path.exists(shipped.path)   # removed once mapped
+    assert not any(os.path.exists(p) for p in shipped.paths)   # removed once mapped
     pd.testing.assert_frame_equal(df, _piece(1)[1])
 
 
