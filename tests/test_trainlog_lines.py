@@ -292,3 +292,49 @@ def test_newline_count_in_place_equals_bytes_count(tmp_path):
             want = data[a:b].count(b"\n")
             assert trainlog._count_newlines(mm, a, b) == want
             assert trainlog._count_newlines(data, a, b) == want
+
+
+@pytest.mark.parametrize("workers,range_bytes", [(2, 1 << 30), (3, 4 << 10), (5, 9 << 10)])
+def test_ranges_finished_in_their_workers_join_as_one_scan(tmp_path, monkeypatch, workers,
+                                                           range_bytes):
+    """Each range's tables are finished in its worker and joined in the parent: passes of a
+    bar's count that cross a cut (global steps), closing redraws and copies of a global
+    figure in another range, ranks that print in some ranges only, lines without a prefix:
+    the rows are those of one scan of the whole file, and the join is what ran."""
+    from pandas.testing import assert_frame_equal
+
+    from dptrace.formats.trainlog import read as trainlog
+
+    lines = []
+    for epoch in range(6):
+        for i in range(1, 61):
+            for rank in range(3 if epoch % 2 else 4):
+                bar = (f"Epoch {epoch}: {i * 100 // 60:3d}%|#   | {i}/60 [00:01<00:09, "
+                       f"{1 + (i + rank) % 11}.{epoch}5it/s, loss=0.{i % 9}5, v_num=0]")
+                pre = "" if rank == 3 else f"{rank}: "
+                lines.append(f"{pre}{bar}\r{bar}\n" if i % 17 == 0 else f"{pre}{bar}\n")
+                if i == 60:
+                    lines.append(f"{pre}{bar}\n")  # the close redraw, on its own line
+            if i % 20 == 0:
+                lines.append(f"{i % 4}: noise {epoch} {i} step {i}\n")
+        for rank in range(2):
+            lines.append(f"{rank}: {{'train_runtime': 12.4, 'train_samples_per_second': "
+                         f"{150 + epoch % 2}.5, 'epoch': 1.0}}\n")
+        lines.append(f"{epoch % 4}: e2e samples_per_sec: {100 + epoch}.25\n")
+    p = tmp_path / "slurm-11.out"
+    p.write_text("".join(lines))
+    single = dptrace.read_trainlog(p)
+    tp = single["throughput"]
+    assert tp["repeat"].any() and tp["step"].max() > 60  # global steps and repeats to join
+    monkeypatch.setattr(trainlog, "PARALLEL_BYTES", 1)
+    monkeypatch.setattr(trainlog, "RANGE_BYTES", range_bytes)
+    joins = []
+    real = trainlog._joined
+    monkeypatch.setattr(trainlog, "_joined", lambda *a: joins.append(1) or real(*a))
+    parallel = dptrace.read_trainlog(p, executor=workers)
+    assert joins == [1]
+    for table in ("throughput", "train_metrics"):
+        assert_frame_equal(single[table], parallel[table])
+    assert_frame_equal(single.problems, parallel.problems)
+    assert_frame_equal(single.sources, parallel.sources)
+    assert_frame_equal(single.runs, parallel.runs)

@@ -146,20 +146,32 @@ def prefix_rank(prefix: pd.Series) -> pd.Series:
     return pd.Series(lookup[codes], index=prefix.index)
 
 
-def steps_and_repeats(df: pd.DataFrame, instance: pd.Series) -> tuple[pd.Series, np.ndarray]:
+def steps_and_repeats(df: pd.DataFrame, instance: pd.Series, info: dict | None = None,
+                      ) -> tuple[pd.Series, np.ndarray]:
     """(step, repeat) of each row (see the module's docstring); ``df`` in file order.
 
     Linear in the rows (they are millions in dense logs): the rows of each stream (kind and
     printer) are put together in file order with a radix sort (:func:`_dense`), then
     every rule compares a row with the one before it in its stream. A pass (a restart of the
-    stream's count) is a run of rows between two places where the step goes down."""
+    stream's count) is a run of rows between two places where the step goes down.
+
+    ``info``: when given (a range of a file scanned in parallel), filled with what joining
+    this range to the ranges before it needs (:func:`join_streams`): each row's stream, each
+    stream's key, and per stream with steps its first and last rows and the steps of its
+    completed passes; the global figures without a step."""
     n = len(df)
     repeat = np.zeros(n, dtype=bool)
     step = df["step"]
     if n == 0:
         return step, repeat
     kind_cols = [c for c in ("pattern", "name", "label", "metric") if c in df]
-    stream = _dense(_combined([df[c] for c in kind_cols] + [instance]))
+    columns = [df[c] for c in kind_cols] + [instance]
+    stream = _dense(_combined(columns))
+    if info is not None:
+        info["stream"] = stream
+        info["keys"] = _stream_keys(stream, columns)
+        info["streams"] = None
+        info["glob"] = None
     documented = df["pattern"].isin(INSTANCE_PATTERNS).to_numpy()
     step_f = _floats(step)
     stepped = ~np.isnan(step_f)
@@ -179,6 +191,8 @@ def steps_and_repeats(df: pd.DataFrame, instance: pd.Series) -> tuple[pd.Series,
         down = np.zeros(len(sp), dtype=bool)                  # the count restarts
         np.less(sp[1:], sp[:-1], out=down[1:])
         down &= ~first
+        if info is not None:
+            info["streams"] = _stream_ends(stream, pos, first, down, sp, epoch)
         # repeats: same stream, pass, step and epoch as the row before in the stream (within
         # a pass the step never goes down, so equal steps are neighbours; a row equal to the
         # one before it does not start a pass). Epochs are compared where the steps agree.
@@ -216,8 +230,92 @@ def steps_and_repeats(df: pd.DataFrame, instance: pd.Series) -> tuple[pd.Series,
             value = df["value"].to_numpy(dtype="float64", na_value=np.nan)[gi]
             repeat[gi] = _duplicated(stream[gi], np.zeros(len(gi), np.int64), value,
                                      epoch[gi])
+            if info is not None:
+                info["glob"] = (gi, stream[gi], value, epoch[gi])
     repeat[documented] = False
     return new_step, repeat
+
+
+def _stream_keys(stream: np.ndarray, columns: Sequence[pd.Series]) -> list[tuple]:
+    """The values (None for null) of ``columns`` that make each stream code 0..k-1: the
+    same stream in another range has another code but the same key."""
+    k = int(stream.max()) + 1
+    at = np.zeros(k, dtype=np.int64)
+    at[stream[::-1]] = np.arange(len(stream) - 1, -1, -1)  # each code's first row
+    values = [[None if pd.isna(v) else v for v in col.iloc[at].tolist()] for col in columns]
+    return list(zip(*values, strict=True))
+
+
+#: per stream with steps (rows in the order of the stream codes): code, first row, its step
+#: and epoch, last step and its epoch, the sum of the last steps of the completed passes
+StreamEnds = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                   np.ndarray]
+
+
+def _stream_ends(stream: np.ndarray, pos: np.ndarray, first: np.ndarray, down: np.ndarray,
+                 sp: np.ndarray, epoch: np.ndarray) -> StreamEnds:
+    """What :func:`join_streams` needs of a range's streams with steps (``pos``: the stepped
+    rows, grouped by stream in file order; ``first``, ``down``: a stream's first row and a
+    restart of its count; ``sp``: their printed steps). Within a pass the step never goes
+    down, so a pass's largest step is its last."""
+    heads = np.flatnonzero(first)
+    tails = np.append(heads[1:] - 1, len(pos) - 1)
+    starts = np.flatnonzero(first | down)
+    pass_max = np.maximum.reduceat(sp, starts)
+    owner = np.cumsum(first[starts]) - 1
+    total = np.bincount(owner, weights=pass_max, minlength=len(heads))
+    return (stream[pos[heads]].astype(np.int64), pos[heads], sp[heads], epoch[pos[heads]],
+            sp[tails], epoch[pos[tails]], total - sp[tails])
+
+
+def join_streams(parts: Sequence[dict]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Join the ranges of one table scanned one by one (each range's ``info`` from
+    :func:`steps_and_repeats`, in file order) into what one pass over the whole table
+    gives: per range, the number to add to each stream's global steps (the completed
+    passes of its stream in the ranges before it; 0 where none) and the rows that repeat a
+    row of an earlier range (a stream's first row with the step and epoch of its last row
+    before the cut; a global figure without a step equal to an earlier copy).
+
+    The steps add only to rows with an epoch and only where some stream's count went down
+    (as :func:`steps_and_repeats`); ``offsets`` are per stream code of each range."""
+    state: dict[tuple, tuple[float, float, float]] = {}  # key: (completed, last step, epoch)
+    offsets, repeats = [], []
+    for info in parts:
+        keys = info.get("keys", ())  # none: a range without rows in this table
+        off = np.zeros(len(keys), dtype=np.float64)
+        rep: list[int] = []
+        if info.get("streams") is not None:
+            for code, row, f_step, f_epoch, l_step, l_epoch, completed in zip(
+                    *(a.tolist() for a in info["streams"]), strict=True):
+                key = keys[code]
+                done = 0.0
+                if key in state:
+                    done, last, last_epoch = state[key]
+                    if f_step < last:  # the count restarted at the cut: a pass ended there
+                        done += last
+                    elif f_step == last and (f_epoch == last_epoch or (
+                            f_epoch != f_epoch and last_epoch != last_epoch)):
+                        rep.append(row)
+                off[code] = done
+                state[key] = (done + completed, l_step, l_epoch)
+        offsets.append(off)
+        repeats.append(np.asarray(rep, dtype=np.int64))
+    # global figures without a step: repeats of an earlier copy anywhere in the file
+    globs = [(k, info["glob"]) for k, info in enumerate(parts) if info.get("glob") is not None]
+    if len(globs) > 1:
+        ids: dict[tuple, int] = {}
+        streams = np.concatenate([
+            np.asarray([ids.setdefault(parts[k]["keys"][c], len(ids)) for c in g[1].tolist()],
+                       dtype=np.int64) for k, g in globs])
+        value = np.concatenate([g[2] for _, g in globs])
+        epoch = np.concatenate([g[3] for _, g in globs])
+        dup = _duplicated(streams, np.zeros(len(streams), np.int64), value, epoch)
+        at = 0
+        for k, g in globs:
+            rows = g[0][dup[at:at + len(g[0])]]
+            at += len(g[0])
+            repeats[k] = np.union1d(repeats[k], rows)
+    return offsets, repeats
 
 
 def _int64(values: np.ndarray, index: pd.Index) -> pd.Series:

@@ -28,6 +28,7 @@ from ... import memory, progress, schema
 from ...errors import Problem
 from ...executor import Executor, resolve
 from ...registry import ParseResult
+from ...runs import rank_of_path
 from ...sources import Source
 from . import fast, general, instances, rules
 from .general import _NO_NEWLINE, WINDOW, _Scanner
@@ -58,9 +59,11 @@ def parse(source: Source, *, engine: str = "auto", executor: Executor | None = N
         n = len(buf)
         if n >= PARALLEL_BYTES and executor.workers > 1:
             parts = _scan_parallel(buf, source.name, use_c, executor)
+            if all(isinstance(p, _Done) for p in parts):
+                return _joined(buf, source.name, parts, problems)  # type: ignore[arg-type]
         else:
             parts = [_scan_range(buf, source.name, 0, n, last=True, use_c=use_c)]
-        tp, tm, headers = _merge(parts, problems)
+        tp, tm, headers = _merge(parts, problems)  # type: ignore[arg-type]
         del parts  # merged: the ranges' frames can go
         _flag_cut_number(buf, source.name, problems)
         context = _bars_after_setup_lines(buf, tp)
@@ -262,15 +265,144 @@ def _rows_between(buf: Any, name: str, start: int, end: int) -> list[tuple[str, 
 _FORKED: tuple[Any, str, bool] | None = None
 
 
-def _scan_forked(bounds: tuple[int, int, bool]) -> _Part:
+class _Done:
+    """A range scanned and finished in its worker (:func:`_finish_range`): both tables as
+    :func:`_finish` makes them, with the range's own line numbers, and what joining it to
+    the ranges before it needs (``info``: see :func:`.instances.steps_and_repeats`)."""
+
+    def __init__(self, tables: dict[str, pd.DataFrame], info: dict[str, dict],
+                 problems: list[Problem], newlines: int, headers: list[_Header], bare: int):
+        self.tables, self.info, self.problems = tables, info, problems
+        self.newlines, self.headers, self.bare = newlines, headers, bare
+
+
+def _scan_forked(bounds: tuple[int, int, bool, bool]) -> _Part | _Done | None:
     assert _FORKED is not None
-    return _scan_range(_FORKED[0], _FORKED[1], *bounds, use_c=_FORKED[2])
+    buf, name, use_c = _FORKED
+    start, end, last, finish = bounds
+    part = _scan_range(buf, name, start, end, last, use_c=use_c)
+    return _finish_range(buf, name, part) if finish else part
 
 
-def _scan_parallel(buf: Any, name: str, use_c: bool, executor: Executor) -> list[_Part]:
+#: steps beyond this are not exact as floats: such a range is not finished in its worker
+_EXACT = float(2**53)
+
+
+def _finish_range(buf: Any, name: str, part: _Part) -> _Part | _Done | None:
+    """The range's tables finished in the worker that scanned it (the parent then only
+    joins finished tables: :func:`_joined`), or, where what a range needs depends on the
+    rest of the file in a way the join does not undo, the range as it is (the parent then
+    merges and finishes the ranges as one table: :func:`_merge`), or None when that is only
+    found once the range's frames were changed (the parent scans it again). Not finished
+    here: a per-rank file (``rank3.log``: its rank fills missing prefixes), SambaFlow's
+    documented instances without a prefix (numbered through the file), steps that are not
+    exact as floats, a number that does not fit its column (its problem is counted per
+    file), more bars without a description than the file looks at."""
+    tp, tm, probs, newlines, heads = part
+    if not _joinable(name, tp, tm):
+        return part
+    found: list[Problem] = []
+    for df in (tp, tm):
+        if len(df):
+            _fit_numbers(df, name, found)
+    if found:
+        return None
+    tp, tm = _tidy_categories(tp), _tidy_categories(tm)
+    if "seg" in tm:
+        del tm["seg"]
+    bare = _bare_lines(tp)
+    if bare > _MAX_CONTEXT_LINES:
+        return None
+    context = _bars_after_setup_lines(buf, tp)
+    info: dict[str, dict] = {"throughput": {}, "train_metrics": {}}
+    tables = {"throughput": _finish(tp, name, THROUGHPUT, found, context,
+                                    info=info["throughput"], fitted=True)}
+    del tp
+    memory.release(len(tables["throughput"]))
+    tables["train_metrics"] = _finish(tm, name, TRAIN_METRICS, found,
+                                      info=info["train_metrics"], fitted=True)
+    del tm
+    memory.release(len(tables["train_metrics"]))
+    if found:
+        return None
+    return _Done(tables, info, probs, newlines, heads, bare)
+
+
+def _joinable(name: str, tp: pd.DataFrame, tm: pd.DataFrame) -> bool:
+    """Whether the range's tables can be finished in its worker (see :func:`_finish_range`)."""
+    if rank_of_path(name) is not None:
+        return False
+    for df in (tp, tm):
+        if not len(df):
+            continue
+        if (df["pattern"].isin(instances.INSTANCE_PATTERNS) & df["prefix"].isna()).any():
+            return False
+        step = df["step"]
+        if step.dtype == object:
+            if step.notna().any():
+                return False
+            continue
+        if len(step) and not np.nansum(np.abs(step.to_numpy(dtype="float64"))) < _EXACT:
+            return False  # (an all-NaN column sums to 0)
+    return True
+
+
+def _joined(buf: Any, name: str, parts: list[_Done], problems: list[Problem]) -> ParseResult:
+    """The ranges finished in their workers (:func:`_finish_range`) as one file's tables:
+    line numbers shifted by the lines before each range, the steps of passes that cross a
+    cut and the repeats of a row before the cut fixed (:func:`.instances.join_streams`),
+    the columns concatenated (each range's column freed once copied), then the run parts."""
+    offset = 0
+    headers: list[_Header] = []
+    for part in parts:
+        problems.extend(Problem(p.source, p.message, None if p.line is None else p.line + offset,
+                                p.severity) for p in part.problems)
+        headers.extend((pre, line + offset, kind) for pre, line, kind in part.headers)
+        for df in part.tables.values():
+            if offset and len(df):
+                df["lineno"] = df["lineno"] + offset
+        offset += part.newlines
+    _flag_cut_number(buf, name, problems)
+    tables: dict[str, pd.DataFrame] = {}
+    for table in ("throughput", "train_metrics"):
+        frames = [p.tables.pop(table) for p in parts]
+        offsets, repeats = instances.join_streams([p.info[table] for p in parts])
+        for df, info, off, rep in zip(frames, (p.info.pop(table) for p in parts), offsets,
+                                      repeats, strict=True):
+            _join_fix(df, info.get("stream"), off, rep)
+        rows = sum(len(df) for df in frames)
+        tables[table] = _concat_columns(frames) if rows else frames[0]
+        memory.release(rows)
+    variant = _variant(tables["throughput"], tables["train_metrics"])
+    _split_parts(tables, headers)
+    return ParseResult(tables, problems, variant)
+
+
+def _join_fix(df: pd.DataFrame, stream: np.ndarray | None, off: np.ndarray,
+              rep: np.ndarray) -> None:
+    """One range's finished table after the join: ``off`` added to the steps (with an
+    epoch) of each stream, ``rep`` flagged as repeats."""
+    if len(rep):
+        flags = df["repeat"].to_numpy(dtype=bool).copy()
+        flags[rep] = True
+        df["repeat"] = flags
+    if stream is None or not off.any():
+        return
+    add = off[stream]
+    add[df["epoch"].isna().to_numpy() | df["step"].isna().to_numpy()] = 0
+    step = df["step"].array
+    values = step.to_numpy(dtype="float64", na_value=np.nan)
+    values += add
+    df["step"] = instances._int64(values, df.index)
+
+
+def _scan_parallel(buf: Any, name: str, use_c: bool, executor: Executor,
+                   ) -> list[_Part] | list[_Done]:
     """Split at line boundaries into ranges (one per worker, or a multiple of the workers of
     at most about RANGE_BYTES each), scan them with ``executor`` (forked processes inherit
-    the memory map); progress is reported as the ranges finish, in order."""
+    the memory map); progress is reported as the ranges finish, in order. The workers
+    finish their ranges' tables (:func:`_finish_range`); where one cannot, the ranges are
+    returned as scanned (those already finished are scanned again)."""
     global _FORKED
     n = len(buf)
     workers = executor.workers
@@ -280,13 +412,23 @@ def _scan_parallel(buf: Any, name: str, use_c: bool, executor: Executor) -> list
         nl = buf.find(b"\n", max(n * k // ranges, cuts[-1]))
         cuts.append(nl + 1 if nl >= 0 else n)
     cuts.append(n)
-    bounds = [(cuts[i], cuts[i + 1], i == ranges - 1) for i in range(ranges)]
+    bounds = [(cuts[i], cuts[i + 1], i == ranges - 1, True) for i in range(ranges)]
     _FORKED = (buf, name, use_c)
-    parts: list[_Part] = []
+    parts: list[Any] = []
     try:
-        for (_, end, _), part in zip(bounds, executor.map(_scan_forked, bounds), strict=True):
+        for (_, end, _, _), part in zip(bounds, executor.map(_scan_forked, bounds),
+                                        strict=True):
             parts.append(part)
             progress.advance(end, n)
+        if all(isinstance(p, _Done) for p in parts) and \
+                sum(p.bare for p in parts) <= _MAX_CONTEXT_LINES:
+            return parts
+        again = [k for k, p in enumerate(parts) if p is None or isinstance(p, _Done)]
+        for k in again:
+            parts[k] = None  # frees the finished range before it is scanned again
+        redo = [(s, e, last, False) for k, (s, e, last, _) in enumerate(bounds) if k in again]
+        for k, part in zip(again, executor.map(_scan_forked, redo), strict=True):
+            parts[k] = part
         return parts
     finally:
         _FORKED = None
@@ -361,15 +503,18 @@ def _tidy_categories(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _finish(df: pd.DataFrame, source: str, table: schema.Table, problems: list[Problem],
-            context: dict[int, str] | None = None) -> pd.DataFrame:
+            context: dict[int, str] | None = None, info: dict | None = None,
+            fitted: bool = False) -> pd.DataFrame:
     """Resolve printers, repeats and global steps (:mod:`.instances`), add the source and the
     phase, and conform to the schema. ``context``: the phase of bars without a description,
-    by line, from the line before them (:func:`_bars_after_setup_lines`)."""
+    by line, from the line before them (:func:`_bars_after_setup_lines`). ``info``: see
+    :func:`.instances.steps_and_repeats`; ``fitted``: :func:`_fit_numbers` was run."""
     if df.empty:
         return table.empty()
     if not _default_index(df):
         df = df.reset_index(drop=True)
-    _fit_numbers(df, source, problems)
+    if not fitted:
+        _fit_numbers(df, source, problems)
     df["instance"], prefix = instances.printer_and_prefix(df, source)
     if "label" in df:  # throughput: from the bar label and name, after the rows (C path too)
         df["phase"] = rules.phases(df["name"], df["label"], df["metric"])
@@ -380,7 +525,7 @@ def _finish(df: pd.DataFrame, source: str, table: schema.Table, problems: list[P
                 df.loc[hit, "phase"] = df.loc[hit, "lineno"].map(context)
                 df["phase"] = pd.Categorical(df["phase"], categories=rules.PHASES)
     memory.release(len(df))  # the temporaries of the numbers' checks
-    df["step"], df["repeat"] = instances.steps_and_repeats(df, df["instance"])
+    df["step"], df["repeat"] = instances.steps_and_repeats(df, df["instance"], info)
     df["rank"] = instances.prefix_rank(prefix)  # after the steps' temporaries are gone
     del prefix
     # one category: a Python string per row made a column of millions of objects
@@ -415,14 +560,25 @@ _SETUP_BEFORE = re.compile(
 _MAX_CONTEXT_LINES = 10_000
 
 
+def _bare(tp: pd.DataFrame) -> pd.DataFrame:
+    """The rows of bars without a description."""
+    if tp.empty or "label" not in tp:
+        return tp.iloc[:0]
+    return tp[(tp["pattern"] == "tqdm") & tp["label"].isna()]
+
+
+def _bare_lines(tp: pd.DataFrame) -> int:
+    """The number of lines with bars without a description."""
+    bare = _bare(tp)
+    return 0 if bare.empty else int(bare["lineno"].nunique())
+
+
 def _bars_after_setup_lines(buf: Any, tp: pd.DataFrame) -> dict[int, str]:
     """The phase (load, download) of tqdm bars without a description whose previous line
     says what they do (the datasets library prints 'Found cached dataset parquet (...)' and
     then a bar of its splits, '2/2 [00:00<00:00, 354.85it/s]', with no description), by line
     number. Bars of training printed without a description (HF Trainer's) follow other lines."""
-    if tp.empty or "label" not in tp:
-        return {}
-    bare = tp[(tp["pattern"] == "tqdm") & tp["label"].isna()]
+    bare = _bare(tp)
     if bare.empty:
         return {}
     first = bare.drop_duplicates("lineno").head(_MAX_CONTEXT_LINES)
