@@ -18,6 +18,7 @@ step, epoch) in a source is instance ``k``.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any
 
@@ -271,9 +272,11 @@ class _Done:
     the ranges before it needs (``info``: see :func:`.instances.steps_and_repeats`)."""
 
     def __init__(self, tables: dict[str, pd.DataFrame], info: dict[str, dict],
-                 problems: list[Problem], newlines: int, headers: list[_Header], bare: int):
+                 problems: list[Problem], newlines: int, headers: list[_Header], bare: int,
+                 counts: dict[str, list[tuple[str, int]]]):
         self.tables, self.info, self.problems = tables, info, problems
         self.newlines, self.headers, self.bare = newlines, headers, bare
+        self.counts = counts
 
 
 def _scan_forked(bounds: tuple[int, int, bool, bool]) -> _Part | _Done | None:
@@ -325,7 +328,28 @@ def _finish_range(buf: Any, name: str, part: _Part) -> _Part | _Done | None:
     memory.release(len(tables["train_metrics"]))
     if found:
         return None
-    return _Done(tables, info, probs, newlines, heads, bare)
+    counts = {table: _pattern_counts(df) for table, df in tables.items()}
+    for df in tables.values():
+        for col in _MADE_IN_PARENT:  # one value, or given by another column
+            if col in df:
+                del df[col]
+    return _Done(tables, info, probs, newlines, heads, bare, counts)
+
+
+#: columns of a finished range's tables that the parent makes for the whole file instead of
+#: receiving them (9 bytes a row each as Int64)
+_MADE_IN_PARENT = ("source", "rank", "part")
+
+
+def _pattern_counts(df: pd.DataFrame) -> list[tuple[str, int]]:
+    """The rows of each pattern of a table, in order of first appearance (:func:`_variant`)."""
+    if df.empty:
+        return []
+    s = df["pattern"]
+    codes = s.cat.codes.to_numpy()
+    codes = codes[codes >= 0]
+    per_code = np.bincount(codes, minlength=len(s.cat.categories))
+    return [(str(s.cat.categories[c]), int(per_code[c])) for c in pd.unique(codes).tolist()]
 
 
 def _joinable(name: str, tp: pd.DataFrame, tm: pd.DataFrame) -> bool:
@@ -354,46 +378,112 @@ def _joined(buf: Any, name: str, parts: list[_Done], problems: list[Problem]) ->
     the columns concatenated (each range's column freed once copied), then the run parts."""
     offset = 0
     headers: list[_Header] = []
+    lines = []
     for part in parts:
         problems.extend(Problem(p.source, p.message, None if p.line is None else p.line + offset,
                                 p.severity) for p in part.problems)
         headers.extend((pre, line + offset, kind) for pre, line, kind in part.headers)
-        for df in part.tables.values():
-            if offset and len(df):
-                df["lineno"] = df["lineno"] + offset
+        lines.append(offset)
         offset += part.newlines
     _flag_cut_number(buf, name, problems)
+    counts: dict[str, int] = {}
+    for table in ("throughput", "train_metrics"):  # as _variant counts the merged tables
+        for part in parts:
+            for pattern, k in part.counts[table]:
+                counts[pattern] = counts.get(pattern, 0) + k
+    variant = "+".join(sorted(counts, key=lambda k: -counts[k])) or None
     tables: dict[str, pd.DataFrame] = {}
-    for table in ("throughput", "train_metrics"):
+    for table, schema_table in (("throughput", THROUGHPUT), ("train_metrics", TRAIN_METRICS)):
         frames = [p.tables.pop(table) for p in parts]
-        offsets, repeats = instances.join_streams([p.info[table] for p in parts])
-        for df, info, off, rep in zip(frames, (p.info.pop(table) for p in parts), offsets,
-                                      repeats, strict=True):
-            _join_fix(df, info.get("stream"), off, rep)
-        rows = sum(len(df) for df in frames)
-        tables[table] = _concat_columns(frames) if rows else frames[0]
-        memory.release(rows)
-    variant = _variant(tables["throughput"], tables["train_metrics"])
+        infos = [p.info.pop(table) for p in parts]
+        offsets, repeats = instances.join_streams(infos)
+        tables[table] = _join_tables(frames, infos, lines, offsets, repeats, name, schema_table)
+        memory.release(len(tables[table]))
     _split_parts(tables, headers)
     return ParseResult(tables, problems, variant)
 
 
-def _join_fix(df: pd.DataFrame, stream: np.ndarray | None, off: np.ndarray,
-              rep: np.ndarray) -> None:
-    """One range's finished table after the join: ``off`` added to the steps (with an
-    epoch) of each stream, ``rep`` flagged as repeats."""
-    if len(rep):
-        flags = df["repeat"].to_numpy(dtype=bool).copy()
-        flags[rep] = True
-        df["repeat"] = flags
-    if stream is None or not off.any():
-        return
-    add = off[stream]
-    add[df["epoch"].isna().to_numpy() | df["step"].isna().to_numpy()] = 0
-    step = df["step"].array
-    values = step.to_numpy(dtype="float64", na_value=np.nan)
-    values += add
-    df["step"] = instances._int64(values, df.index)
+def _join_tables(frames: list[pd.DataFrame], infos: list[dict], lines: list[int],
+                 offsets: list[np.ndarray], repeats: list[np.ndarray], source: str,
+                 table: schema.Table) -> pd.DataFrame:
+    """One table of the ranges' finished frames (emptied as their columns are copied): the
+    line numbers shifted by ``lines``, ``offsets`` (per stream code of each range) added to
+    the steps of rows with an epoch, ``repeats`` flagged; categoricals of different
+    categories in the sorted union (what one scan's sorted categories are); ``source``,
+    ``rank`` and ``part`` made here (see :data:`_MADE_IN_PARENT`)."""
+    keep = [k for k, df in enumerate(frames) if len(df)]
+    if not keep:
+        return table.empty()
+    bounds = np.cumsum([0] + [len(frames[k]) for k in keep])
+    n = int(bounds[-1])
+    adds: dict[int, np.ndarray] = {}
+    for k in keep:  # the steps to add, before the columns they need are taken
+        stream, off = infos[k].get("stream"), offsets[k]
+        if stream is not None and off.any():
+            add = off.astype(np.int64)[stream]
+            df = frames[k]
+            add[df["epoch"].isna().to_numpy() | df["step"].isna().to_numpy()] = 0
+            adds[k] = add
+    data: dict[str, Any] = {}
+    for col in [c.name for c in table.columns]:
+        if col == "source":
+            data[col] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8),
+                                                  categories=schema.text_categories([source]))
+            continue
+        if col == "part":
+            data[col] = pd.arrays.IntegerArray(np.zeros(n, dtype=np.int64),
+                                               np.zeros(n, dtype=bool))
+            continue
+        if col == "rank":
+            continue  # from instance, below
+        columns = [frames[k][col].array for k in keep]
+        for k in keep:
+            del frames[k][col]
+        first = columns[0]
+        if isinstance(first, pd.Categorical):
+            data[col] = _join_categoricals(columns, bounds)
+        elif isinstance(first, pd.arrays.IntegerArray):
+            values = np.empty(n, dtype=np.int64)
+            mask = np.empty(n, dtype=bool)
+            for i, (k, arr) in enumerate(zip(keep, columns, strict=True)):
+                lo, hi = bounds[i], bounds[i + 1]
+                values[lo:hi] = arr._data
+                mask[lo:hi] = arr._mask
+                if col == "lineno":
+                    values[lo:hi] += lines[k]
+                elif col == "step" and k in adds:
+                    values[lo:hi] += adds.pop(k)
+            data[col] = pd.arrays.IntegerArray(values, mask)
+        else:
+            out = np.concatenate([np.asarray(a) for a in columns])
+            if col == "repeat":
+                for i, k in enumerate(keep):
+                    out[bounds[i] + repeats[k]] = True
+            data[col] = out
+        del columns, first
+    instance = pd.Series(data["instance"], copy=False)
+    data["rank"] = instances.prefix_rank(instance).array
+    df = pd.DataFrame({c.name: data.pop(c.name) for c in table.columns}, copy=False)
+    return df
+
+
+def _join_categoricals(columns: list[pd.Categorical], bounds: np.ndarray) -> pd.Categorical:
+    """Categoricals one after another: their dtype where they agree, else the sorted union
+    of their categories (as :func:`dptrace.schema.unite_categories`), codes recoded."""
+    dtype = columns[0].dtype
+    if all(c.dtype == dtype for c in columns):
+        codes = np.concatenate([c.codes for c in columns])
+        return pd.Categorical.from_codes(codes, dtype=dtype)
+    values = list(dict.fromkeys(v for c in columns for v in c.categories.tolist()))
+    with contextlib.suppress(TypeError):  # mixed kinds: in order of appearance
+        values = sorted(values)
+    cats = schema.text_categories(values) if all(isinstance(v, str) for v in values) \
+        else pd.Index(values)
+    codes = np.empty(int(bounds[-1]), dtype=np.int32 if len(cats) > 30000 else np.int16)
+    for i, c in enumerate(columns):
+        recode = np.append(cats.get_indexer(c.categories), -1).astype(codes.dtype)
+        codes[bounds[i]:bounds[i + 1]] = recode[c.codes]  # code -1 takes the appended -1
+    return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(cats, columns[0].ordered))
 
 
 def _scan_parallel(buf: Any, name: str, use_c: bool, executor: Executor,
