@@ -386,6 +386,7 @@ def _joined(buf: Any, name: str, parts: list[_Done], problems: list[Problem]) ->
         lines.append(offset)
         offset += part.newlines
     _flag_cut_number(buf, name, problems)
+    memory.release(offset)  # what unpickling the ranges left in the heap
     counts: dict[str, int] = {}
     for table in ("throughput", "train_metrics"):  # as _variant counts the merged tables
         for part in parts:
@@ -461,10 +462,21 @@ def _join_tables(frames: list[pd.DataFrame], infos: list[dict], lines: list[int]
                     out[bounds[i] + repeats[k]] = True
             data[col] = out
         del columns, first
-    instance = pd.Series(data["instance"], copy=False)
-    data["rank"] = instances.prefix_rank(instance).array
+        memory.release(n)  # the ranges' column: its pages back before the next is made
+    data["rank"] = _rank_of_instance(data["instance"])
     df = pd.DataFrame({c.name: data.pop(c.name) for c in table.columns}, copy=False)
     return df
+
+
+def _rank_of_instance(instance: pd.Categorical) -> pd.arrays.IntegerArray:
+    """:func:`.instances.prefix_rank` of a categorical instance (the prefix: see
+    :func:`_joinable`), by its codes (no temporary of the rows' length)."""
+    ranks = [int(u) if isinstance(u, str) and u.isdigit() and len(u) <= 9 else None
+             for u in instance.categories.tolist()] + [None]  # the last: code -1
+    values = np.array([0 if r is None else r for r in ranks], dtype=np.int64)
+    missing = np.array([r is None for r in ranks], dtype=bool)
+    codes = instance.codes
+    return pd.arrays.IntegerArray(values[codes], missing[codes])
 
 
 def _join_categoricals(columns: list[pd.Categorical], bounds: np.ndarray) -> pd.Categorical:
