@@ -272,3 +272,29 @@ def test_a_long_preamble_then_nccl_lines(tmp_path):
     found = parsers()
     sure = [(0.95, "horovod"), (0.0, "nccl")]
     assert _deep_scores(Source(str(path), path), pre[:65536], sure, found) == sure
+
+
+@needs_real
+@pytest.mark.parametrize("name", [
+    "nccl/polaris_resnet50_ddp_2n8gpu_OFI_TIMEOUT_2025-06-26.log",
+    "nccl/bigscience_all_reduce_bench-32gb-n4.txt",
+    "scaling/mlperf2.0_azure_nd96amsr_ssd_n2_16gpu_ncclinfo.txt"])
+def test_a_large_log_searched_on_workers_reads_the_same(monkeypatch, name):
+    """The search for NCCL lines split over forked workers (ranges of a few KB, windows of
+    about 1 KB given back to the page cache) gives the very tables, problems and line
+    numbers of one search in this process."""
+    from dptrace.executor import Processes
+    from dptrace.formats.nccl import read
+
+    path = REAL / name
+    if not path.exists():
+        pytest.skip(f"{name} is not in realdata")
+    one = read.parse(Source(str(path), path))
+    monkeypatch.setattr(read, "PARALLEL_BYTES", 1)
+    monkeypatch.setattr(read, "WINDOW", 997)
+    split = read.parse(Source(str(path), path), executor=Processes(3))
+    assert sum(len(df) for df in one.tables.values()) > 0
+    for table, df in one.tables.items():
+        assert df.equals(split.tables[table]), table
+    assert [(p.message, p.line) for p in one.problems] == \
+        [(p.message, p.line) for p in split.problems]

@@ -17,10 +17,12 @@ from __future__ import annotations
 import mmap
 import re
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from ... import schema
 from ...errors import Problem
+from ...executor import Executor
 from ...formats.trainlog import RE_ENGINE as _re_engine
 from ...formats.trainlog.general import _count_newlines
 from ...registry import ParseResult
@@ -59,8 +61,10 @@ MAX_DONE = 200_000
 #: events named one by one; more in one counted problem
 MAX_NOTED = 10
 MAX_MESSAGE = 300
-#: bytes of a mapped file searched at a time (see :func:`_lines`)
+#: bytes of a mapped file searched at a time (see :func:`_starts`)
 WINDOW = 32 << 20
+#: a file this large or larger is searched on the executor's workers (see :func:`_lines`)
+PARALLEL_BYTES = 64 << 20
 
 
 @dataclass
@@ -285,45 +289,88 @@ class _Reader:
             "message": msg[:MAX_MESSAGE], "lineno": lineno})
 
 
-def _lines(buf: bytes | mmap.mmap) -> Any:
-    """(lineno, text) of every candidate line of ``buf`` (read in place: a mapped file is
-    not copied), in order; a line's ``\\r`` pieces are read one by one. A mapped file is
-    searched in windows of :data:`WINDOW` bytes, each given back to the page cache once
-    searched (a multi-GB log's pages do not pile up in this process's memory)."""
-    lineno, pos, last_start, n = 1, 0, -1, len(buf)
-    done = 0   # the mapped bytes before this are given back
-    lo = 0
-    while lo < n:
-        hi = n if n - lo <= WINDOW else buf.find(b"\n", lo + WINDOW) + 1 or n
-        for m in _CANDIDATE.finditer(buf, lo, hi):
+def _starts(buf: bytes | mmap.mmap, lo: int, hi: int, count: bool = False,
+            ) -> tuple[list[tuple[int, int]], int]:
+    """(line start, newlines from ``lo`` to it) of every line of ``buf[lo:hi]`` (``lo`` a line
+    start) that holds a candidate, in order, and, when ``count``, the newlines of the whole
+    range (else of the range up to its last candidate line). A mapped file is searched in
+    windows of :data:`WINDOW` bytes, each given back to the page cache once searched (a
+    multi-GB log's pages do not pile up in this process's memory)."""
+    found: list[tuple[int, int]] = []
+    newlines, pos, last = 0, lo, -1
+    done = lo // mmap.PAGESIZE * mmap.PAGESIZE   # the mapped bytes before this are given back
+    while lo < hi:
+        stop = hi if hi - lo <= WINDOW else buf.find(b"\n", lo + WINDOW, hi) + 1 or hi
+        for m in _CANDIDATE.finditer(buf, lo, stop):
             start = buf.rfind(b"\n", 0, m.start()) + 1
-            if start == last_start:
-                continue
-            lineno += _count_newlines(buf, pos, start)
-            pos = start
-            last_start = start
-            end = buf.find(b"\n", m.start())
-            raw = buf[start:] if end < 0 else buf[start:end]
-            for piece in raw.split(b"\r"):
-                if piece:
-                    yield lineno, piece.decode("utf-8", "replace")
+            if start != last:
+                newlines += _count_newlines(buf, pos, start)
+                found.append((start, newlines))
+                pos = last = start
+        if count:
+            newlines += _count_newlines(buf, pos, stop)
+            pos = stop
         if isinstance(buf, mmap.mmap):
-            lineno += _count_newlines(buf, pos, hi)
-            pos = hi
-            upto = hi // mmap.PAGESIZE * mmap.PAGESIZE
+            upto = stop // mmap.PAGESIZE * mmap.PAGESIZE
             if upto > done:
                 buf.madvise(mmap.MADV_DONTNEED, done, upto - done)
                 done = upto
-        lo = hi
+        lo = stop
+    return found, newlines
 
 
-def parse(source: Source) -> ParseResult:
-    """Parse one source's NCCL lines into ``nccl_setup``, ``nccl_events`` and ``nccl_env``."""
+def _lines(buf: bytes | mmap.mmap, executor: Executor | None = None) -> Any:
+    """(lineno, text) of every candidate line of ``buf`` (read in place: a mapped file is
+    not copied), in order; a line's ``\\r`` pieces are read one by one. A file of
+    :data:`PARALLEL_BYTES` or more is searched in ranges on ``executor``'s workers when it
+    has several (the search is nearly all of the time on a large log; the lines found are
+    read here, in order)."""
+    for lineno, start in _found(buf, executor):
+        end = buf.find(b"\n", start)
+        raw = buf[start:] if end < 0 else buf[start:end]
+        for piece in raw.split(b"\r"):
+            if piece:
+                yield lineno, piece.decode("utf-8", "replace")
+
+
+def _found(buf: bytes | mmap.mmap, executor: Executor | None) -> Any:
+    """(lineno, start) of the candidate lines of ``buf``, in order (see :func:`_lines`)."""
+    global _FORKED
+    n = len(buf)
+    if n < PARALLEL_BYTES or executor is None or executor.workers < 2:
+        yield from ((1 + k, start) for start, k in _starts(buf, 0, n)[0])
+        return
+    cuts = [0]
+    for k in range(1, executor.workers):
+        cut = buf.find(b"\n", max(n * k // executor.workers, cuts[-1]))
+        cuts.append(n if cut < 0 else cut + 1)
+    cuts.append(n)
+    _FORKED = buf
+    try:
+        ranges = list(executor.map(_starts_forked, pairwise(cuts)))
+    finally:
+        _FORKED = None
+    lineno = 1
+    for found, newlines in ranges:
+        yield from ((lineno + k, start) for start, k in found)
+        lineno += newlines
+
+
+_FORKED: Any = None
+
+
+def _starts_forked(bounds: tuple[int, int]) -> tuple[list[tuple[int, int]], int]:
+    return _starts(_FORKED, *bounds, count=True)
+
+
+def parse(source: Source, *, executor: Executor | None = None) -> ParseResult:
+    """Parse one source's NCCL lines into ``nccl_setup``, ``nccl_events`` and ``nccl_env``.
+    ``executor``: the loader's; a large log is searched on its workers (:func:`_lines`)."""
     problems: list[Problem] = []
     name = source.name
     r = _Reader(name)
     with source.buffer(problems) as buf:
-        for lineno, text in _lines(buf):
+        for lineno, text in _lines(buf, executor):
             r.line(text, lineno)
     file_rank = rank_of_path(name)
     procs = list(r.procs.values())
