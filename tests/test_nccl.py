@@ -298,3 +298,53 @@ def test_a_large_log_searched_on_workers_reads_the_same(monkeypatch, name):
         assert df.equals(split.tables[table]), table
     assert [(p.message, p.line) for p in one.problems] == \
         [(p.message, p.line) for p in split.problems]
+    # without google-re2's matcher (each match, then its line): the same again
+    monkeypatch.setattr(read, "_search", read._search_re)
+    plain = read.parse(Source(str(path), path))
+    for table, df in one.tables.items():
+        assert df.equals(plain.tables[table]), table
+
+
+@needs_real
+def test_repeated_lines_read_once_give_what_reading_every_line_gives(tmp_path, monkeypatch):
+    """A log whose real NCCL lines (INFO, WARN, watchdog timeouts, a torn line, exports)
+    come back many times in a shuffled order: the reader reads each distinct line once and
+    counts the repeats of lines that change nothing when read again, but reads every
+    warning; its tables (events in line order, line counts per process) equal those of
+    reading every candidate line one by one, in one process and on workers."""
+    import random
+
+    from dptrace.executor import Processes
+    from dptrace.formats.nccl import read
+
+    lines = [line for name in ("nccl/polaris_resnet50_ddp_2n8gpu_OFI_TIMEOUT_2025-06-26.log",
+                               "scaling/mlperf2.0_azure_nd96amsr_ssd_n2_16gpu_ncclinfo.txt")
+             for line in (REAL / name).read_bytes().splitlines(keepends=True)]
+    rng = random.Random(7)
+    log = tmp_path / "repeats.log"
+    log.write_bytes(b"".join(lines + [rng.choice(lines) for _ in range(30_000)]))
+
+    def one_by_one(path):
+        r = read._Reader(path.name)
+        data = path.read_bytes()
+        found: list[int] = []
+        read._search_re(data, 0, len(data), found)
+        for start, end in zip(found[::2], found[1::2], strict=True):
+            read._read_line(r, data[start:end], data.count(b"\n", 0, start) + 1)
+        return r
+
+    want = one_by_one(log)
+    kinds = {e["kind"] for e in want.events}
+    assert {"warn", "timeout"} <= kinds   # warnings and timeouts are repeated, too
+    assert len(want.events) > 100
+    got = read.parse(Source(str(log), log))
+    monkeypatch.setattr(read, "PARALLEL_BYTES", 1)
+    monkeypatch.setattr(read, "WINDOW", 4093)
+    split = read.parse(Source(str(log), log), executor=Processes(3))
+    for result in (got, split):
+        events = result.tables["nccl_events"]
+        assert events["lineno"].tolist() == [e["lineno"] for e in want.events]
+        assert events["message"].tolist() == [e["message"] for e in want.events]
+        setup = result.tables["nccl_setup"]
+        assert sorted(setup["lines"].tolist()) == sorted(p.lines for p in want.procs.values())
+        assert result.tables["nccl_env"]["lineno"].tolist() == [e["lineno"] for e in want.env]

@@ -14,17 +14,20 @@ Timeout(ms)=120000)``) are found anywhere in a line, a torn one included.
 
 from __future__ import annotations
 
+import gc
+import heapq
 import mmap
 import re
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
+import numpy as np
+
 from ... import schema
 from ...errors import Problem
 from ...executor import Executor
 from ...formats.trainlog import RE_ENGINE as _re_engine
-from ...formats.trainlog.general import _count_newlines
 from ...registry import ParseResult
 from ...runs import rank_of_path
 from ...sources import Source
@@ -33,11 +36,19 @@ from .tables import NCCL_ENV, NCCL_EVENTS, NCCL_SETUP
 
 #: what a line the reader reads holds (one search over the whole buffer; NCCL's other lines,
 #: ring and tree layouts, affinities, per-collective COLL lines, are never decoded)
-_CANDIDATE = _re_engine.compile(
+_CANDIDATES = (
     rb"NCCL (?:WARN|INFO (?:NCCL version|NET/|Using network|comm |Channel [0-9/]+ : [0-9]|"
     rb"[0-9]+ coll channels|NCCL_)|TRACE NET/OFI Selected|version )|WorkNCCL|"
     rb"nccl[A-Za-z]*Error|NCCL error|communicator was aborted|NCCL_[A-Z0-9_]+=|--hosts?[= ]|"
     rb"-H |SLURM_NNODES=|SLURM_JOB_NUM_NODES=|--nnodes")
+_CANDIDATE = _re_engine.compile(_CANDIDATES)
+#: the whole line around a candidate, with google-re2's matcher called directly: (match,
+#: unanchored), or None without google-re2
+_WHOLE = _re_engine.compile(rb"[^\n]*(?:" + _CANDIDATES + rb")[^\n]*")
+_WHOLE_MATCH: Any = getattr(getattr(_WHOLE, "_regexp", None), "Match", None)
+_UNANCHORED = getattr(getattr(_re_engine, "_Anchor", None), "UNANCHORED", None)
+if _UNANCHORED is None:
+    _WHOLE_MATCH = None
 #: launcher prefixes at a line's start: mpirun --tag-output, srun -l, torchrun, PyTorch
 _PREFIX = re.compile(r"^(?:\[\d+,(?P<mpi>\d+)\]<std(?:out|err)>:|\s*(?P<srun>\d+):\s|"
                      r"\[default(?P<tr>\d+)\]:|\[rank(?P<pt>\d+)\]:\s?)")
@@ -61,6 +72,8 @@ MAX_DONE = 200_000
 #: events named one by one; more in one counted problem
 MAX_NOTED = 10
 MAX_MESSAGE = 300
+#: not in a dict (:meth:`_Reader.repeated`)
+_ABSENT: Any = object()
 #: bytes of a mapped file searched at a time (see :func:`_starts`)
 WINDOW = 32 << 20
 #: a file this large or larger is searched on the executor's workers (see :func:`_lines`)
@@ -136,8 +149,11 @@ class _Reader:
         self.torn: list[int] = []
         self.timeouts: set[tuple[int, str]] = set()
         self.seen: set[tuple[str, str]] = set()
-        #: INFO lines read so far (their whole text, prefix included) and their process
-        self.done: dict[str, _Proc] = {}
+        #: lines read so far whose repeat changes nothing but a count (:meth:`repeated`;
+        #: their whole text, prefix included): an INFO line's process, or None
+        self.done: dict[str, _Proc | None] = {}
+        #: the same for lines of one piece, by their bytes (a repeat is not even decoded)
+        self.done_raw: dict[bytes, _Proc | None] = {}
 
     def proc(self, host: str, pid: int, lineno: int) -> _Proc:
         key = (host, pid)
@@ -151,11 +167,19 @@ class _Reader:
             p = self.procs[key] = _Proc(host, pid, lineno)
         return p
 
-    def line(self, text: str, lineno: int) -> None:
-        known = self.done.get(text)
-        if known is not None:       # the same INFO line again (a repeated setup): counted
+    def repeated(self, text: str) -> bool:
+        """True for a line read before whose repeat changes nothing but a count: an INFO
+        line (a repeated setup: counted to its process), a line without NCCL's prefix (an
+        export, a launcher's option: its setting is kept once)."""
+        known = self.done.get(text, _ABSENT)
+        if known is _ABSENT:
+            return False
+        if known is not None:
             known.lines += 1
-            return
+        return True
+
+    def line(self, text: str, lineno: int) -> None:
+        """One line that is not a repeat (:meth:`repeated`)."""
         whole = text
         prefix_rank = None
         if text[:1] in _PREFIX_FIRST and (m := _PREFIX.match(text)) is not None:
@@ -173,6 +197,8 @@ class _Reader:
         found = _LINE.search(text)
         if found is None:
             self.other(text, lineno)
+            if plain and len(self.done) < MAX_DONE:
+                self.done[whole] = None   # read again, it changes nothing
             return
         if found.start() and text[:found.start()].strip():   # another writer's text first
             self.torn.append(lineno)
@@ -289,57 +315,92 @@ class _Reader:
             "message": msg[:MAX_MESSAGE], "lineno": lineno})
 
 
-def _starts(buf: bytes | mmap.mmap, lo: int, hi: int, count: bool = False,
-            ) -> tuple[list[tuple[int, int]], int]:
-    """(line start, newlines from ``lo`` to it) of every line of ``buf[lo:hi]`` (``lo`` a line
-    start) that holds a candidate, in order, and, when ``count``, the newlines of the whole
-    range (else of the range up to its last candidate line). A mapped file is searched in
-    windows of :data:`WINDOW` bytes, each given back to the page cache once searched (a
-    multi-GB log's pages do not pile up in this process's memory)."""
-    found: list[tuple[int, int]] = []
-    newlines, pos, last = 0, lo, -1
+@dataclass
+class _Found:
+    """The candidate lines of a range: the newlines before each in the range (``before``,
+    in order), which of the range's distinct lines it is (``ids``), those lines' bytes
+    (``lines``, in order of first appearance: a setup line repeated a million times is
+    sent and read once), and the range's newlines (``newlines``)."""
+
+    before: np.ndarray
+    ids: np.ndarray
+    lines: list[bytes]
+    newlines: int
+
+
+def _candidates(buf: bytes | mmap.mmap, lo: int, hi: int) -> _Found:
+    """The lines of ``buf[lo:hi]`` (``lo`` a line start) that hold a candidate, searched in
+    windows of :data:`WINDOW` bytes, each copied out of the map first (the matcher's calls
+    on a bytes object cost half those on a map) and its pages then given back to the page
+    cache (a multi-GB log's pages do not pile up in this process's memory)."""
+    ids: list[int] = []
+    before: list[int] = []
+    index: dict[bytes, int] = {}
+    newlines = 0
     done = lo // mmap.PAGESIZE * mmap.PAGESIZE   # the mapped bytes before this are given back
     while lo < hi:
         stop = hi if hi - lo <= WINDOW else buf.find(b"\n", lo + WINDOW, hi) + 1 or hi
-        for m in _CANDIDATE.finditer(buf, lo, stop):
-            start = buf.rfind(b"\n", 0, m.start()) + 1
-            if start != last:
-                newlines += _count_newlines(buf, pos, start)
-                found.append((start, newlines))
-                pos = last = start
-        if count:
-            newlines += _count_newlines(buf, pos, stop)
-            pos = stop
+        chunk = buf[lo:stop]
+        spans: list[int] = []
+        _search(chunk, 0, len(chunk), spans)
+        pos = 0
+        for k in range(0, len(spans), 2):
+            start = spans[k]
+            raw = chunk[start:spans[k + 1]]
+            i = index.get(raw)
+            if i is None:
+                i = index[raw] = len(index)
+            ids.append(i)
+            newlines += chunk.count(b"\n", pos, start)
+            pos = start
+            before.append(newlines)
+        newlines += chunk.count(b"\n", pos)
+        del chunk
         if isinstance(buf, mmap.mmap):
             upto = stop // mmap.PAGESIZE * mmap.PAGESIZE
             if upto > done:
                 buf.madvise(mmap.MADV_DONTNEED, done, upto - done)
                 done = upto
         lo = stop
-    return found, newlines
+    return _Found(np.array(before, dtype=np.int64), np.array(ids, dtype=np.int64),
+                  list(index), newlines)
 
 
-def _lines(buf: bytes | mmap.mmap, executor: Executor | None = None) -> Any:
-    """(lineno, text) of every candidate line of ``buf`` (read in place: a mapped file is
-    not copied), in order; a line's ``\\r`` pieces are read one by one. A file of
-    :data:`PARALLEL_BYTES` or more is searched in ranges on ``executor``'s workers when it
-    has several (the search is nearly all of the time on a large log; the lines found are
-    read here, in order)."""
-    for lineno, start in _found(buf, executor):
-        end = buf.find(b"\n", start)
-        raw = buf[start:] if end < 0 else buf[start:end]
-        for piece in raw.split(b"\r"):
-            if piece:
-                yield lineno, piece.decode("utf-8", "replace")
+def _search_re2(buf: bytes | mmap.mmap, lo: int, hi: int, found: list[int]) -> None:
+    """:func:`_search` with google-re2's matcher called directly, for the whole line (a
+    match object per line from its Python wrapper cost as much as the search)."""
+    while lo < hi:
+        start, end = _WHOLE_MATCH(_UNANCHORED, buf, lo, hi)[0]
+        if start < 0:
+            return
+        found += (start, end)
+        lo = end + 1
 
 
-def _found(buf: bytes | mmap.mmap, executor: Executor | None) -> Any:
-    """(lineno, start) of the candidate lines of ``buf``, in order (see :func:`_lines`)."""
-    global _FORKED
+def _search_re(buf: bytes | mmap.mmap, lo: int, hi: int, found: list[int]) -> None:
+    """:func:`_search` without google-re2: each match, then its line's bounds."""
+    last = -1
+    for m in _CANDIDATE.finditer(buf, lo, hi):
+        start = buf.rfind(b"\n", lo, m.start()) + 1 or lo
+        if start != last:
+            end = buf.find(b"\n", m.end(), hi)
+            found += (start, hi if end < 0 else end)
+            last = start
+
+
+#: (start, end) of the lines holding a candidate in ``buf[lo:hi]``, added to ``found``
+_search = _search_re2 if _WHOLE_MATCH is not None else _search_re
+
+
+def _ranges(buf: bytes | mmap.mmap, executor: Executor | None = None) -> list[_Found]:
+    """The candidate lines of ``buf`` (searched in place: a mapped file is not copied), by
+    range, in order. A file of :data:`PARALLEL_BYTES` or more is searched in ranges on
+    ``executor``'s workers when it has several (the search is most of the time on a large
+    log; the lines found are read here, in order)."""
     n = len(buf)
     if n < PARALLEL_BYTES or executor is None or executor.workers < 2:
-        yield from ((1 + k, start) for start, k in _starts(buf, 0, n)[0])
-        return
+        return [_candidates(buf, 0, n)]
+    global _FORKED
     cuts = [0]
     for k in range(1, executor.workers):
         cut = buf.find(b"\n", max(n * k // executor.workers, cuts[-1]))
@@ -347,31 +408,82 @@ def _found(buf: bytes | mmap.mmap, executor: Executor | None) -> Any:
     cuts.append(n)
     _FORKED = buf
     try:
-        ranges = list(executor.map(_starts_forked, pairwise(cuts)))
+        return list(executor.map(_candidates_forked, pairwise(cuts)))
     finally:
         _FORKED = None
-    lineno = 1
-    for found, newlines in ranges:
-        yield from ((lineno + k, start) for start, k in found)
-        lineno += newlines
 
 
 _FORKED: Any = None
 
 
-def _starts_forked(bounds: tuple[int, int]) -> tuple[list[tuple[int, int]], int]:
-    return _starts(_FORKED, *bounds, count=True)
+def _candidates_forked(bounds: tuple[int, int]) -> _Found:
+    return _candidates(_FORKED, *bounds)
+
+
+def _read(r: _Reader, found: _Found, first: int) -> None:
+    """Read a range's candidate lines in file order (``first``: the range's first line
+    number). Only the lines that can change something are read: each distinct line's first
+    occurrence, and every occurrence of a line that is read each time (a warning: an event
+    per line). The other occurrences repeat a line that changes nothing but a count when
+    read again (:meth:`_Reader.repeated`): they are counted, all at once."""
+    ids, before = found.ids, found.before.tolist()
+    counts = np.bincount(ids, minlength=len(found.lines)).tolist()
+    by_line = np.argsort(ids, kind="stable")   # each line's occurrences, in order
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64).tolist()
+    firsts = by_line[starts].tolist() if len(by_line) else []
+    pending: list[tuple[int, int]] = []   # (position, line) of lines read each time
+    for i, at in enumerate(firsts):
+        while pending and pending[0][0] < at:
+            p, j = heapq.heappop(pending)
+            _read_line(r, found.lines[j], first + before[p])
+        raw = found.lines[i]
+        known = r.done_raw.get(raw, _ABSENT)
+        rest = counts[i]
+        if known is _ABSENT:
+            _read_line(r, raw, first + before[at])
+            rest -= 1
+            known = r.done_raw.get(raw, _ABSENT)
+            if known is _ABSENT:   # read each time: its later occurrences in order
+                for p in by_line[starts[i] + 1:starts[i] + counts[i]].tolist():
+                    heapq.heappush(pending, (p, i))
+                continue
+        if known is not None and rest:
+            known.lines += rest
+    while pending:
+        p, j = heapq.heappop(pending)
+        _read_line(r, found.lines[j], first + before[p])
+
+
+def _read_line(r: _Reader, raw: bytes, lineno: int) -> None:
+    """One line (its ``\\r`` pieces one by one)."""
+    pieces = raw.split(b"\r")
+    text = ""
+    for piece in pieces:
+        if piece:
+            text = piece.decode("utf-8", "replace")
+            if not r.repeated(text):
+                r.line(text, lineno)
+    if len(pieces) == 1 and text in r.done:
+        r.done_raw[raw] = r.done[text]
 
 
 def parse(source: Source, *, executor: Executor | None = None) -> ParseResult:
     """Parse one source's NCCL lines into ``nccl_setup``, ``nccl_events`` and ``nccl_env``.
-    ``executor``: the loader's; a large log is searched on its workers (:func:`_lines`)."""
+    ``executor``: the loader's; a large log is searched on its workers (:func:`_ranges`)."""
     problems: list[Problem] = []
     name = source.name
     r = _Reader(name)
     with source.buffer(problems) as buf:
-        for lineno, text in _lines(buf, executor):
-            r.line(text, lineno)
+        collecting = gc.isenabled()
+        gc.disable()   # millions of short-lived lines and no cycles: no collections on the way
+        try:
+            first = 1
+            for found in _ranges(buf, executor):
+                _read(r, found, first)
+                first += found.newlines
+        finally:
+            if collecting:
+                gc.enable()
     file_rank = rank_of_path(name)
     procs = list(r.procs.values())
     if file_rank is not None and len({p.host for p in procs}) <= 1:
