@@ -14,7 +14,9 @@ directory, or reuses ``benchmarks/.data/`` when a file with the same parameters 
 * ``python -c "import dptrace; ds = dptrace.read_trainlog(PATH); ..."`` in a fresh process:
   wall time, parse time inside it, peak RSS of that process (``VmHWM``), peak RSS of its
   largest scan worker (``RUSAGE_CHILDREN``), and the peak RSS of the whole process tree,
-  sampled every 10 ms from ``/proc`` (the parser forks scan workers on large files).
+  sampled every 10 ms from ``/proc`` (the parser forks scan workers on large files);
+* ``python -c "import dptrace; ds = dptrace.load(PATH)"``: what ``dptrace report`` reads
+  (the training log and every other format that claims the file: the NCCL lines in it);
 
 Then it checks the rows found against ``<file>.expected.json`` and exits 1, printing FAIL,
 when any count differs.
@@ -48,7 +50,11 @@ t0 = time.perf_counter()
 import dptrace
 t1 = time.perf_counter()
 out = {"import_s": t1 - t0}
-if len(sys.argv) > 1:
+if len(sys.argv) > 2:   # what `dptrace report` reads: every format that claims the file
+    ds = dptrace.load(sys.argv[1])
+    out["parse_s"] = time.perf_counter() - t1
+    out["tables"] = {name: len(ds[name]) for name in ds.tables}
+elif len(sys.argv) > 1:
     ds = dptrace.read_trainlog(sys.argv[1])
     out["parse_s"] = time.perf_counter() - t1
     tp, tm = ds["throughput"], ds["train_metrics"]
@@ -170,9 +176,11 @@ def _status_kb(pid: int) -> tuple[int, int]:
     return rss, anon
 
 
-def child(path: Path | None) -> dict[str, Any]:
-    """Run CHILD in a fresh interpreter: wall time, its report, sampled tree RSS."""
-    cmd = [sys.executable, "-c", CHILD, *([str(path)] if path else [])]
+def child(path: Path | None, load: bool = False) -> dict[str, Any]:
+    """Run CHILD in a fresh interpreter: wall time, its report, sampled tree RSS
+    (``load``: ``dptrace.load`` instead of ``read_trainlog``)."""
+    cmd = [sys.executable, "-c", CHILD, *([str(path)] if path else []),
+           *(["load"] if load else [])]
     t = time.perf_counter()
     with (subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as p,
           TreeRss(p.pid) as tree):
@@ -187,15 +195,20 @@ def child(path: Path | None) -> dict[str, Any]:
 
 def measure(path: Path, repeat: int) -> dict[str, Any]:
     """Interleaved rounds, so every reader sees the same cache state; best wall time of each."""
-    runs: dict[str, list[Any]] = {"grep": [], "grep1": [], "import": [], "dptrace": []}
+    runs: dict[str, list[Any]] = {"grep": [], "grep1": [], "import": [], "dptrace": [],
+                                  "load": []}
     for _ in range(repeat):
         runs["grep"].append(grep(KEYWORDS, path, extended=True))
         runs["grep1"].append(grep("samples_per_sec", path, extended=False))
         runs["import"].append(child(None))
         runs["dptrace"].append(child(path))
-    dp, imp = runs["dptrace"], runs["import"]
+        runs["load"].append(child(path, load=True))
+    dp, imp, ld = runs["dptrace"], runs["import"], runs["load"]
     best = min(dp, key=lambda r: r["wall_s"])
     return {
+        "load_s": min(r["wall_s"] for r in ld), "load_parse_s": min(r["parse_s"] for r in ld),
+        "load_rss_mb": max(r["hwm_kb"] for r in ld) * 1024 / MB,
+        "load_tables": ld[0]["tables"],
         "grep_s": min(s for s, _ in runs["grep"]), "grep_lines": runs["grep"][0][1],
         "grep1_s": min(s for s, _ in runs["grep1"]), "grep1_lines": runs["grep1"][0][1],
         "import_s": min(r["wall_s"] for r in imp),
@@ -254,6 +267,9 @@ def report(path: Path, expected: dict[str, Any], m: dict[str, Any], repeat: int,
         row("  largest scan worker", None, m["worker_rss_mb"])
     row("  whole process tree (sampled)", None, m["tree_rss_mb"])
     row("  whole process tree, anonymous only", None, m["tree_anon_mb"])
+    row("dptrace.load (child process)", m["load_s"], m["load_rss_mb"])
+    row("  of which load() itself", m["load_parse_s"])
+    print("  tables: " + ", ".join(f"{k} {v:,}" for k, v in m["load_tables"].items()))
     print(f"\nthroughput: {size / MB / m['parse_s']:.0f} MB/s parse, "
           f"{size / MB / g:.0f} MB/s grep")
 
