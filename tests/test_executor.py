@@ -4,6 +4,7 @@ memory (dptrace.executor._Ship), in order, writable, with nothing left behind.""
 from __future__ import annotations
 
 import os
+import tempfile
 
 import numpy as np
 import pandas as pd
@@ -31,14 +32,22 @@ def _small(k: int) -> list[int]:
     return [k] * 3
 
 
-def _shm_dirs() -> set[str]:
-    if not os.path.isdir(executor._SHM):
-        return set()
-    return {d for d in os.listdir(executor._SHM) if d.startswith("dptrace-")}
+@pytest.fixture
+def shm(monkeypatch, tmp_path):
+    """A shared-memory directory of this test's own (other tests may map at the same time
+    in /dev/shm); on tmpfs like /dev/shm when this machine has one."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) \
+        else str(tmp_path)
+    with tempfile.TemporaryDirectory(prefix="dptrace-test-", dir=base) as where:
+        monkeypatch.setattr(executor, "_SHM", where)
+        yield where
 
 
-def test_large_results_come_back_equal_in_order_and_writable() -> None:
-    before = _shm_dirs()
+def _left(where: str) -> list[str]:
+    return os.listdir(where)
+
+
+def test_large_results_come_back_equal_in_order_and_writable(shm) -> None:
     got = list(Processes(2).map(_piece, range(4)))
     want = list(Serial().map(_piece, range(4)))
     assert [g[0] for g in got] == list(range(4))
@@ -47,7 +56,7 @@ def test_large_results_come_back_equal_in_order_and_writable() -> None:
         np.testing.assert_array_equal(arr, warr)
         df["i"] += 1   # the readers shift line numbers in place
         assert df["i"].iloc[0] == k + 1
-    assert _shm_dirs() == before   # files and the map's directory are gone
+    assert _left(shm) == []   # files and the map's directory are gone
 
 
 def test_a_shipped_piece_writes_its_buffers_to_shared_memory(tmp_path) -> None:
@@ -72,11 +81,10 @@ def test_without_shared_memory_results_come_by_the_pipe(monkeypatch, tmp_path) -
     pd.testing.assert_frame_equal(got[1][1], _piece(1)[1])
 
 
-def test_a_failing_piece_raises_and_leaves_nothing() -> None:
-    before = _shm_dirs()
+def test_a_failing_piece_raises_and_leaves_nothing(shm) -> None:
     with pytest.raises(ZeroDivisionError):
         list(Processes(2).map(_fail_on_two, range(4)))
-    assert _shm_dirs() == before
+    assert _left(shm) == []
 
 
 def _fail_on_two(k: int) -> pd.DataFrame:
