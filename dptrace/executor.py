@@ -99,11 +99,13 @@ def _ship_dir(stack: contextlib.ExitStack) -> str | None:
 
 @dataclass(frozen=True)
 class _Shipped:
-    """A result pickled with its large buffers out of band, each in a file of its own
-    (``paths``, in the pickle's order)."""
+    """A result pickled with its large buffers out of band: each in a file of its own
+    (``paths``, in the pickle's order), or, when they are small in all, beside the pickle
+    (``inline``: the pool's pipe carries them as bytes, and the result is pickled once)."""
 
     data: bytes
-    paths: tuple[str, ...]
+    paths: tuple[str, ...] = ()
+    inline: tuple[bytearray, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,7 @@ class _Ship(Generic[T, R]):
     fn: Callable[[T], R]
     where: str
 
-    def __call__(self, item: T) -> R | _Shipped:
+    def __call__(self, item: T) -> _Shipped:
         result = self.fn(item)
         raws: list[memoryview] = []
 
@@ -127,8 +129,8 @@ class _Ship(Generic[T, R]):
             return False
 
         data = pickle.dumps(result, protocol=5, buffer_callback=out_of_band)
-        if sum(r.nbytes for r in raws) < SHIP_BYTES:
-            return result   # small: the pool pickles it as it does any result
+        if sum(r.nbytes for r in raws) < SHIP_BYTES:   # small: by the pipe
+            return _Shipped(data, inline=tuple(bytearray(r) for r in raws))
         paths = []
         try:
             for raw in raws:
@@ -139,17 +141,17 @@ class _Ship(Generic[T, R]):
         except OSError:   # shared memory full: the pipe it is
             for path in paths:
                 os.unlink(path)
-            return result
+            return _Shipped(data, inline=tuple(bytearray(r) for r in raws))
         return _Shipped(data, tuple(paths))
 
 
 def _landed(result: Any) -> Any:
-    """A shipped result rebuilt in this process, each buffer on a private map of its file
-    (the file is removed at once; the array keeps the map and writes to copies of its
+    """A shipped result rebuilt in this process, each buffer in a file on a private map of
+    it (the file is removed at once; the array keeps the map and writes to copies of its
     pages); any other result as it is."""
     if not isinstance(result, _Shipped):
         return result
-    buffers = []
+    buffers: list[Any] = list(result.inline)
     try:
         for path in result.paths:
             with open(path, "rb") as fh:

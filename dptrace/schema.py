@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -270,6 +270,29 @@ def unite_categories(frames: list[pd.DataFrame]) -> list[pd.DataFrame]:
             df[col] = (df[col].cat.set_categories(dtype.categories) if _is_categorical(df[col])
                        else df[col].astype(dtype))
     return frames if out is None else out
+
+
+def combined_codes(columns: Sequence[pd.Series]) -> np.ndarray:
+    """One int64 code per row for the combination of ``columns`` (nulls are a value): each
+    column's codes (a categorical's own, else ``factorize``) mixed into one number, in
+    place (one array of the rows' length at a time)."""
+    out: np.ndarray | None = None
+    for col in columns:
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            codes = col.cat.codes.to_numpy()
+            n = len(col.cat.categories) + 1
+        else:
+            codes, uniques = pd.factorize(col, use_na_sentinel=True)
+            n = len(uniques) + 1
+        if out is None:
+            out = codes.astype(np.int64)
+        else:
+            out *= n
+            out += codes
+        out += 1  # null (-1) is 0
+        if out.max(initial=0) > (1 << 40):  # re-number before the product could overflow
+            out = pd.factorize(out)[0].astype(np.int64)
+    return np.zeros(0, dtype=np.int64) if out is None else out
 
 
 def text_categories(values: Any) -> pd.Index:

@@ -69,10 +69,23 @@ def test_a_shipped_piece_writes_its_buffers_to_shared_memory(tmp_path) -> None:
     pd.testing.assert_frame_equal(df, _piece(1)[1])
 
 
+def _medium(k: int) -> np.ndarray:
+    return np.full(20_000, k, dtype=np.int64)   # 160 KB: out of band, under SHIP_BYTES
+
+
 def test_small_results_go_by_the_pipe(tmp_path) -> None:
-    assert executor._Ship(_small, str(tmp_path))(2) == [2, 2, 2]
+    """Small results come back in the pool's pipe, pickled once (in the worker, with their
+    buffers beside the pickle); their arrays are writable."""
+    shipped = executor._Ship(_small, str(tmp_path))(2)
+    assert shipped.paths == () and executor._landed(shipped) == [2, 2, 2]
+    shipped = executor._Ship(_medium, str(tmp_path))(3)
+    assert shipped.paths == () and len(shipped.inline) == 1
+    arr = executor._landed(shipped)
+    arr += 1
+    assert arr.tolist() == [4] * 20_000
     assert list(tmp_path.iterdir()) == []
     assert list(Processes(2).map(_small, range(4))) == [[k] * 3 for k in range(4)]
+    assert [a[0] for a in Processes(2).map(_medium, range(3))] == [0, 1, 2]
 
 
 def test_without_shared_memory_results_come_by_the_pipe(monkeypatch, tmp_path) -> None:

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from pandas.core.groupby import DataFrameGroupBy
 
-from ..schema import PHASES
+from ..schema import PHASES, combined_codes
 from .keys import RUN, keys, run_first
 
 SERIES = ["source", "pattern", "name", "label", "metric", "scope", "phase"]
@@ -102,23 +102,12 @@ def _by_group_then(group: np.ndarray, order: np.ndarray) -> np.ndarray:
 def group_ids(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
     """The group of each row of ``df`` by ``cols`` as codes 0, 1, ... in order of first
     appearance, a missing value a value of its own (``groupby(cols, sort=False,
-    dropna=False)``), from one factorisation of the combined column codes: a groupby on
-    nine key columns factorised each of them, over millions of rows, each time."""
-    combined = np.zeros(len(df), dtype=np.int64)
-    span = 1
-    for col in cols:
-        s = df[col]
-        if isinstance(s.dtype, pd.CategoricalDtype):
-            codes, k = s.cat.codes.to_numpy().astype(np.int64), len(s.cat.categories)
-        else:
-            codes, uniques = pd.factorize(s, use_na_sentinel=True)
-            k = len(uniques)
-        if span * (k + 1) >= 1 << 62:   # re-number what there is so far before it overflows
-            combined, uniques = pd.factorize(combined)
-            span = len(uniques)
-        combined = combined * (k + 1) + (codes + 1)
-        span *= k + 1
-    return pd.factorize(combined)[0] if len(cols) else combined
+    dropna=False)``), from one factorisation of the combined column codes
+    (:func:`dptrace.schema.combined_codes`): a groupby on nine key columns factorised each
+    of them, over millions of rows, each time."""
+    if not cols:
+        return np.zeros(len(df), dtype=np.int64)
+    return pd.factorize(combined_codes([df[c] for c in cols]))[0]
 
 
 def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,

@@ -28,6 +28,7 @@ from ... import schema
 from ...errors import Problem
 from ...executor import Executor
 from ...formats.trainlog import RE_ENGINE as _re_engine
+from ...formats.trainlog.general import line_cuts, re2_match
 from ...registry import ParseResult
 from ...runs import rank_of_path
 from ...sources import Source
@@ -44,11 +45,7 @@ _CANDIDATES = (
 _CANDIDATE = _re_engine.compile(_CANDIDATES)
 #: the whole line around a candidate, with google-re2's matcher called directly: (match,
 #: unanchored), or None without google-re2
-_WHOLE = _re_engine.compile(rb"[^\n]*(?:" + _CANDIDATES + rb")[^\n]*")
-_WHOLE_MATCH: Any = getattr(getattr(_WHOLE, "_regexp", None), "Match", None)
-_UNANCHORED = getattr(getattr(_re_engine, "_Anchor", None), "UNANCHORED", None)
-if _UNANCHORED is None:
-    _WHOLE_MATCH = None
+_WHOLE = re2_match(_re_engine.compile(rb"[^\n]*(?:" + _CANDIDATES + rb")[^\n]*"))
 #: launcher prefixes at a line's start: mpirun --tag-output, srun -l, torchrun, PyTorch
 _PREFIX = re.compile(r"^(?:\[\d+,(?P<mpi>\d+)\]<std(?:out|err)>:|\s*(?P<srun>\d+):\s|"
                      r"\[default(?P<tr>\d+)\]:|\[rank(?P<pt>\d+)\]:\s?)")
@@ -74,9 +71,9 @@ MAX_NOTED = 10
 MAX_MESSAGE = 300
 #: not in a dict (:meth:`_Reader.repeated`)
 _ABSENT: Any = object()
-#: bytes of a mapped file searched at a time (see :func:`_starts`)
+#: bytes of a mapped file searched at a time (see :func:`_candidates`)
 WINDOW = 32 << 20
-#: a file this large or larger is searched on the executor's workers (see :func:`_lines`)
+#: a file this large or larger is searched on the executor's workers (see :func:`_ranges`)
 PARALLEL_BYTES = 64 << 20
 
 
@@ -369,8 +366,10 @@ def _candidates(buf: bytes | mmap.mmap, lo: int, hi: int) -> _Found:
 def _search_re2(buf: bytes | mmap.mmap, lo: int, hi: int, found: list[int]) -> None:
     """:func:`_search` with google-re2's matcher called directly, for the whole line (a
     match object per line from its Python wrapper cost as much as the search)."""
+    assert _WHOLE is not None
+    match, anchor = _WHOLE
     while lo < hi:
-        start, end = _WHOLE_MATCH(_UNANCHORED, buf, lo, hi)[0]
+        start, end = match(anchor, buf, lo, hi)[0]
         if start < 0:
             return
         found += (start, end)
@@ -389,7 +388,7 @@ def _search_re(buf: bytes | mmap.mmap, lo: int, hi: int, found: list[int]) -> No
 
 
 #: (start, end) of the lines holding a candidate in ``buf[lo:hi]``, added to ``found``
-_search = _search_re2 if _WHOLE_MATCH is not None else _search_re
+_search = _search_re2 if _WHOLE is not None else _search_re
 
 
 def _ranges(buf: bytes | mmap.mmap, executor: Executor | None = None) -> list[_Found]:
@@ -401,14 +400,9 @@ def _ranges(buf: bytes | mmap.mmap, executor: Executor | None = None) -> list[_F
     if n < PARALLEL_BYTES or executor is None or executor.workers < 2:
         return [_candidates(buf, 0, n)]
     global _FORKED
-    cuts = [0]
-    for k in range(1, executor.workers):
-        cut = buf.find(b"\n", max(n * k // executor.workers, cuts[-1]))
-        cuts.append(n if cut < 0 else cut + 1)
-    cuts.append(n)
     _FORKED = buf
     try:
-        return list(executor.map(_candidates_forked, pairwise(cuts)))
+        return list(executor.map(_candidates_forked, pairwise(line_cuts(buf, executor.workers))))
     finally:
         _FORKED = None
 

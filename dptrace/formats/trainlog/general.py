@@ -297,9 +297,13 @@ def _pre_info(pre: str) -> tuple[str | None, str | None, float | None]:
     return info
 
 
-def re2_match() -> tuple[Any, Any] | None:
-    """(the RE2 matcher of :data:`SCAN`, its unanchored mode), or None without google-re2."""
-    regexp = getattr(_SCAN, "_regexp", None)
+def re2_match(pattern: Any = _SCAN) -> tuple[Any, Any] | None:
+    """(google-re2's own matcher of ``pattern``, compiled by :data:`RE_ENGINE`; default
+    :data:`SCAN`, and its unanchored mode), or None without google-re2. Called directly,
+    ``match(anchor, buf, pos, end)[0]`` is the span of the first match, (-1, -1) for none:
+    the Python wrapper around it (a match object per hit) costs about as much as the
+    search itself between two nearby hits."""
+    regexp = getattr(pattern, "_regexp", None)
     anchor = getattr(getattr(_re_engine, "_Anchor", None), "UNANCHORED", None)
     if regexp is None or anchor is None:
         return None
@@ -324,15 +328,11 @@ def c_plain_guards() -> tuple[tuple[bytes, ...], bytes, bytes] | None:
 
 
 def _keyword_finder() -> Callable[[Any, int, int], int]:
-    """``find(buf, pos, end)``: where the next keyword starts in ``buf[pos:end]``, or -1.
-
-    With google-re2, its matcher is called directly: the Python wrapper around it (a match
-    object per hit) costs about as much as the search itself between two nearby hits.
-    """
-    regexp = getattr(_SCAN, "_regexp", None)
-    anchor = getattr(getattr(_re_engine, "_Anchor", None), "UNANCHORED", None)
-    if regexp is not None and anchor is not None:
-        match = regexp.Match
+    """``find(buf, pos, end)``: where the next keyword starts in ``buf[pos:end]``, or -1
+    (with google-re2, its matcher called directly: :func:`re2_match`)."""
+    direct = re2_match()
+    if direct is not None:
+        match, anchor = direct
 
         def find_re2(buf: Any, pos: int, end: int) -> int:
             return int(match(anchor, buf, pos, end)[0][0])
@@ -364,6 +364,18 @@ def _recognise(body: str, rows: rules.Rows) -> None:
     for guards, fallback in rules.FALLBACK:
         if guards[0] in body:
             fallback(body, rows)
+
+
+def line_cuts(buf: Any, pieces: int) -> list[int]:
+    """Where to cut ``buf`` into ``pieces`` ranges of about equal size, each starting at a
+    line start: 0, the cuts, ``len(buf)`` (a range may be empty when a line is longer)."""
+    n = len(buf)
+    cuts = [0]
+    for k in range(1, pieces):
+        nl = buf.find(b"\n", max(n * k // pieces, cuts[-1]))
+        cuts.append(nl + 1 if nl >= 0 else n)
+    cuts.append(n)
+    return cuts
 
 
 def _count_newlines(buf: Any, start: int, end: int) -> int:

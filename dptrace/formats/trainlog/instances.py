@@ -2,7 +2,7 @@
 
 Run once per file on the finished rows of both tables (:func:`resolve`), vectorised: a dense
 log has millions of rows and a handful of distinct printers, patterns and labels, so every
-key is reduced to integer codes first (:func:`_combined`).
+key is reduced to integer codes first (:func:`dptrace.schema.combined_codes`).
 
 - **Printer** (``instance``, ``rank``): the launcher prefix (``3: ``, ``[1,3]<stdout>:``,
   ``[rank3]:``, ``[default3]:``), else the rank a per-rank file's path gives
@@ -33,6 +33,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ... import schema
 from ...runs import rank_of_path
 
 #: patterns whose repeated lines are distinct instances by documentation
@@ -41,29 +42,6 @@ INSTANCE_PATTERNS = frozenset({"sambaflow"})
 def shown(instance: object) -> str:
     """An instance as reports show it: '?' when no prefix or path said who printed the line."""
     return "?" if instance is None or pd.isna(instance) else str(instance)
-
-
-def _combined(columns: Sequence[pd.Series]) -> np.ndarray:
-    """One int64 code per row for the combination of ``columns`` (nulls are a value): each
-    column's codes (a categorical's own, else ``factorize``) mixed into one number, in
-    place (one array of the rows' length at a time)."""
-    out: np.ndarray | None = None
-    for col in columns:
-        if isinstance(col.dtype, pd.CategoricalDtype):
-            codes = col.cat.codes.to_numpy()
-            n = len(col.cat.categories) + 1
-        else:
-            codes, uniques = pd.factorize(col, use_na_sentinel=True)
-            n = len(uniques) + 1
-        if out is None:
-            out = codes.astype(np.int64)
-        else:
-            out *= n
-            out += codes
-        out += 1  # null (-1) is 0
-        if out.max(initial=0) > (1 << 40):  # re-number before the product could overflow
-            out = pd.factorize(out)[0].astype(np.int64)
-    return np.zeros(0, dtype=np.int64) if out is None else out
 
 
 def _dense(codes: np.ndarray) -> np.ndarray:
@@ -166,7 +144,7 @@ def steps_and_repeats(df: pd.DataFrame, instance: pd.Series, info: dict | None =
         return step, repeat
     kind_cols = [c for c in ("pattern", "name", "label", "metric") if c in df]
     columns = [df[c] for c in kind_cols] + [instance]
-    stream = _dense(_combined(columns))
+    stream = _dense(schema.combined_codes(columns))
     if info is not None:
         info["stream"] = stream
         info["keys"] = _stream_keys(stream, columns)

@@ -509,11 +509,7 @@ def _scan_parallel(buf: Any, name: str, use_c: bool, executor: Executor,
     n = len(buf)
     workers = executor.workers
     ranges = workers * max(1, -(-n // (workers * RANGE_BYTES)))
-    cuts = [0]
-    for k in range(1, ranges):
-        nl = buf.find(b"\n", max(n * k // ranges, cuts[-1]))
-        cuts.append(nl + 1 if nl >= 0 else n)
-    cuts.append(n)
+    cuts = general.line_cuts(buf, ranges)
     bounds = [(cuts[i], cuts[i + 1], i == ranges - 1, True) for i in range(ranges)]
     _FORKED = (buf, name, use_c)
     parts: list[Any] = []
