@@ -256,12 +256,8 @@ def unite_categories(frames: list[pd.DataFrame]) -> list[pd.DataFrame]:
             continue
         dtype = full[0][col].dtype
         if not all(df[col].dtype == dtype for df in full):
-            cats = [df[col].cat.categories for df in full]
-            values = list(dict.fromkeys(v for c in cats for v in c.tolist()))
-            with contextlib.suppress(TypeError):   # mixed kinds: in order of appearance
-                values = sorted(values)
-            dtype = pd.CategoricalDtype(text_categories(values) if all(
-                isinstance(v, str) for v in values) else pd.Index(values))
+            dtype = pd.CategoricalDtype(union_categories(
+                [df[col].cat.categories for df in full]))
         if out is None:
             out = [df.copy(deep=False) for df in frames]
         for df in out:
@@ -270,6 +266,24 @@ def unite_categories(frames: list[pd.DataFrame]) -> list[pd.DataFrame]:
             df[col] = (df[col].cat.set_categories(dtype.categories) if _is_categorical(df[col])
                        else df[col].astype(dtype))
     return frames if out is None else out
+
+
+def union_categories(categories: Sequence[pd.Index]) -> pd.Index:
+    """The sorted union of several categoricals' categories (in order of appearance when
+    they are of kinds that do not sort together): what ``astype("category")`` gives their
+    concatenated values."""
+    values = list(dict.fromkeys(v for c in categories for v in c.tolist()))
+    with contextlib.suppress(TypeError):   # mixed kinds: in order of appearance
+        values = sorted(values)
+    return text_categories(values) if all(isinstance(v, str) for v in values) \
+        else pd.Index(values)
+
+
+def first_rows(codes: np.ndarray) -> np.ndarray:
+    """The first row of each code 0..k-1 of ``codes`` (every code present)."""
+    at = np.zeros(int(codes.max()) + 1 if len(codes) else 0, dtype=np.int64)
+    at[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
+    return at
 
 
 def combined_codes(columns: Sequence[pd.Series]) -> np.ndarray:

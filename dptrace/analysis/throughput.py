@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from pandas.core.groupby import DataFrameGroupBy
 
-from ..schema import PHASES, combined_codes
+from ..schema import PHASES, combined_codes, first_rows
 from .keys import RUN, keys, run_first
 
 SERIES = ["source", "pattern", "name", "label", "metric", "scope", "phase"]
@@ -130,8 +130,7 @@ def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
     df = df.assign(_steady=df["value"].where(~df["_warm"]))
     cols = keys(df, *SERIES, "instance")
     ids = group_ids(df, cols)
-    first = np.full(ids.max() + 1, len(ids), dtype=np.int64)
-    np.minimum.at(first, ids, np.arange(len(ids)))
+    first = first_rows(ids)
     g = df[["_warm", "step", "value", "_steady", "lineno"]].groupby(ids, sort=True)
     stats = pd.DataFrame({
         "rows": g.size(),

@@ -118,10 +118,14 @@ def prefix_rank(prefix: pd.Series) -> pd.Series:
     ``[3]``, ``[rank3]:``; a torchrun role (``default3``: the local rank) and no prefix give
     null. Each distinct prefix is looked at once."""
     codes, uniques = pd.factorize(prefix, use_na_sentinel=True)
-    ranks = [int(u) if isinstance(u, str) and u.isdigit() and len(u) <= 9 else None
-             for u in uniques]
-    lookup = pd.array([*ranks, None], dtype="Int64")
+    lookup = pd.array([*map(rank_of_prefix, uniques), None], dtype="Int64")
     return pd.Series(lookup[codes], index=prefix.index)
+
+
+def rank_of_prefix(prefix: object) -> int | None:
+    """:func:`prefix_rank` of one prefix (the digits the scan kept of it), else None."""
+    return int(prefix) if isinstance(prefix, str) and prefix.isdigit() and len(prefix) <= 9 \
+        else None
 
 
 def steps_and_repeats(df: pd.DataFrame, instance: pd.Series, info: dict | None = None,
@@ -217,9 +221,7 @@ def steps_and_repeats(df: pd.DataFrame, instance: pd.Series, info: dict | None =
 def _stream_keys(stream: np.ndarray, columns: Sequence[pd.Series]) -> list[tuple]:
     """The values (None for null) of ``columns`` that make each stream code 0..k-1: the
     same stream in another range has another code but the same key."""
-    k = int(stream.max()) + 1
-    at = np.zeros(k, dtype=np.int64)
-    at[stream[::-1]] = np.arange(len(stream) - 1, -1, -1)  # each code's first row
+    at = schema.first_rows(stream)
     values = [[None if pd.isna(v) else v for v in col.iloc[at].tolist()] for col in columns]
     return list(zip(*values, strict=True))
 

@@ -18,7 +18,6 @@ step, epoch) in a source is instance ``k``.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from typing import Any
 
@@ -471,8 +470,7 @@ def _join_tables(frames: list[pd.DataFrame], infos: list[dict], lines: list[int]
 def _rank_of_instance(instance: pd.Categorical) -> pd.arrays.IntegerArray:
     """:func:`.instances.prefix_rank` of a categorical instance (the prefix: see
     :func:`_joinable`), by its codes (no temporary of the rows' length)."""
-    ranks = [int(u) if isinstance(u, str) and u.isdigit() and len(u) <= 9 else None
-             for u in instance.categories.tolist()] + [None]  # the last: code -1
+    ranks = [instances.rank_of_prefix(u) for u in instance.categories.tolist()] + [None]
     values = np.array([0 if r is None else r for r in ranks], dtype=np.int64)
     missing = np.array([r is None for r in ranks], dtype=bool)
     codes = instance.codes
@@ -481,16 +479,12 @@ def _rank_of_instance(instance: pd.Categorical) -> pd.arrays.IntegerArray:
 
 def _join_categoricals(columns: list[pd.Categorical], bounds: np.ndarray) -> pd.Categorical:
     """Categoricals one after another: their dtype where they agree, else the sorted union
-    of their categories (as :func:`dptrace.schema.unite_categories`), codes recoded."""
+    of their categories (:func:`dptrace.schema.union_categories`), codes recoded."""
     dtype = columns[0].dtype
     if all(c.dtype == dtype for c in columns):
         codes = np.concatenate([c.codes for c in columns])
         return pd.Categorical.from_codes(codes, dtype=dtype)
-    values = list(dict.fromkeys(v for c in columns for v in c.categories.tolist()))
-    with contextlib.suppress(TypeError):  # mixed kinds: in order of appearance
-        values = sorted(values)
-    cats = schema.text_categories(values) if all(isinstance(v, str) for v in values) \
-        else pd.Index(values)
+    cats = schema.union_categories([c.categories for c in columns])
     codes = np.empty(int(bounds[-1]), dtype=np.int32 if len(cats) > 30000 else np.int16)
     for i, c in enumerate(columns):
         recode = np.append(cats.get_indexer(c.categories), -1).astype(codes.dtype)
