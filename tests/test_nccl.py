@@ -348,3 +348,54 @@ def test_repeated_lines_read_once_give_what_reading_every_line_gives(tmp_path, m
         setup = result.tables["nccl_setup"]
         assert sorted(setup["lines"].tolist()) == sorted(p.lines for p in want.procs.values())
         assert result.tables["nccl_env"]["lineno"].tolist() == [e["lineno"] for e in want.env]
+
+
+def test_one_search_per_alternative_finds_the_lines_of_one_search_for_all():
+    """The candidate lines are searched for one alternative at a time (google-re2 finds
+    each one's leading literal first): the lines found, in order and once each, are those
+    of one search for all the alternatives, on lines holding none, one, several and the
+    same alternative twice, at the start and end of the buffer and without a final
+    newline."""
+    import random
+
+    from dptrace.formats.nccl import read
+
+    if read._search is read._search_re:
+        pytest.skip("google-re2 is not installed: one search for all is the only one")
+    pieces = [b"h:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB", b"WorkNCCL(SeqNum=3)",
+              b"ncclSystemError: x", b"NCCL communicator was aborted", b"mpirun -H a,b",
+              b"srun --hosts=a,b", b"SLURM_NNODES=2", b"torchrun --nnodes 2",
+              b"export NCCL_DEBUG=INFO", b"NCCL version 2.18.1", b"h:1:2 [0] NCCL WARN x",
+              b"NCCL INFO Channel 19/32 :    0   1", b"nccl", b"--host", b"-Hx", b"plain"]
+    rng = random.Random(11)
+    for _ in range(200):
+        lines = [b" ".join(rng.choice(pieces) for _ in range(rng.randint(0, 3)))
+                 for _ in range(rng.randint(1, 40))]
+        data = b"\n".join(lines) + rng.choice([b"", b"\n"])
+        each: list[int] = []
+        read._search_re2(data, 0, len(data), each)
+        one: list[int] = []
+        read._search_re(data, 0, len(data), one)
+        assert each == one, data
+
+
+def test_line_numbers_when_the_first_ranges_hold_no_nccl_line(tmp_path, monkeypatch):
+    """A range without NCCL lines does not count its newlines unless a later range holds
+    some: the line numbers of a log whose NCCL lines all sit in its last part (searched on
+    workers, in ranges and small windows) are those of one search in this process."""
+    from dptrace.executor import Processes
+    from dptrace.formats.nccl import read
+
+    noise = [f"{i % 7}: step {i} loss 0.5 samples/sec 12.5\n" for i in range(3000)]
+    nccl = [f"nid{k:03d}:{100 + k}:{200 + k} [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; "
+            f"OOB ib0:10.0.0.{k}<0>\n" for k in range(8)]
+    warn = ["nid001:101:201 [0] NCCL WARN NET/IB : Got completion with error 12\n"]
+    log = tmp_path / "late.log"
+    log.write_text("".join(noise + nccl + noise[:50] + warn))
+    one = read.parse(Source(str(log), log))
+    assert one.tables["nccl_events"]["lineno"].tolist() == [3000 + 8 + 50 + 1]
+    monkeypatch.setattr(read, "PARALLEL_BYTES", 1)
+    monkeypatch.setattr(read, "WINDOW", 1021)
+    split = read.parse(Source(str(log), log), executor=Processes(4))
+    for table, df in one.tables.items():
+        assert df.equals(split.tables[table]), table

@@ -15,6 +15,15 @@ import re
 from ...registry import Spec, looks_binary
 from ...sources import Source
 
+#: a whole NCCL line (the grammar's ``LINE``; the reader runs it as a plain regular expression
+#: on every NCCL line, and needs pyparsing only for the messages it reads):
+#: ``host:pid:tid`` (the process), ``[3]`` (its CUDA device), NCCL 2.19+'s seconds since
+#: start (``2345.678901``), where a WARN or TRACE line was written (``misc/ibvwrap.cc:63``,
+#: ``nccl_net_ofi_init:1444``), ``NCCL``, the level, and the message
+LINE_PATTERN = (
+    r"(?P<host>[A-Za-z0-9][\w.\-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<device>\d+)\] "
+    r"(?:(?P<stamp>\d+\.\d+) )?(?:(?P<place>[\w./\-]+:\d+) )?"
+    r"NCCL (?P<level>INFO|WARN|TRACE|ERROR)(?: (?P<message>.*))?$")
 #: an NCCL line at a line start (after a launcher prefix): 'host:pid:tid [dev] NCCL INFO '
 SURE = re.compile(rb"(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+:\s|\[default\d+\]:|"
                   rb"\[rank\d+\]:\s?)?[A-Za-z0-9][\w.\-]*:\d+:\d+ \[\d+\] "

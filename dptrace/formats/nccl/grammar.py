@@ -30,19 +30,14 @@ from typing import Any
 
 import pyparsing as pp
 
+from . import LINE_PATTERN
+
 INT = pp.Regex(r"\d+").set_name("integer").set_parse_action(lambda t: int(t[0]))
 KW = pp.Keyword
 REST = pp.Regex(r".*").set_name("rest of line")
 
-#: a whole NCCL line, one regular expression (the reader runs it on every NCCL line of a
-#: log that may hold millions: :attr:`LINE.re` is used directly): ``host:pid:tid`` (the
-#: process), ``[3]`` (its CUDA device), NCCL 2.19+'s seconds since start (``2345.678901``),
-#: where a WARN or TRACE line was written (``misc/ibvwrap.cc:63``,
-#: ``nccl_net_ofi_init:1444``), ``NCCL``, the level, and the message
-LINE = pp.Regex(
-    r"(?P<host>[A-Za-z0-9][\w.\-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<device>\d+)\] "
-    r"(?:(?P<stamp>\d+\.\d+) )?(?:(?P<place>[\w./\-]+:\d+) )?"
-    r"NCCL (?P<level>INFO|WARN|TRACE|ERROR)(?: (?P<message>.*))?$")
+#: a whole NCCL line, one regular expression (:data:`dptrace.formats.nccl.LINE_PATTERN`)
+LINE = pp.Regex(LINE_PATTERN)
 LINE.set_name("NCCL line")
 
 #: ``NCCL version 2.7.8+cuda10.2`` (also printed alone on a line by old versions)

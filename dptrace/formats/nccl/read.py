@@ -28,29 +28,33 @@ from ... import schema
 from ...errors import Problem
 from ...executor import Executor
 from ...formats.trainlog import RE_ENGINE as _re_engine
-from ...formats.trainlog.general import line_cuts, re2_match
+from ...formats.trainlog.general import _count_newlines, line_cuts, re2_match
 from ...registry import ParseResult
 from ...runs import rank_of_path
 from ...sources import Source
-from . import grammar as g
+from . import LINE_PATTERN
 from .tables import NCCL_ENV, NCCL_EVENTS, NCCL_SETUP
 
-#: what a line the reader reads holds (one search over the whole buffer; NCCL's other lines,
-#: ring and tree layouts, affinities, per-collective COLL lines, are never decoded)
-_CANDIDATES = (
-    rb"NCCL (?:WARN|INFO (?:NCCL version|NET/|Using network|comm |Channel [0-9/]+ : [0-9]|"
-    rb"[0-9]+ coll channels|NCCL_)|TRACE NET/OFI Selected|version )|WorkNCCL|"
-    rb"nccl[A-Za-z]*Error|NCCL error|communicator was aborted|NCCL_[A-Z0-9_]+=|--hosts?[= ]|"
-    rb"-H |SLURM_NNODES=|SLURM_JOB_NUM_NODES=|--nnodes")
+#: what a line the reader reads holds (NCCL's other lines, ring and tree layouts, affinities,
+#: per-collective COLL lines, are never decoded), as alternatives that each start with a
+#: literal: google-re2 finds such a literal with memchr/memmem and runs its automaton only
+#: from there, so one search per alternative costs less than one search for all of them (a
+#: character-by-character automaton: about 2 ns per byte)
+_ALTERNATIVES = (
+    rb"NCCL(?: (?:WARN|INFO (?:NCCL version|NET/|Using network|comm |Channel [0-9/]+ : [0-9]|"
+    rb"[0-9]+ coll channels|NCCL_)|TRACE NET/OFI Selected|version |error)|_[A-Z0-9_]+=)",
+    rb"WorkNCCL", rb"nccl[A-Za-z]*Error", rb"communicator was aborted",
+    rb"-(?:-hosts?[= ]|H |-nnodes)", rb"SLURM_(?:NNODES|JOB_NUM_NODES)=")
+_CANDIDATES = b"|".join(_ALTERNATIVES)
 _CANDIDATE = _re_engine.compile(_CANDIDATES)
-#: the whole line around a candidate, with google-re2's matcher called directly: (match,
-#: unanchored), or None without google-re2
-_WHOLE = re2_match(_re_engine.compile(rb"[^\n]*(?:" + _CANDIDATES + rb")[^\n]*"))
+#: google-re2's matcher of each alternative, called directly: (match, unanchored), or None
+#: without google-re2
+_EACH = [re2_match(_re_engine.compile(a)) for a in _ALTERNATIVES]
 #: launcher prefixes at a line's start: mpirun --tag-output, srun -l, torchrun, PyTorch
 _PREFIX = re.compile(r"^(?:\[\d+,(?P<mpi>\d+)\]<std(?:out|err)>:|\s*(?P<srun>\d+):\s|"
                      r"\[default(?P<tr>\d+)\]:|\[rank(?P<pt>\d+)\]:\s?)")
 #: an NCCL line (the grammar's LINE, run as the regular expression it is)
-_LINE = g.LINE.re
+_LINE = re.compile(LINE_PATTERN)
 #: another writer's text inside a message: a second NCCL prefix or a launcher tag
 _TORN = re.compile(r":\d+:\d+ \[\d+\] |\[rank\d+\]:|\[\d+,\d+\]<std|\[default\d+\]:")
 _WATCHDOG = re.compile(r"\[Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout: "
@@ -72,7 +76,7 @@ MAX_MESSAGE = 300
 #: not in a dict (:meth:`_Reader.repeated`)
 _ABSENT: Any = object()
 #: bytes of a mapped file searched at a time (see :func:`_candidates`)
-WINDOW = 32 << 20
+WINDOW = 4 << 20
 #: a file this large or larger is searched on the executor's workers (see :func:`_ranges`)
 PARALLEL_BYTES = 64 << 20
 
@@ -216,7 +220,7 @@ class _Reader:
             return
         if level != "INFO":
             return
-        read = g.message(msg)
+        read = _grammar().message(msg)
         if read is not None and _TORN.search(msg):
             self.torn.append(lineno)
             return
@@ -317,12 +321,27 @@ class _Found:
     """The candidate lines of a range: the newlines before each in the range (``before``,
     in order), which of the range's distinct lines it is (``ids``), those lines' bytes
     (``lines``, in order of first appearance: a setup line repeated a million times is
-    sent and read once), and the range's newlines (``newlines``)."""
+    sent and read once), and the newlines counted: ``counted`` in the range up to ``upto``
+    (its last candidate's line; the rest up to the range's ``end`` is counted only when a
+    later range needs this one's lines: :meth:`newlines`)."""
 
     before: np.ndarray
     ids: np.ndarray
     lines: list[bytes]
-    newlines: int
+    counted: int
+    upto: int
+    end: int
+
+    def newlines(self, buf: bytes | mmap.mmap) -> int:
+        """All the newlines of the range."""
+        return self.counted + _count_newlines(buf, self.upto, self.end)
+
+
+def _grammar() -> Any:
+    """The message grammar (:mod:`.grammar`), imported when a message is first read (a log
+    without NCCL lines does not import pyparsing)."""
+    from . import grammar
+    return grammar
 
 
 def _candidates(buf: bytes | mmap.mmap, lo: int, hi: int) -> _Found:
@@ -333,14 +352,17 @@ def _candidates(buf: bytes | mmap.mmap, lo: int, hi: int) -> _Found:
     ids: list[int] = []
     before: list[int] = []
     index: dict[bytes, int] = {}
-    newlines = 0
+    newlines, upto, end = 0, lo, hi   # the newlines of buf[range start:upto]
     done = lo // mmap.PAGESIZE * mmap.PAGESIZE   # the mapped bytes before this are given back
     while lo < hi:
         stop = hi if hi - lo <= WINDOW else buf.find(b"\n", lo + WINDOW, hi) + 1 or hi
         chunk = buf[lo:stop]
         spans: list[int] = []
         _search(chunk, 0, len(chunk), spans)
-        pos = 0
+        if spans and upto < lo:   # the windows since the last candidate
+            newlines += _count_newlines(buf, upto, lo)
+            upto = lo
+        pos = upto - lo
         for k in range(0, len(spans), 2):
             start = spans[k]
             raw = chunk[start:spans[k + 1]]
@@ -351,29 +373,47 @@ def _candidates(buf: bytes | mmap.mmap, lo: int, hi: int) -> _Found:
             newlines += chunk.count(b"\n", pos, start)
             pos = start
             before.append(newlines)
-        newlines += chunk.count(b"\n", pos)
+        if spans:
+            upto = lo + pos
         del chunk
         if isinstance(buf, mmap.mmap):
-            upto = stop // mmap.PAGESIZE * mmap.PAGESIZE
-            if upto > done:
-                buf.madvise(mmap.MADV_DONTNEED, done, upto - done)
-                done = upto
+            given = stop // mmap.PAGESIZE * mmap.PAGESIZE
+            if given > done:
+                buf.madvise(mmap.MADV_DONTNEED, done, given - done)
+                done = given
         lo = stop
     return _Found(np.array(before, dtype=np.int64), np.array(ids, dtype=np.int64),
-                  list(index), newlines)
+                  list(index), newlines, upto, end)
 
 
 def _search_re2(buf: bytes | mmap.mmap, lo: int, hi: int, found: list[int]) -> None:
-    """:func:`_search` with google-re2's matcher called directly, for the whole line (a
-    match object per line from its Python wrapper cost as much as the search)."""
-    assert _WHOLE is not None
-    match, anchor = _WHOLE
-    while lo < hi:
-        start, end = match(anchor, buf, lo, hi)[0]
-        if start < 0:
-            return
-        found += (start, end)
-        lo = end + 1
+    """:func:`_search` with google-re2's matcher called directly (a match object per hit
+    from its Python wrapper cost as much as the search), one search per alternative of
+    :data:`_ALTERNATIVES`; the lines found by several are merged in order."""
+    each: list[list[int]] = []
+    for entry in _EACH:
+        assert entry is not None
+        match, anchor = entry
+        spans: list[int] = []
+        at = lo
+        while at < hi:
+            start, end = match(anchor, buf, at, hi)[0]
+            if start < 0:
+                break
+            start = buf.rfind(b"\n", lo, start) + 1 or lo
+            end = buf.find(b"\n", end, hi)
+            end = hi if end < 0 else end
+            spans += (start, end)
+            at = end + 1
+        if spans:
+            each.append(spans)
+    if len(each) == 1:
+        found += each[0]
+    elif each:
+        ends = {start: end for spans in each
+                for start, end in zip(spans[::2], spans[1::2], strict=True)}
+        for start in sorted(ends):
+            found += (start, ends[start])
 
 
 def _search_re(buf: bytes | mmap.mmap, lo: int, hi: int, found: list[int]) -> None:
@@ -388,7 +428,7 @@ def _search_re(buf: bytes | mmap.mmap, lo: int, hi: int, found: list[int]) -> No
 
 
 #: (start, end) of the lines holding a candidate in ``buf[lo:hi]``, added to ``found``
-_search = _search_re2 if _WHOLE is not None else _search_re
+_search = _search_re2 if None not in _EACH else _search_re
 
 
 def _ranges(buf: bytes | mmap.mmap, executor: Executor | None = None) -> list[_Found]:
@@ -472,9 +512,11 @@ def parse(source: Source, *, executor: Executor | None = None) -> ParseResult:
         gc.disable()   # millions of short-lived lines and no cycles: no collections on the way
         try:
             first = 1
-            for found in _ranges(buf, executor):
+            ranges = _ranges(buf, executor)
+            for k, found in enumerate(ranges):
                 _read(r, found, first)
-                first += found.newlines
+                if any(len(later.ids) for later in ranges[k + 1:]):  # its line numbers
+                    first += found.newlines(buf)
         finally:
             if collecting:
                 gc.enable()
