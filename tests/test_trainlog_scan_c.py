@@ -106,7 +106,12 @@ def _tqdm(rng: random.Random) -> str:
 def _noise(rng: random.Random) -> str:
     return rng.choice(["NCCL INFO Channel 19/32 :    0   1", "", " ", "site-packages/setuptools",
                        "Running on 64 tasks", "world_size=8", "12.5 img/sec per GPU",
-                       "{'loss': 0.5, 'train_samples_per_second': 3.0}", "7.1it/s v_num: 1"])
+                       "{'loss': 0.5, 'train_samples_per_second': 3.0}", "7.1it/s v_num: 1",
+                       # '\r' lines: a keyword that is no literal (no direct read after a
+                       # '\r' line, scan.c), none at all (no rows), an update after the prefix
+                       "\r52.68it/s v_num: 1\r53.1it/s v_num: 1",
+                       "\rEpoch 0: 5/9 [00:01<00:02, 3.0img/step]\rx 6/9 [00:02<00:01, 3img/step]",
+                       "3: 5/9 [00:01<00:02, 3.0it/s]\r6/9 [00:02<00:01, 3.1it/s]"])
 
 
 def _lines(rng: random.Random, n: int) -> list[str]:

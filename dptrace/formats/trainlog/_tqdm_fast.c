@@ -8,6 +8,8 @@
  *     Table(kinds): rows kept as columns (the fast engine's rows.tp and rows.tm)
  *     configure_scan(...), scan(buf, pos, end, start, counted, line, rows): the scanner's loop
  *     (general._Scanner.run) for the lines it is sure of; see the section "scan()" below
+ *     configure_literals(literals): the keywords that are plain literals (scan() reads a
+ *     '\r' line holding one without calling the matcher)
  *
  * tqdm_updates() adds to rows.tp / rows.tm exactly the rows that the pure-Python
  * trainlog._tqdm_updates() appends and returns True, or adds nothing and returns False
@@ -95,6 +97,10 @@
 #include <stdint.h>
 #include <string.h>
 
+/* run_line: the first segments that are not updates, seen before -> whether they hold no
+ * keyword (scan_text's answer); cleared at MAX_HEADS, made anew by configure() */
+#define MAX_HEADS 4096
+static PyObject *head_cache;
 static PyObject *pre_cache, *pre_info, *unit_cache, *unit_kind, *tqdm_count, *postfix,
     *scan_text, *snake, *s_tqdm, *s_instance, *s_tp, *s_tm;
 
@@ -268,8 +274,10 @@ segment(const Text *t, Py_ssize_t s, Py_ssize_t e, Match *m)
 {
     Py_ssize_t p, last = s + 240 < e ? s + 240 : e - 1;
 
+    /* a digit after a digit is not tried: the count's \d+ from it ends where it ends from
+     * the first digit of their run, which was tried (and what follows decides) */
     for (p = s; p <= last; p++) {
-        if (IS_DIGIT(CH(t, p)) && rest(t, p, e, m))
+        if (IS_DIGIT(CH(t, p)) && !(p > s && IS_DIGIT(CH(t, p - 1))) && rest(t, p, e, m))
             return 1;
     }
     return 0;
@@ -1529,15 +1537,34 @@ read_line(Line *L, Py_ssize_t n)
                 return 0;
         }
         {
-            PyObject *head = PyUnicode_Substring(L->text, s, e), *found;
+            PyObject *head = PyUnicode_Substring(L->text, s, e), *found, *known;
             if (!head)
                 return -1;
+            /* the heads seen (a launcher prefix, mostly), remembered: whether they hold none */
+            if (!(known = PyDict_GetItemWithError(head_cache, head)) && PyErr_Occurred()) {
+                Py_DECREF(head);
+                return -1;
+            }
+            if (known) {
+                Py_DECREF(head);
+                if (known != Py_True)
+                    return 0;
+                continue;
+            }
             found = PyObject_CallOneArg(scan_text, head);
-            Py_DECREF(head);
-            if (!found)
+            if (!found) {
+                Py_DECREF(head);
                 return callback_failed();
+            }
             r = found == Py_None;
             Py_DECREF(found);
+            if (PyDict_GET_SIZE(head_cache) >= MAX_HEADS)
+                PyDict_Clear(head_cache);
+            if (PyDict_SetItem(head_cache, head, r ? Py_True : Py_False) < 0) {
+                Py_DECREF(head);
+                return -1;
+            }
+            Py_DECREF(head);
             if (!r)
                 return 0;
         }
@@ -1705,6 +1732,10 @@ tqdm_updates(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  * UTF-8 or contain ESC (the scanner's _decode then records the bad bytes / strips ANSI). */
 #define CR_STACK 64
 
+/* the bytes cr_bytes() looks at one by one: '\r', ESC, '<' and every byte of 0x80 or more
+ * (set by the module's init) */
+static unsigned char CR_SPECIAL[256];
+
 /* the bytes p[0:n] of a line as cr_line() reads them: 1 read, 0 declined, -1 error */
 static int
 cr_bytes(const char *p, Py_ssize_t n, PyObject *whole_start, PyObject *line, Py_ssize_t start,
@@ -1723,7 +1754,14 @@ cr_bytes(const char *p, Py_ssize_t n, PyObject *whole_start, PyObject *line, Py_
      * decoded and checked here for the Unicode numbers read_line declines (the text is
      * decoded by PyUnicode_DecodeUTF8 after this: a sequence that is not UTF-8 declines) */
     for (i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)p[i];
+        unsigned char c;
+        Py_ssize_t plain = i;
+        while (i < n && !CR_SPECIAL[(unsigned char)p[i]]) /* ASCII but '\r', ESC and '<' */
+            i++;
+        chars += i - plain;
+        if (i == n)
+            break;
+        c = (unsigned char)p[i];
         if (c < 0x80) {
             if (c == '\r') {
                 if (ncr == cap) {
@@ -1877,6 +1915,9 @@ static PyObject *s_samba_guard_obj, *s_loss_guard_obj;
 static PyObject *scan_match, *scan_anchor, *scan_declines, *s_sambaflow, *s_e2e, *s_samples,
     *s_loss_line, *s_loop_time, *s_epochs, *s_global_steps;
 static Py_ssize_t scan_window, scan_max_segment;
+/* the keywords that are plain literals (configure_literals): a '\r' line right after the
+ * last line read that holds one is the matcher's next hit (scan()) */
+static PyObject *scan_literals;
 static const char *samba_guard, *loss_guard;
 static Py_ssize_t samba_guard_len, loss_guard_len;
 
@@ -1915,6 +1956,22 @@ has(const char *p, Py_ssize_t n, const char *needle, Py_ssize_t m)
             return 0;
         i = q - p;
         if (memcmp(q, needle, (size_t)m) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* whether p[0:n] holds one of scan_literals */
+static int
+has_literal(const char *p, Py_ssize_t n)
+{
+    Py_ssize_t k;
+
+    if (scan_literals == NULL)
+        return 0;
+    for (k = 0; k < PyTuple_GET_SIZE(scan_literals); k++) {
+        PyObject *w = PyTuple_GET_ITEM(scan_literals, k);
+        if (has(p, n, PyBytes_AS_STRING(w), PyBytes_GET_SIZE(w)))
             return 1;
     }
     return 0;
@@ -2443,6 +2500,32 @@ scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
     for (;;) {
+        /* Right after a line read, the next line: when it holds a '\r' and one of the literal
+         * keywords and is shorter than the window, the matcher's next hit is in it (no keyword
+         * starts with a '\n'), and what is done with a '\r' line does not depend on where in
+         * the line the hit is (the newlines before it, the line's bounds, cr_bytes): the line
+         * start stands for the hit, without a call of the matcher (most of a dense log) */
+        const char *q;
+        if (pos < end && buf[pos] == '\n' && scan_literals != NULL &&
+            (q = memchr(buf + pos + 1, '\n',
+                        (size_t)((end - pos - 1 < scan_window ? end : pos + 1 + scan_window) -
+                                 pos - 1))) != NULL &&
+            memchr(buf + pos + 1, '\r', (size_t)(q - buf - pos - 1)) &&
+            has_literal(buf + pos + 1, q - buf - pos - 1)) {
+            hit = ls = pos + 1;
+            le = q - buf;
+            lineno += count_newlines(buf + counted, hit - counted);
+            counted = hit;
+            Py_XSETREF(line, PyLong_FromSsize_t(lineno));
+            if (!line)
+                goto done;
+            if ((r = cr_bytes(buf + ls, le - ls, Py_True, line, ls, args[6])) < 0)
+                goto done;
+            if (r == 0)
+                break; /* declined: Python reads this line */
+            pos = le;
+            continue;
+        }
         if ((hit = next_hit(args[0], pos, end)) < -1)
             goto done;
         if (hit < 0)
@@ -2457,12 +2540,10 @@ scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (ls == lo && lo > start)
             break; /* longer than the window (Python records it): Python */
         i = hit + scan_window < end ? hit + scan_window : end;
-        {
-            const char *q = memchr(buf + hit, '\n', (size_t)(i - hit));
-            if (!q)
-                break; /* no newline: a long line, or the last one; Python */
-            le = q - buf;
-        }
+        q = memchr(buf + hit, '\n', (size_t)(i - hit));
+        if (!q)
+            break; /* no newline: a long line, or the last one; Python */
+        le = q - buf;
         Py_XSETREF(line, PyLong_FromSsize_t(lineno));
         if (!line)
             goto done;
@@ -2516,6 +2597,27 @@ configure_scan(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* configure_literals(literals): the keywords that are plain literals (a tuple of bytes) */
+static PyObject *
+configure_literals(PyObject *self, PyObject *literals)
+{
+    Py_ssize_t i;
+
+    if (!PyTuple_CheckExact(literals)) {
+        PyErr_SetString(PyExc_TypeError, "configure_literals(): a tuple of bytes");
+        return NULL;
+    }
+    for (i = 0; i < PyTuple_GET_SIZE(literals); i++) {
+        if (!PyBytes_CheckExact(PyTuple_GET_ITEM(literals, i)) ||
+            PyBytes_GET_SIZE(PyTuple_GET_ITEM(literals, i)) == 0) {
+            PyErr_SetString(PyExc_TypeError, "configure_literals(): a tuple of bytes");
+            return NULL;
+        }
+    }
+    Py_XSETREF(scan_literals, PyTuple_GET_SIZE(literals) ? Py_NewRef(literals) : NULL);
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 configure(PyObject *self, PyObject *args)
 {
@@ -2539,6 +2641,9 @@ configure(PyObject *self, PyObject *args)
     Py_CLEAR(memo_info);
     pre_slots_clear();
     snakes_clear();
+    Py_XSETREF(head_cache, PyDict_New());
+    if (!head_cache)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -2552,6 +2657,8 @@ static PyMethodDef methods[] = {
      "scan(buf, pos, end, start, counted, line, rows) -> (hit, line, counted): the scan loop."},
     {"configure_scan", configure_scan, METH_VARARGS,
      "configure_scan(match, anchor, window, max_segment, declines, samba_guard, loss_guard)"},
+    {"configure_literals", configure_literals, METH_O,
+     "configure_literals(literals): the keywords that are plain literals (bytes)."},
     {"configure", configure, METH_VARARGS,
      "configure(pre_cache, pre_info, unit_cache, unit_kind, tqdm_count, postfix, scan_text, "
      "snake)"},
@@ -2583,6 +2690,11 @@ PyInit__tqdm_fast(void)
         return NULL;
     if (PyType_Ready(&TableType) < 0)
         return NULL;
+    {
+        int c;
+        for (c = 0; c < 256; c++)
+            CR_SPECIAL[c] = c == '\r' || c == 0x1b || c == '<' || c >= 0x80;
+    }
     mod = PyModule_Create(&module);
     if (mod && PyModule_AddObjectRef(mod, "Table", (PyObject *)&TableType) < 0)
         Py_CLEAR(mod);

@@ -59,6 +59,8 @@ def configure_fast(module: Any) -> None:
     match, guards = general.re2_match(), general.c_plain_guards()
     if match is not None and guards is not None and hasattr(module, "scan"):  # needs RE2
         module.configure_scan(*match, general.WINDOW, general.MAX_SEGMENT, *guards)
+        if hasattr(module, "configure_literals"):
+            module.configure_literals(general.scan_literals())
         general.C_SCANS[module.cr_line] = (module.scan, rules.SPECIFIC, rules.FALLBACK)
 
 

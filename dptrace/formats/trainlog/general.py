@@ -12,6 +12,7 @@ numbers and the tables are :mod:`.read`'s.
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable
 from typing import Any
@@ -308,6 +309,19 @@ def re2_match(pattern: Any = _SCAN) -> tuple[Any, Any] | None:
     if regexp is None or anchor is None:
         return None
     return regexp.Match, anchor
+
+
+def scan_literals() -> tuple[bytes, ...]:
+    """The keywords of :data:`KEYWORDS` that are plain literals (every part of the pattern a
+    literal character, as Python's own parser of patterns reads it), for the C scan: a
+    ``\\r`` line holding one holds a keyword (:func:`_tqdm_fast.configure_literals`)."""
+    parser = getattr(re, "_parser", None) or importlib.import_module("sre_parse")
+    out = []
+    for keyword in KEYWORDS:
+        parsed = list(parser.parse(keyword.decode("ascii")))
+        if parsed and all(str(op) == "LITERAL" for op, _ in parsed):
+            out.append(bytes(v for _, v in parsed))
+    return tuple(sorted(out, key=lambda k: b"/s" not in k and b"s/" not in k))  # tqdm's first
 
 
 def c_plain_guards() -> tuple[tuple[bytes, ...], bytes, bytes] | None:
