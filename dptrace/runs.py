@@ -289,6 +289,10 @@ def _has_parts(df: pd.DataFrame) -> bool:
     """True when ``df`` has rows of a part after the first (see :func:`split_parts`)."""
     if "part" not in df.columns or "run" not in df.columns or not len(df):
         return False
+    part = df["part"].array
+    if isinstance(part, pd.arrays.IntegerArray):  # its values and mask (a masked max of
+        above = part._data > 0                    # millions of rows costs 10x this)
+        return bool(above.any() and (above & ~part._mask).any())
     top = df["part"].max()
     return bool(pd.notna(top) and top > 0)
 

@@ -19,6 +19,7 @@ step, epoch) in a source is instance ``k``.
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,10 @@ PARALLEL_BYTES = 128 << 20
 #: ranges of a parallel scan are at most about this large (a multiple of the workers of them,
 #: so the workers stay evenly loaded): each finished range moves the progress bar
 RANGE_BYTES = 64 << 20
+#: a joined table of this many rows or more has its columns copied on threads (numpy copies
+#: without the GIL), at most this many (each holds one more column while it copies)
+THREADED_ROWS = 1_000_000
+JOIN_THREADS = 2
 
 
 def parse(source: Source, *, engine: str = "auto", executor: Executor | None = None,
@@ -60,7 +65,8 @@ def parse(source: Source, *, engine: str = "auto", executor: Executor | None = N
         if n >= PARALLEL_BYTES and executor.workers > 1:
             parts = _scan_parallel(buf, source.name, use_c, executor)
             if all(isinstance(p, _Done) for p in parts):
-                return _joined(buf, source.name, parts, problems)  # type: ignore[arg-type]
+                return _joined(buf, source.name, parts, problems,  # type: ignore[arg-type]
+                               threads=min(executor.workers, JOIN_THREADS))
         else:
             parts = [_scan_range(buf, source.name, 0, n, last=True, use_c=use_c)]
         tp, tm, headers = _merge(parts, problems)  # type: ignore[arg-type]
@@ -370,11 +376,13 @@ def _joinable(name: str, tp: pd.DataFrame, tm: pd.DataFrame) -> bool:
     return True
 
 
-def _joined(buf: Any, name: str, parts: list[_Done], problems: list[Problem]) -> ParseResult:
+def _joined(buf: Any, name: str, parts: list[_Done], problems: list[Problem],
+            threads: int = 1) -> ParseResult:
     """The ranges finished in their workers (:func:`_finish_range`) as one file's tables:
     line numbers shifted by the lines before each range, the steps of passes that cross a
     cut and the repeats of a row before the cut fixed (:func:`.instances.join_streams`),
-    the columns concatenated (each range's column freed once copied), then the run parts."""
+    the columns concatenated (each range's column freed once copied; on ``threads``
+    threads for a table of :data:`THREADED_ROWS` rows or more), then the run parts."""
     offset = 0
     headers: list[_Header] = []
     lines = []
@@ -397,7 +405,8 @@ def _joined(buf: Any, name: str, parts: list[_Done], problems: list[Problem]) ->
         frames = [p.tables.pop(table) for p in parts]
         infos = [p.info.pop(table) for p in parts]
         offsets, repeats = instances.join_streams(infos)
-        tables[table] = _join_tables(frames, infos, lines, offsets, repeats, name, schema_table)
+        tables[table] = _join_tables(frames, infos, lines, offsets, repeats, name, schema_table,
+                                     threads)
         memory.release(len(tables[table]))
     _split_parts(tables, headers)
     return ParseResult(tables, problems, variant)
@@ -405,7 +414,7 @@ def _joined(buf: Any, name: str, parts: list[_Done], problems: list[Problem]) ->
 
 def _join_tables(frames: list[pd.DataFrame], infos: list[dict], lines: list[int],
                  offsets: list[np.ndarray], repeats: list[np.ndarray], source: str,
-                 table: schema.Table) -> pd.DataFrame:
+                 table: schema.Table, threads: int = 1) -> pd.DataFrame:
     """One table of the ranges' finished frames (emptied as their columns are copied): the
     line numbers shifted by ``lines``, ``offsets`` (per stream code of each range) added to
     the steps of rows with an epoch, ``repeats`` flagged; categoricals of different
@@ -425,6 +434,7 @@ def _join_tables(frames: list[pd.DataFrame], infos: list[dict], lines: list[int]
             add[df["epoch"].isna().to_numpy() | df["step"].isna().to_numpy()] = 0
             adds[k] = add
     data: dict[str, Any] = {}
+    tasks: list[tuple[str, list[Any]]] = []
     for col in [c.name for c in table.columns]:
         if col == "source":
             data[col] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8),
@@ -436,35 +446,55 @@ def _join_tables(frames: list[pd.DataFrame], infos: list[dict], lines: list[int]
             continue
         if col == "rank":
             continue  # from instance, below
-        columns = [frames[k][col].array for k in keep]
+        tasks.append((col, [frames[k][col].array for k in keep]))
         for k in keep:
             del frames[k][col]
-        first = columns[0]
-        if isinstance(first, pd.Categorical):
-            data[col] = _join_categoricals(columns, bounds)
-        elif isinstance(first, pd.arrays.IntegerArray):
-            values = np.empty(n, dtype=np.int64)
-            mask = np.empty(n, dtype=bool)
-            for i, (k, arr) in enumerate(zip(keep, columns, strict=True)):
-                lo, hi = bounds[i], bounds[i + 1]
-                values[lo:hi] = arr._data
-                mask[lo:hi] = arr._mask
-                if col == "lineno":
-                    values[lo:hi] += lines[k]
-                elif col == "step" and k in adds:
-                    values[lo:hi] += adds.pop(k)
-            data[col] = pd.arrays.IntegerArray(values, mask)
-        else:
-            out = np.concatenate([np.asarray(a) for a in columns])
-            if col == "repeat":
-                for i, k in enumerate(keep):
-                    out[bounds[i] + repeats[k]] = True
-            data[col] = out
-        del columns, first
+
+    def join(task: tuple[str, list[Any]]) -> Any:
+        col, columns = task
+        out = _join_column(col, columns, keep, bounds, lines, adds, repeats)
+        columns.clear()
         memory.release(n)  # the ranges' column: its pages back before the next is made
+        return out
+
+    names = [col for col, _ in tasks]
+    if threads > 1 and n >= THREADED_ROWS:  # numpy copies without holding the GIL
+        with ThreadPoolExecutor(threads) as pool:
+            data.update(zip(names, pool.map(join, tasks), strict=True))
+    else:
+        data.update(zip(names, map(join, tasks), strict=True))
+    tasks.clear()
     data["rank"] = _rank_of_instance(data["instance"])
     df = pd.DataFrame({c.name: data.pop(c.name) for c in table.columns}, copy=False)
     return df
+
+
+def _join_column(col: str, columns: list[Any], keep: list[int], bounds: np.ndarray,
+                 lines: list[int], adds: dict[int, np.ndarray],
+                 repeats: list[np.ndarray]) -> Any:
+    """One column of the joined table from the ranges' ``columns`` (see
+    :func:`_join_tables`)."""
+    n = int(bounds[-1])
+    first = columns[0]
+    if isinstance(first, pd.Categorical):
+        return _join_categoricals(columns, bounds)
+    if isinstance(first, pd.arrays.IntegerArray):
+        values = np.empty(n, dtype=np.int64)
+        mask = np.empty(n, dtype=bool)
+        for i, (k, arr) in enumerate(zip(keep, columns, strict=True)):
+            lo, hi = bounds[i], bounds[i + 1]
+            values[lo:hi] = arr._data
+            mask[lo:hi] = arr._mask
+            if col == "lineno":
+                values[lo:hi] += lines[k]
+            elif col == "step" and k in adds:
+                values[lo:hi] += adds.pop(k)  # (only this column's task uses adds)
+        return pd.arrays.IntegerArray(values, mask)
+    out = np.concatenate([np.asarray(a) for a in columns])
+    if col == "repeat":
+        for i, k in enumerate(keep):
+            out[bounds[i] + repeats[k]] = True
+    return out
 
 
 def _rank_of_instance(instance: pd.Categorical) -> pd.arrays.IntegerArray:
