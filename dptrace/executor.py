@@ -31,7 +31,10 @@ R = TypeVar("R")
 
 
 class Executor(Protocol):
-    """Runs a function over pieces of work, results in the pieces' order."""
+    """Runs a function over pieces of work, results in the pieces' order. An executor may
+    also ``start(fn, item)``: begin ``fn(item)`` beside the caller's own work and return a
+    function that waits for its result (the loader reads a large log's companion formats
+    that way, see :mod:`dptrace.loader`); one without it runs them in turn."""
 
     @property
     def workers(self) -> int:
@@ -55,6 +58,10 @@ class Serial:
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         return map(fn, items)
 
+    def start(self, fn: Callable[[T], R], item: T) -> Callable[[], R]:
+        """``fn(item)``, run when its result is asked for (here there is nowhere else)."""
+        return lambda: fn(item)
+
 
 @dataclass(frozen=True)
 class Processes:
@@ -75,6 +82,25 @@ class Processes:
                 ProcessPoolExecutor(self.count, mp_context=mp.get_context("fork")))
             for result in pool.map(ship, items):
                 yield _landed(result)
+
+    def start(self, fn: Callable[[T], R], item: T) -> Callable[[], R]:
+        """``fn(item)`` begun now in a forked process of its own, beside what this process
+        does next (one more process than :attr:`workers` while both run); the returned
+        function waits for the result (shipped as :meth:`map`'s are) and must be called."""
+        stack = contextlib.ExitStack()
+        try:
+            where = _ship_dir(stack)
+            pool = stack.enter_context(
+                ProcessPoolExecutor(1, mp_context=mp.get_context("fork")))
+            future = pool.submit(fn if where is None else _Ship(fn, where), item)
+        except BaseException:
+            stack.close()
+            raise
+
+        def result() -> R:
+            with stack:
+                return _landed(future.result())
+        return result
 
 
 #: a result whose large array buffers hold at least this many bytes in all comes back

@@ -12,7 +12,9 @@ The flow, for the sources :func:`dptrace.sources.expand` found (see docs/archite
    :meth:`dptrace.registry.Parser.parse_group` (tables + one outcome per source), on this
    load's :class:`~dptrace.executor.Executor`: the loader owns it and hands it to the
    readers, which split a large input into pieces on it and never start processes of
-   their own. Groups run one after another, in input order;
+   their own. Groups run one after another, in input order; a large plain file's
+   companion formats are read in a process of their own beside its first format
+   (:func:`_companions_begun`);
 4. **status** of each source from its outcome, by one rule (:func:`status`), then settled
    (:class:`_Settle`: a file of a directory that nothing recognises is ``skipped``);
 5. **conform** each table to the schema once, and put every row in its **run**
@@ -31,9 +33,12 @@ import pandas as pd
 from . import memory, registry, runs, schema
 from .dataset import Dataset
 from .errors import Problem, UnknownFormatError
-from .executor import Executor, ExecutorArg, resolve
+from .executor import Executor, ExecutorArg, Serial, resolve
 from .sources import HEAD_BYTES, Source, display_name
 
+#: a plain file at least this large is read by its companion formats in another process,
+#: beside its first format (:func:`_companions_begun`)
+OVERLAP_BYTES = 64 << 20
 #: called before each source is parsed: (source, index, total)
 ProgressFn = Callable[[Source, int, int], None]
 #: an input that takes longer than this (seconds) to read and parse gets an info problem
@@ -112,8 +117,15 @@ def _read_group(chosen: list[registry.Parser], group: list[Source],
     ``problems``; one outcome per source, in order."""
     said: list[list[tuple[str, registry.Outcome]]] = [[] for _ in group]
     found: list[Problem] = []
+    later = _companions_begun(chosen, group, pool)
     for parser in chosen:
-        tables, outs = parser.parse_group(group, found, executor=pool, progress=progress)
+        alone = _waited(later.pop(parser.name)) if parser.name in later else None
+        if alone is not None:   # read in another process meanwhile: its results, in turn
+            tables, outs, theirs, notes = alone
+            found.extend(theirs)
+            group[0].keep_notes(notes)
+        else:
+            tables, outs = parser.parse_group(group, found, executor=pool, progress=progress)
         for name, df in tables.items():
             if len(df):
                 frames.setdefault(name, []).append(df)
@@ -128,6 +140,55 @@ def _read_group(chosen: list[registry.Parser], group: list[Source],
         mine = [p for _, o in used for p in o.problems] + late
         results.append(status(src, used, mine))
     return results
+
+
+def _companions_begun(chosen: list[registry.Parser], group: list[Source], pool: Executor,
+                      ) -> dict[str, Callable[[], _Alone]]:
+    """The formats after the first that read a large plain file of one (an embeddable
+    companion: the NCCL lines of a training log), each begun in a process of its own
+    (``pool.start``) to run beside the first format's read; none when the executor cannot
+    start work beside the caller, has a single worker, or the file is small or not plain
+    (a decompressed or transcoded source is read once, by one format after another)."""
+    start = getattr(pool, "start", None)
+    if start is None or len(chosen) < 2 or len(group) != 1 or pool.workers < 2:
+        return {}
+    src = group[0]
+    try:
+        if not src.plain or src.size() < OVERLAP_BYTES:
+            return {}
+    except OSError:
+        return {}
+    begun: dict[str, Callable[[], _Alone]] = {}
+    try:
+        for parser in chosen[1:]:
+            begun[parser.name] = start(_parse_alone, (parser, src))
+    except BaseException:
+        for wait in begun.values():   # the processes begun are waited for, not left behind
+            _waited(wait)
+        raise
+    return begun
+
+
+#: what a companion read in another process sends back: its tables and outcomes, the
+#: problems it found, and the source's notes it took
+_Alone = tuple[dict[str, pd.DataFrame], list[registry.Outcome], list[Problem], list[Problem]]
+
+
+def _waited(result: Callable[[], _Alone]) -> _Alone | None:
+    """A companion's results; None when its process failed (killed, out of memory: then
+    it is read here, as without the overlap). Its reader's own crashes come back as its
+    outcomes (:meth:`registry.Parser.parse_group`)."""
+    try:
+        return result()
+    except Exception:
+        return None
+
+
+def _parse_alone(job: tuple[registry.Parser, Source]) -> _Alone:
+    parser, src = job
+    found: list[Problem] = []
+    tables, outs = parser.parse_group([src], found, executor=Serial())
+    return tables, outs, found, src.take_notes()
 
 
 def status(src: Source, used: list[tuple[str, registry.Outcome]],

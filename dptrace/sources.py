@@ -158,6 +158,12 @@ class Source:
         notes = self._st.pop("notes", [])
         return notes
 
+    def keep_notes(self, notes: list[Problem]) -> None:
+        """Notes taken elsewhere (a companion format read in another process), kept for
+        :meth:`take_notes`."""
+        if notes:
+            self._st.setdefault("notes", []).extend(notes)
+
     def _note(self, kind: str, message: str, severity: str = "error",
               at_end: bool = False) -> None:
         """Record a problem once per kind (detection and each parser read the same file);

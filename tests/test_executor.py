@@ -104,3 +104,26 @@ def _fail_on_two(k: int) -> pd.DataFrame:
     if k == 2:
         raise ZeroDivisionError("piece 2")
     return _piece(k)[1]
+
+
+def test_work_started_beside_the_caller_comes_back_when_asked(shm) -> None:
+    """``start`` begins a piece in a process of its own at once (the caller goes on with its
+    own work) and gives it back when asked, shipped as map's are; Serial runs it when asked;
+    a failure raises when the result is asked for, and nothing is left behind."""
+    wait = Processes(2).start(_piece, 3)
+    k, df, arr = wait()
+    assert k == 3
+    pd.testing.assert_frame_equal(df, _piece(3)[1])
+    df["i"] += 1   # writable
+    assert _left(shm) == []
+    assert Serial().start(_small, 4)() == [4, 4, 4]
+    pid = Processes(2).start(_pid, 0)()
+    assert pid != os.getpid()   # another process
+    failing = Processes(2).start(_fail_on_two, 2)
+    with pytest.raises(ZeroDivisionError):
+        failing()
+    assert _left(shm) == []
+
+
+def _pid(_: int) -> int:
+    return os.getpid()

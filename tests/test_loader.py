@@ -16,7 +16,7 @@ import pytest
 from pandas.testing import assert_frame_equal
 
 import dptrace
-from dptrace import executor, registry
+from dptrace import executor, loader, registry
 from dptrace.sources import expand
 
 HERE = Path(__file__).parent
@@ -153,3 +153,55 @@ def test_a_crashing_batch_reader_costs_its_group_only(tmp_path, monkeypatch):
     crash = ds.problems[ds.problems["message"].str.contains("parser failed: RuntimeError")]
     assert len(crash) == 8
     assert "throughput" in ds.tables
+
+
+_REAL = Path(__file__).resolve().parent.parent.parent / "shared" / "realdata"
+
+
+@pytest.mark.skipif(not executor.can_fork(), reason="needs fork")
+@pytest.mark.parametrize("name", [
+    "scaling/mlperf2.0_azure_nd96amsr_ssd_n2_16gpu_ncclinfo.txt",   # trainlog+nccl+mllog
+    "trainlog/megatron_ds_gpt3_125M_8gpu.log"])                       # trainlog+nccl
+def test_companions_of_a_large_file_read_beside_it_give_the_same_dataset(
+        tmp_path, monkeypatch, name):
+    """The companion formats of a large plain file (its NCCL lines, its MLPerf lines) are
+    read in another process while the first format reads it; the dataset is the one read
+    one format after another, and when that process dies the companion is read here."""
+    path = _REAL / name
+    if not path.exists():
+        pytest.skip(f"{name} is not in realdata")
+    one = dptrace.load(path, executor="serial")
+    monkeypatch.setattr(loader, "OVERLAP_BYTES", 1)
+    pids = tmp_path / "pids"
+    monkeypatch.setattr(loader, "_parse_alone", _alone)   # (picklable: the pool sends it)
+    monkeypatch.setitem(_ALONE, "pids", pids)
+    both = dptrace.load(path, executor=2)
+    ran = [line.split() for line in pids.read_text().splitlines()]
+    assert ran and all(int(pid) != os.getpid() for pid, _ in ran)
+    assert {fmt for _, fmt in ran} == set(one.sources["format"].iloc[0].split("+")[1:])
+    monkeypatch.setattr(loader, "_parse_alone", _killed)
+    again = dptrace.load(path, executor=2)
+    for ds in (both, again):
+        for table in one.tables:
+            assert_frame_equal(one[table], ds[table])
+        assert_frame_equal(one.sources.drop(columns="seconds", errors="ignore"),
+                           ds.sources.drop(columns="seconds", errors="ignore"))
+        assert_frame_equal(one.problems, ds.problems)
+        assert_frame_equal(one.runs, ds.runs)
+
+
+
+#: what the companion wrappers below need (set before the load: the process is forked), and
+#: the loader's own function (module level: the pool pickles what it runs)
+_ALONE: dict[str, Any] = {}
+_REAL_ALONE = loader._parse_alone
+
+
+def _alone(job: Any) -> Any:
+    with open(_ALONE["pids"], "a") as fh:
+        fh.write(f"{os.getpid()} {job[0].name}\n")
+    return _REAL_ALONE(job)
+
+
+def _killed(job: Any) -> Any:
+    os._exit(3)

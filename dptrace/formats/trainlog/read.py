@@ -445,7 +445,7 @@ def _join_tables(frames: list[pd.DataFrame], infos: list[dict], lines: list[int]
                                                np.zeros(n, dtype=bool))
             continue
         if col == "rank":
-            continue  # from instance, below
+            continue  # with instance's column, in join()
         tasks.append((col, [frames[k][col].array for k in keep]))
         for k in keep:
             del frames[k][col]
@@ -455,8 +455,11 @@ def _join_tables(frames: list[pd.DataFrame], infos: list[dict], lines: list[int]
         out = _join_column(col, columns, keep, bounds, lines, adds, repeats)
         columns.clear()
         memory.release(n)  # the ranges' column: its pages back before the next is made
+        if col == "instance":
+            ranks.append(_rank_of_instance(out))  # (beside the other columns' copies)
         return out
 
+    ranks: list[pd.arrays.IntegerArray] = []
     names = [col for col, _ in tasks]
     if threads > 1 and n >= THREADED_ROWS:  # numpy copies without holding the GIL
         with ThreadPoolExecutor(threads) as pool:
@@ -464,7 +467,7 @@ def _join_tables(frames: list[pd.DataFrame], infos: list[dict], lines: list[int]
     else:
         data.update(zip(names, map(join, tasks), strict=True))
     tasks.clear()
-    data["rank"] = _rank_of_instance(data["instance"])
+    data["rank"] = ranks.pop()
     df = pd.DataFrame({c.name: data.pop(c.name) for c in table.columns}, copy=False)
     return df
 
