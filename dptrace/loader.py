@@ -33,7 +33,7 @@ import pandas as pd
 from . import memory, registry, runs, schema
 from .dataset import Dataset
 from .errors import Problem, UnknownFormatError
-from .executor import Executor, ExecutorArg, Serial, resolve
+from .executor import Executor, ExecutorArg, resolve
 from .sources import HEAD_BYTES, Source, display_name
 
 #: a plain file at least this large is read by its companion formats in another process,
@@ -146,7 +146,8 @@ def _companions_begun(chosen: list[registry.Parser], group: list[Source], pool: 
                       ) -> dict[str, Callable[[], _Alone]]:
     """The formats after the first that read a large plain file of one (an embeddable
     companion: the NCCL lines of a training log), each begun in a process of its own
-    (``pool.start``) to run beside the first format's read; none when the executor cannot
+    (``pool.start``) to run beside the first format's read (one that splits the file
+    still splits it on the executor's workers); none when the executor cannot
     start work beside the caller, has a single worker, or the file is small or not plain
     (a decompressed or transcoded source is read once, by one format after another)."""
     start = getattr(pool, "start", None)
@@ -161,7 +162,7 @@ def _companions_begun(chosen: list[registry.Parser], group: list[Source], pool: 
     begun: dict[str, Callable[[], _Alone]] = {}
     try:
         for parser in chosen[1:]:
-            begun[parser.name] = start(_parse_alone, (parser, src))
+            begun[parser.name] = start(_parse_alone, (parser, src, pool))
     except BaseException:
         for wait in begun.values():   # the processes begun are waited for, not left behind
             _waited(wait)
@@ -184,10 +185,12 @@ def _waited(result: Callable[[], _Alone]) -> _Alone | None:
         return None
 
 
-def _parse_alone(job: tuple[registry.Parser, Source]) -> _Alone:
-    parser, src = job
+def _parse_alone(job: tuple[registry.Parser, Source, Executor]) -> _Alone:
+    """One companion format's read of a source, in its own process; a reader that splits
+    the file still does so on the executor's workers (forked from this process)."""
+    parser, src, pool = job
     found: list[Problem] = []
-    tables, outs = parser.parse_group([src], found, executor=Serial())
+    tables, outs = parser.parse_group([src], found, executor=pool)
     return tables, outs, found, src.take_notes()
 
 
