@@ -1961,14 +1961,12 @@ has(const char *p, Py_ssize_t n, const char *needle, Py_ssize_t m)
     return 0;
 }
 
-/* whether p[0:n] holds one of scan_literals */
+/* whether p[0:n] holds one of scan_literals (set) */
 static int
 has_literal(const char *p, Py_ssize_t n)
 {
     Py_ssize_t k;
 
-    if (scan_literals == NULL)
-        return 0;
     for (k = 0; k < PyTuple_GET_SIZE(scan_literals); k++) {
         PyObject *w = PyTuple_GET_ITEM(scan_literals, k);
         if (has(p, n, PyBytes_AS_STRING(w), PyBytes_GET_SIZE(w)))
@@ -2505,49 +2503,47 @@ scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
          * starts with a '\n'), and what is done with a '\r' line does not depend on where in
          * the line the hit is (the newlines before it, the line's bounds, cr_bytes): the line
          * start stands for the hit, without a call of the matcher (most of a dense log) */
-        const char *q;
+        const char *q = NULL;
+        int cr;
         if (pos < end && buf[pos] == '\n' && scan_literals != NULL &&
             (q = memchr(buf + pos + 1, '\n',
                         (size_t)((end - pos - 1 < scan_window ? end : pos + 1 + scan_window) -
                                  pos - 1))) != NULL &&
-            memchr(buf + pos + 1, '\r', (size_t)(q - buf - pos - 1)) &&
-            has_literal(buf + pos + 1, q - buf - pos - 1)) {
-            hit = ls = pos + 1;
-            le = q - buf;
-            lineno += count_newlines(buf + counted, hit - counted);
-            counted = hit;
-            Py_XSETREF(line, PyLong_FromSsize_t(lineno));
-            if (!line)
-                goto done;
-            if ((r = cr_bytes(buf + ls, le - ls, Py_True, line, ls, args[6])) < 0)
-                goto done;
-            if (r == 0)
-                break; /* declined: Python reads this line */
-            pos = le;
-            continue;
-        }
-        if ((hit = next_hit(args[0], pos, end)) < -1)
+            !(memchr(buf + pos + 1, '\r', (size_t)(q - buf - pos - 1)) &&
+              has_literal(buf + pos + 1, q - buf - pos - 1)))
+            q = NULL;
+        if (q != NULL)
+            hit = pos + 1;
+        else if ((hit = next_hit(args[0], pos, end)) < -1)
             goto done;
         if (hit < 0)
             break;
         lineno += count_newlines(buf + counted, hit - counted);
         counted = hit;
-        /* the line around the hit: a '\n' before it within the window (or the range start
-         * within it), a '\n' after it within the window and before end */
-        lo = hit - scan_window > start ? hit - scan_window : start;
-        for (ls = hit; ls > lo && buf[ls - 1] != '\n'; ls--)
-            ;
-        if (ls == lo && lo > start)
-            break; /* longer than the window (Python records it): Python */
-        i = hit + scan_window < end ? hit + scan_window : end;
-        q = memchr(buf + hit, '\n', (size_t)(i - hit));
-        if (!q)
-            break; /* no newline: a long line, or the last one; Python */
-        le = q - buf;
+        if (q != NULL) { /* the line read without the matcher */
+            ls = hit;
+            le = q - buf;
+            cr = 1;
+        }
+        else {
+            /* the line around the hit: a '\n' before it within the window (or the range
+             * start within it), a '\n' after it within the window and before end */
+            lo = hit - scan_window > start ? hit - scan_window : start;
+            for (ls = hit; ls > lo && buf[ls - 1] != '\n'; ls--)
+                ;
+            if (ls == lo && lo > start)
+                break; /* longer than the window (Python records it): Python */
+            i = hit + scan_window < end ? hit + scan_window : end;
+            q = memchr(buf + hit, '\n', (size_t)(i - hit));
+            if (!q)
+                break; /* no newline: a long line, or the last one; Python */
+            le = q - buf;
+            cr = memchr(buf + ls, '\r', (size_t)(le - ls)) != NULL;
+        }
         Py_XSETREF(line, PyLong_FromSsize_t(lineno));
         if (!line)
             goto done;
-        if (memchr(buf + ls, '\r', (size_t)(le - ls)))
+        if (cr)
             r = cr_bytes(buf + ls, le - ls, Py_True, line, ls, args[6]);
         else
             r = plain_bytes(buf, ls, le, hit, line, tp, tm);
