@@ -144,6 +144,54 @@ def test_release_is_harmless():
     memory.release(10 ** 6)
 
 
+def _hugepage() -> bool | None:
+    try:
+        from numpy._core.multiarray import _get_madvise_hugepage
+    except ImportError:
+        return None
+    return bool(_get_madvise_hugepage())
+
+
+def test_small_pages_switches_numpys_huge_page_advice_off_and_back(monkeypatch):
+    monkeypatch.delenv(memory.HUGEPAGE_ENV, raising=False)
+    before = _hugepage()
+    if before is None:
+        pytest.skip("this numpy has no huge-page switch")
+    for start in (True, False):
+        from numpy._core.multiarray import _set_madvise_hugepage
+        _set_madvise_hugepage(start)
+        try:
+            with memory.small_pages():
+                assert _hugepage() is False
+                with memory.small_pages():     # nested: the outer state is kept
+                    assert _hugepage() is False
+                assert _hugepage() is False
+            assert _hugepage() is start
+            with pytest.raises(KeyError), memory.small_pages():
+                raise KeyError("restored on the way out of an error too")
+            assert _hugepage() is start
+
+            @memory.small_pages()
+            def inside() -> bool | None:
+                return _hugepage()
+            assert inside() is False and inside() is False and _hugepage() is start
+        finally:
+            _set_madvise_hugepage(before)
+
+
+def test_small_pages_leaves_the_users_choice(monkeypatch):
+    if _hugepage() is None:
+        pytest.skip("this numpy has no huge-page switch")
+    from numpy._core.multiarray import _set_madvise_hugepage
+    before = _set_madvise_hugepage(True)
+    try:
+        monkeypatch.setenv(memory.HUGEPAGE_ENV, "1")
+        with memory.small_pages():
+            assert _hugepage() is True
+    finally:
+        _set_madvise_hugepage(before)
+
+
 # ---- step and repeat: the vectorised rules against a row-by-row reading -------------------
 
 def _reference(df: pd.DataFrame, instance: pd.Series) -> tuple[list[float], list[bool]]:

@@ -47,6 +47,7 @@ THREADED_ROWS = 1_000_000
 JOIN_THREADS = 2
 
 
+@memory.small_pages()
 def parse(source: Source, *, engine: str = "auto", executor: Executor | None = None,
           ) -> ParseResult:
     """Parse one training log into ``throughput`` and ``train_metrics``.
@@ -56,7 +57,8 @@ def parse(source: Source, *, engine: str = "auto", executor: Executor | None = N
     declines to the Python reader on any line it is unsure of; "general" reads every line
     in Python. Both give the same rows and problems. ``executor`` (the loader's; default:
     :func:`dptrace.executor.resolve`) scans a log of :data:`PARALLEL_BYTES` or more in
-    ranges of lines when it has several workers."""
+    ranges of lines when it has several workers. numpy's arrays are made without huge-page
+    advice (:func:`dptrace.memory.small_pages`), here and in the workers."""
     use_c = engine != "general"
     executor = executor if executor is not None else resolve()
     problems: list[Problem] = []
@@ -284,6 +286,7 @@ class _Done:
         self.counts = counts
 
 
+@memory.small_pages()
 def _scan_forked(bounds: tuple[int, int, bool, bool]) -> _Part | _Done | None:
     assert _FORKED is not None
     buf, name, use_c = _FORKED
