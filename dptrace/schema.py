@@ -286,6 +286,27 @@ def first_rows(codes: np.ndarray) -> np.ndarray:
     return at
 
 
+def factorize(s: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """(codes, values) of a column, -1 for null: a categorical's own codes and categories
+    (unused ones too: a lookup table of the values is indexed by the codes), else
+    ``pd.factorize``'s (a hash of every row)."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return s.cat.codes.to_numpy(), s.cat.categories
+    codes, values = pd.factorize(s, use_na_sentinel=True)
+    return codes, pd.Index(values)
+
+
+def isin(s: pd.Series, values: Any) -> np.ndarray:
+    """``s.isin(values)`` as a bool array; a categorical's by its categories (one lookup of
+    each row's code; none at all when no category is among ``values``)."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        hit = s.cat.categories.isin(list(values))
+        if not hit.any():
+            return np.zeros(len(s), dtype=bool)
+        return np.append(hit, False)[s.cat.codes.to_numpy()]   # code -1 (null): the False
+    return s.isin(values).to_numpy(dtype=bool)
+
+
 def combined_codes(columns: Sequence[pd.Series]) -> np.ndarray:
     """One int64 code per row for the combination of ``columns`` (nulls are a value): each
     column's codes (a categorical's own, else ``factorize``) mixed into one number, in

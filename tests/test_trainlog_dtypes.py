@@ -322,3 +322,49 @@ def test_steps_and_repeats_on_random_frames(seed):
     if seed % 3 == 0:
         instance = instance.astype("category")
     _same(instances.steps_and_repeats(df, instance), _reference(df, instance))
+
+
+# ---- the categorical shortcuts of the finish step: what pandas gives, by the codes ---------
+
+def _categoricals(seed: int) -> list[pd.Series]:
+    """Categoricals with nulls, unused and unsorted categories, of 8-, 16- and 32-bit codes,
+    and the same values as plain object and Arrow string columns."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in (1, 3, 120, 300, 40_000):
+        cats = [f"v{i:05d}" for i in rng.permutation(k)]
+        values = rng.choice(np.array(cats + [None], dtype=object), size=50_000)
+        values[: min(k, 50_000)] = cats[: min(k, 50_000)]   # every code present early
+        used = pd.Series(values).dropna().unique()
+        for categories in (cats, cats + ["unused-a", "unused-b"], list(used)):
+            out.append(pd.Series(pd.Categorical(values, categories=categories)))
+        out.append(pd.Series(values, dtype=object))
+        out.append(pd.Series(values, dtype=schema.STRING))
+    return out
+
+
+@pytest.mark.parametrize("seed", [0])
+def test_isin_and_factorize_by_codes_equal_pandas(seed):
+    for s in _categoricals(seed):
+        for wanted in ({"v00000", "v00002"}, {"nothing"}, set(), {"v00001", "unused-a"}):
+            assert schema.isin(s, wanted).tolist() == s.isin(wanted).tolist()
+        codes, values = schema.factorize(s)
+        table = values.tolist()
+        back = [None if c < 0 else table[c] for c in codes.tolist()]
+        assert back == [None if pd.isna(v) else v for v in s.tolist()]
+
+
+@pytest.mark.parametrize("seed", [1])
+def test_tidy_categories_keeps_the_used_values_sorted(seed):
+    from dptrace.formats.trainlog.read import _code_counts, _tidy_categories
+    for s in _categoricals(seed):
+        if not isinstance(s.dtype, pd.CategoricalDtype):
+            continue
+        codes = s.cat.codes.to_numpy()
+        counts = s.value_counts(sort=False)   # every category, unused ones 0
+        assert _code_counts(codes, len(s.cat.categories)).tolist() == \
+            [int(counts[c]) for c in s.cat.categories]
+        got = _tidy_categories(pd.DataFrame({"x": s.copy()}))["x"]
+        assert got.cat.categories.tolist() == sorted(s.dropna().unique())
+        assert got.astype(object).tolist() == s.astype(object).tolist()
+        assert got.cat.codes.dtype == s.cat.codes.dtype

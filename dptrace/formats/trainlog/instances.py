@@ -93,7 +93,7 @@ def printer_and_prefix(df: pd.DataFrame, source: str) -> tuple[pd.Series, pd.Ser
     rows makes that column when it needs it)."""
     prefix = df["prefix"]
     found = rank_of_path(source)
-    documented = (df["pattern"].isin(INSTANCE_PATTERNS) & prefix.isna()).to_numpy()
+    documented = schema.isin(df["pattern"], INSTANCE_PATTERNS) & prefix.isna().to_numpy()
     if isinstance(prefix.dtype, pd.CategoricalDtype) and not documented.any():
         if found is not None and prefix.isna().any():
             label = str(found[0])
@@ -117,7 +117,7 @@ def prefix_rank(prefix: pd.Series) -> pd.Series:
     """The rank a launcher prefix gives: srun's ``3``, mpirun's ``[1,3]`` -> ``3``, a bare
     ``[3]``, ``[rank3]:``; a torchrun role (``default3``: the local rank) and no prefix give
     null. Each distinct prefix is looked at once."""
-    codes, uniques = pd.factorize(prefix, use_na_sentinel=True)
+    codes, uniques = schema.factorize(prefix)
     lookup = pd.array([*map(rank_of_prefix, uniques), None], dtype="Int64")
     return pd.Series(lookup[codes], index=prefix.index)
 
@@ -154,7 +154,7 @@ def steps_and_repeats(df: pd.DataFrame, instance: pd.Series, info: dict | None =
         info["keys"] = _stream_keys(stream, columns)
         info["streams"] = None
         info["glob"] = None
-    documented = df["pattern"].isin(INSTANCE_PATTERNS).to_numpy()
+    documented = schema.isin(df["pattern"], INSTANCE_PATTERNS)
     step_f = _floats(step)
     stepped = ~np.isnan(step_f)
     epoch = _floats(df["epoch"])

@@ -355,9 +355,9 @@ def _pattern_counts(df: pd.DataFrame) -> list[tuple[str, int]]:
         return []
     s = df["pattern"]
     codes = s.cat.codes.to_numpy()
-    codes = codes[codes >= 0]
-    per_code = np.bincount(codes, minlength=len(s.cat.categories))
-    return [(str(s.cat.categories[c]), int(per_code[c])) for c in pd.unique(codes).tolist()]
+    per_code = _code_counts(codes, len(s.cat.categories))
+    seen = pd.unique(codes).tolist()
+    return [(str(s.cat.categories[c]), int(per_code[c])) for c in seen if c >= 0]
 
 
 def _joinable(name: str, tp: pd.DataFrame, tm: pd.DataFrame) -> bool:
@@ -367,16 +367,26 @@ def _joinable(name: str, tp: pd.DataFrame, tm: pd.DataFrame) -> bool:
     for df in (tp, tm):
         if not len(df):
             continue
-        if (df["pattern"].isin(instances.INSTANCE_PATTERNS) & df["prefix"].isna()).any():
+        documented = schema.isin(df["pattern"], instances.INSTANCE_PATTERNS)
+        if documented.any() and (documented & df["prefix"].isna().to_numpy()).any():
             return False
         step = df["step"]
         if step.dtype == object:
             if step.notna().any():
                 return False
             continue
-        if len(step) and not np.nansum(np.abs(step.to_numpy(dtype="float64"))) < _EXACT:
-            return False  # (an all-NaN column sums to 0)
+        if len(step) and not _abs_sum(step) < _EXACT:
+            return False
     return True
+
+
+def _abs_sum(step: pd.Series) -> float:
+    """The sum of the absolute values of a numeric column, nulls left out (0 when all are
+    null), on one copy of it."""
+    values = step.to_numpy(dtype="float64", na_value=np.nan, copy=True)
+    np.abs(values, out=values)
+    values[np.isnan(values)] = 0.0
+    return float(values.sum())
 
 
 def _joined(buf: Any, name: str, parts: list[_Done], problems: list[Problem],
@@ -617,17 +627,27 @@ def _tidy_categories(df: pd.DataFrame) -> pd.DataFrame:
             continue
         cats = s.cat.categories
         codes = s.cat.codes.to_numpy()
-        used = np.bincount(codes.astype(np.intp) + 1, minlength=len(cats) + 1)[1:] > 0
-        keep = sorted(cats[used])
-        if len(keep) == len(cats) and list(cats) == keep:
+        used = np.flatnonzero(_code_counts(codes, len(cats)))
+        values = cats.tolist()
+        keep = sorted(used.tolist(), key=values.__getitem__)   # codes, by their values
+        if keep == list(range(len(cats))):   # all used, in order already
             continue
-        recode = np.full(len(cats) + 1, -1, dtype=np.int64)  # the last: code -1 stays -1
-        recode[cats.get_indexer(keep)] = np.arange(len(keep))
+        # codes keep their dtype; the last entry: code -1 (null) stays -1
+        recode = np.full(len(cats) + 1, -1, dtype=codes.dtype)
+        recode[keep] = np.arange(len(keep))
         df[col] = pd.Series(pd.Categorical.from_codes(
-            recode[codes], categories=pd.Index(keep, dtype=cats.dtype)), index=s.index)
+            recode[codes], dtype=pd.CategoricalDtype(
+                pd.Index([values[i] for i in keep], dtype=cats.dtype), s.cat.ordered)),
+            index=s.index)
     return df
 
 
+def _code_counts(codes: np.ndarray, k: int) -> np.ndarray:
+    """The rows of each code 0..k-1 of a categorical's ``codes`` (-1, null, not counted)."""
+    if codes.dtype.kind == "i" and codes.dtype.itemsize <= 2:   # -1 in the top bin
+        return np.bincount(codes.view(f"u{codes.dtype.itemsize}"),
+                           minlength=k)[:k]
+    return np.bincount(codes[codes >= 0], minlength=k)[:k]
 
 
 def _finish(df: pd.DataFrame, source: str, table: schema.Table, problems: list[Problem],
