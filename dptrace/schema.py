@@ -303,7 +303,7 @@ def isin(s: pd.Series, values: Any) -> np.ndarray:
         hit = s.cat.categories.isin(list(values))
         if not hit.any():
             return np.zeros(len(s), dtype=bool)
-        return np.append(hit, False)[s.cat.codes.to_numpy()]   # code -1 (null): the False
+        return np.append(hit, False).take(s.cat.codes.to_numpy())   # -1 (null): the False
     return s.isin(values).to_numpy(dtype=bool)
 
 

@@ -119,7 +119,10 @@ def prefix_rank(prefix: pd.Series) -> pd.Series:
     null. Each distinct prefix is looked at once."""
     codes, uniques = schema.factorize(prefix)
     lookup = pd.array([*map(rank_of_prefix, uniques), None], dtype="Int64")
-    return pd.Series(lookup[codes], index=prefix.index)
+    values = lookup.to_numpy(dtype="int64", na_value=0)
+    missing = lookup.isna()
+    return pd.Series(pd.arrays.IntegerArray(values.take(codes), missing.take(codes)),
+                     index=prefix.index)
 
 
 def rank_of_prefix(prefix: object) -> int | None:

@@ -356,8 +356,12 @@ def _pattern_counts(df: pd.DataFrame) -> list[tuple[str, int]]:
     s = df["pattern"]
     codes = s.cat.codes.to_numpy()
     per_code = _code_counts(codes, len(s.cat.categories))
-    seen = pd.unique(codes).tolist()
-    return [(str(s.cat.categories[c]), int(per_code[c])) for c in seen if c >= 0]
+    present = np.flatnonzero(per_code).tolist()
+    if len(present) <= 16:   # a few patterns: each one's first row by a compare (no hash)
+        seen = sorted(present, key=lambda c: int(np.argmax(codes == c)))
+    else:
+        seen = [c for c in pd.unique(codes).tolist() if c >= 0]
+    return [(str(s.cat.categories[c]), int(per_code[c])) for c in seen]
 
 
 def _joinable(name: str, tp: pd.DataFrame, tm: pd.DataFrame) -> bool:
@@ -520,7 +524,7 @@ def _rank_of_instance(instance: pd.Categorical) -> pd.arrays.IntegerArray:
     values = np.array([0 if r is None else r for r in ranks], dtype=np.int64)
     missing = np.array([r is None for r in ranks], dtype=bool)
     codes = instance.codes
-    return pd.arrays.IntegerArray(values[codes], missing[codes])
+    return pd.arrays.IntegerArray(values.take(codes), missing.take(codes))
 
 
 def _join_categoricals(columns: list[pd.Categorical], bounds: np.ndarray) -> pd.Categorical:
@@ -534,7 +538,7 @@ def _join_categoricals(columns: list[pd.Categorical], bounds: np.ndarray) -> pd.
     codes = np.empty(int(bounds[-1]), dtype=np.int32 if len(cats) > 30000 else np.int16)
     for i, c in enumerate(columns):
         recode = np.append(cats.get_indexer(c.categories), -1).astype(codes.dtype)
-        codes[bounds[i]:bounds[i + 1]] = recode[c.codes]  # code -1 takes the appended -1
+        codes[bounds[i]:bounds[i + 1]] = recode.take(c.codes)  # -1 takes the appended -1
     return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(cats, columns[0].ordered))
 
 
@@ -636,7 +640,7 @@ def _tidy_categories(df: pd.DataFrame) -> pd.DataFrame:
         recode = np.full(len(cats) + 1, -1, dtype=codes.dtype)
         recode[keep] = np.arange(len(keep))
         df[col] = pd.Series(pd.Categorical.from_codes(
-            recode[codes], dtype=pd.CategoricalDtype(
+            recode.take(codes), dtype=pd.CategoricalDtype(
                 pd.Index([values[i] for i in keep], dtype=cats.dtype), s.cat.ordered)),
             index=s.index)
     return df
