@@ -296,6 +296,13 @@ def factorize(s: pd.Series) -> tuple[np.ndarray, pd.Index]:
     return codes, pd.Index(values)
 
 
+def code_counts(codes: np.ndarray, k: int) -> np.ndarray:
+    """The rows of each code 0..k-1 of a categorical's ``codes`` (-1, null, not counted)."""
+    if codes.dtype.kind == "i" and codes.dtype.itemsize <= 2:   # -1 in the top bin
+        return np.bincount(codes.view(f"u{codes.dtype.itemsize}"), minlength=k)[:k]
+    return np.bincount(codes[codes >= 0], minlength=k)[:k]
+
+
 def isin(s: pd.Series, values: Any) -> np.ndarray:
     """``s.isin(values)`` as a bool array; a categorical's by its categories (one lookup of
     each row's code; none at all when no category is among ``values``)."""

@@ -197,3 +197,20 @@ def test_an_empty_load_has_an_empty_runs_table(tmp_path):
     ds = dptrace.load(tmp_path)
     assert ds.runs.columns.tolist()[:4] == ["run", "label", "job_id", "world_size"]
     assert ds.by_run() == {} or all(len(v.sources) == 0 for v in ds.by_run().values())
+
+
+@pytest.mark.parametrize("values", [
+    pd.array([3, None, 0, 3, 7, None], dtype="Int64"),              # ranks, counted
+    pd.array([2**40, -5, None, 2**40], dtype="Int64"),               # not small: sorted
+    pd.array([None, None], dtype="Int64"),
+    pd.array([], dtype="Int64"),
+    pd.array([1, 1, 65535, 65536], dtype="Int32"),
+    pd.Categorical(["b", None, "a", "b"], categories=["z", "b", "a"]),  # 'z' unused
+    pd.Categorical([None]),
+    pd.Series(["x", None, "y", "x"], dtype=object).array,
+])
+def test_distinct_values_of_a_column_are_pandas_unique_values(values):
+    s = pd.Series(values)
+    want = {v for v in s.unique().tolist() if not pd.isna(v)}
+    got = runs._distinct(s)
+    assert sorted(map(str, got)) == sorted(map(str, want)) and len(got) == len(want)

@@ -356,13 +356,13 @@ def test_isin_and_factorize_by_codes_equal_pandas(seed):
 
 @pytest.mark.parametrize("seed", [1])
 def test_tidy_categories_keeps_the_used_values_sorted(seed):
-    from dptrace.formats.trainlog.read import _code_counts, _tidy_categories
+    from dptrace.formats.trainlog.read import _tidy_categories
     for s in _categoricals(seed):
         if not isinstance(s.dtype, pd.CategoricalDtype):
             continue
         codes = s.cat.codes.to_numpy()
         counts = s.value_counts(sort=False)   # every category, unused ones 0
-        assert _code_counts(codes, len(s.cat.categories)).tolist() == \
+        assert schema.code_counts(codes, len(s.cat.categories)).tolist() == \
             [int(counts[c]) for c in s.cat.categories]
         got = _tidy_categories(pd.DataFrame({"x": s.copy()}))["x"]
         assert got.cat.categories.tolist() == sorted(s.dropna().unique())

@@ -355,7 +355,7 @@ def _pattern_counts(df: pd.DataFrame) -> list[tuple[str, int]]:
         return []
     s = df["pattern"]
     codes = s.cat.codes.to_numpy()
-    per_code = _code_counts(codes, len(s.cat.categories))
+    per_code = schema.code_counts(codes, len(s.cat.categories))
     present = np.flatnonzero(per_code).tolist()
     if len(present) <= 16:   # a few patterns: each one's first row by a compare (no hash)
         seen = sorted(present, key=lambda c: int(np.argmax(codes == c)))
@@ -446,9 +446,9 @@ def _join_tables(frames: list[pd.DataFrame], infos: list[dict], lines: list[int]
     for k in keep:  # the steps to add, before the columns they need are taken
         stream, off = infos[k].get("stream"), offsets[k]
         if stream is not None and off.any():
-            add = off.astype(np.int64)[stream]
+            add = off.astype(np.int64).take(stream)   # (take: 8-bit codes, fast)
             df = frames[k]
-            add[df["epoch"].isna().to_numpy() | df["step"].isna().to_numpy()] = 0
+            add[_nulls(df["epoch"]) | _nulls(df["step"])] = 0
             adds[k] = add
     data: dict[str, Any] = {}
     tasks: list[tuple[str, list[Any]]] = []
@@ -487,6 +487,16 @@ def _join_tables(frames: list[pd.DataFrame], infos: list[dict], lines: list[int]
     data["rank"] = ranks.pop()
     df = pd.DataFrame({c.name: data.pop(c.name) for c in table.columns}, copy=False)
     return df
+
+
+def _nulls(s: pd.Series) -> np.ndarray:
+    """Where a column is null: a masked array's mask, a float's NaN (no copy of either)."""
+    arr = s.array
+    if isinstance(arr, pd.arrays.IntegerArray):
+        return arr._mask
+    if s.dtype == np.float64:
+        return np.isnan(s.to_numpy())
+    return s.isna().to_numpy()
 
 
 def _join_column(col: str, columns: list[Any], keep: list[int], bounds: np.ndarray,
@@ -631,7 +641,7 @@ def _tidy_categories(df: pd.DataFrame) -> pd.DataFrame:
             continue
         cats = s.cat.categories
         codes = s.cat.codes.to_numpy()
-        used = np.flatnonzero(_code_counts(codes, len(cats)))
+        used = np.flatnonzero(schema.code_counts(codes, len(cats)))
         values = cats.tolist()
         keep = sorted(used.tolist(), key=values.__getitem__)   # codes, by their values
         if keep == list(range(len(cats))):   # all used, in order already
@@ -644,14 +654,6 @@ def _tidy_categories(df: pd.DataFrame) -> pd.DataFrame:
                 pd.Index([values[i] for i in keep], dtype=cats.dtype), s.cat.ordered)),
             index=s.index)
     return df
-
-
-def _code_counts(codes: np.ndarray, k: int) -> np.ndarray:
-    """The rows of each code 0..k-1 of a categorical's ``codes`` (-1, null, not counted)."""
-    if codes.dtype.kind == "i" and codes.dtype.itemsize <= 2:   # -1 in the top bin
-        return np.bincount(codes.view(f"u{codes.dtype.itemsize}"),
-                           minlength=k)[:k]
-    return np.bincount(codes[codes >= 0], minlength=k)[:k]
 
 
 def _finish(df: pd.DataFrame, source: str, table: schema.Table, problems: list[Problem],
