@@ -296,6 +296,22 @@ def factorize(s: pd.Series) -> tuple[np.ndarray, pd.Index]:
     return codes, pd.Index(values)
 
 
+def lookup(table: np.ndarray, codes: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``table[codes]`` for small-integer ``codes`` (a categorical's, -1 the last entry of
+    ``table``), into ``out`` when given: ``take`` a chunk at a time (take is 3x faster than
+    indexing with 8-bit codes, but casts its indices to 64 bits: a whole column's cast would
+    be 8 bytes a row of memory at a load's peak)."""
+    if out is None:
+        out = np.empty(len(codes), dtype=table.dtype)
+    for lo in range(0, len(codes), _LOOKUP_CHUNK):
+        table.take(codes[lo:lo + _LOOKUP_CHUNK], out=out[lo:lo + _LOOKUP_CHUNK])
+    return out
+
+
+#: codes looked up at once by :func:`lookup` (its 64-bit copy of them: 2 MB)
+_LOOKUP_CHUNK = 1 << 18
+
+
 def code_counts(codes: np.ndarray, k: int) -> np.ndarray:
     """The rows of each code 0..k-1 of a categorical's ``codes`` (-1, null, not counted)."""
     if codes.dtype.kind == "i" and codes.dtype.itemsize <= 2:   # -1 in the top bin
@@ -310,7 +326,7 @@ def isin(s: pd.Series, values: Any) -> np.ndarray:
         hit = s.cat.categories.isin(list(values))
         if not hit.any():
             return np.zeros(len(s), dtype=bool)
-        return np.append(hit, False).take(s.cat.codes.to_numpy())   # -1 (null): the False
+        return lookup(np.append(hit, False), s.cat.codes.to_numpy())   # -1: the False
     return s.isin(values).to_numpy(dtype=bool)
 
 

@@ -368,3 +368,19 @@ def test_tidy_categories_keeps_the_used_values_sorted(seed):
         assert got.cat.categories.tolist() == sorted(s.dropna().unique())
         assert got.astype(object).tolist() == s.astype(object).tolist()
         assert got.cat.codes.dtype == s.cat.codes.dtype
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.uint8, np.int64])
+def test_lookup_by_codes_is_indexing_a_chunk_at_a_time(monkeypatch, dtype):
+    monkeypatch.setattr(schema, "_LOOKUP_CHUNK", 7)   # chunk edges inside the data
+    rng = np.random.default_rng(3)
+    k = 100 if np.iinfo(dtype).max >= 100 else 50
+    lo = -1 if np.iinfo(dtype).min < 0 else 0
+    for n in (0, 1, 6, 7, 8, 50, 101):
+        codes = rng.integers(lo, k, size=n).astype(dtype)
+        table = np.append(rng.normal(size=k), np.nan)   # the last: code -1
+        want = table[codes.astype(np.int64)]
+        np.testing.assert_array_equal(schema.lookup(table, codes), want)
+        out = np.full(n, 9.0)
+        assert schema.lookup(table, codes, out=out) is out
+        np.testing.assert_array_equal(out, want)

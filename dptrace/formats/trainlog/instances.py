@@ -121,7 +121,8 @@ def prefix_rank(prefix: pd.Series) -> pd.Series:
     lookup = pd.array([*map(rank_of_prefix, uniques), None], dtype="Int64")
     values = lookup.to_numpy(dtype="int64", na_value=0)
     missing = lookup.isna()
-    return pd.Series(pd.arrays.IntegerArray(values.take(codes), missing.take(codes)),
+    return pd.Series(pd.arrays.IntegerArray(schema.lookup(values, codes),
+                                                schema.lookup(missing, codes)),
                      index=prefix.index)
 
 

@@ -446,7 +446,7 @@ def _join_tables(frames: list[pd.DataFrame], infos: list[dict], lines: list[int]
     for k in keep:  # the steps to add, before the columns they need are taken
         stream, off = infos[k].get("stream"), offsets[k]
         if stream is not None and off.any():
-            add = off.astype(np.int64).take(stream)   # (take: 8-bit codes, fast)
+            add = schema.lookup(off.astype(np.int64), stream)
             df = frames[k]
             add[_nulls(df["epoch"]) | _nulls(df["step"])] = 0
             adds[k] = add
@@ -534,7 +534,7 @@ def _rank_of_instance(instance: pd.Categorical) -> pd.arrays.IntegerArray:
     values = np.array([0 if r is None else r for r in ranks], dtype=np.int64)
     missing = np.array([r is None for r in ranks], dtype=bool)
     codes = instance.codes
-    return pd.arrays.IntegerArray(values.take(codes), missing.take(codes))
+    return pd.arrays.IntegerArray(schema.lookup(values, codes), schema.lookup(missing, codes))
 
 
 def _join_categoricals(columns: list[pd.Categorical], bounds: np.ndarray) -> pd.Categorical:
@@ -548,7 +548,7 @@ def _join_categoricals(columns: list[pd.Categorical], bounds: np.ndarray) -> pd.
     codes = np.empty(int(bounds[-1]), dtype=np.int32 if len(cats) > 30000 else np.int16)
     for i, c in enumerate(columns):
         recode = np.append(cats.get_indexer(c.categories), -1).astype(codes.dtype)
-        codes[bounds[i]:bounds[i + 1]] = recode.take(c.codes)  # -1 takes the appended -1
+        schema.lookup(recode, c.codes, out=codes[bounds[i]:bounds[i + 1]])  # -1: the last
     return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(cats, columns[0].ordered))
 
 
@@ -650,7 +650,7 @@ def _tidy_categories(df: pd.DataFrame) -> pd.DataFrame:
         recode = np.full(len(cats) + 1, -1, dtype=codes.dtype)
         recode[keep] = np.arange(len(keep))
         df[col] = pd.Series(pd.Categorical.from_codes(
-            recode.take(codes), dtype=pd.CategoricalDtype(
+            schema.lookup(recode, codes), dtype=pd.CategoricalDtype(
                 pd.Index([values[i] for i in keep], dtype=cats.dtype), s.cat.ordered)),
             index=s.index)
     return df

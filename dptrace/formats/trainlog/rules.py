@@ -706,14 +706,14 @@ def phases(name: pd.Series, label: pd.Series, metric: pd.Series | None = None) -
     """
     lab_codes, labels = schema.factorize(label)
     by_label = np.array([label_phase(str(x)) for x in labels] + [_TRAIN], dtype=np.int8)
-    codes = by_label.take(lab_codes)  # code -1 (no label) takes the appended train
+    codes = schema.lookup(by_label, lab_codes)  # code -1 (no label) takes the appended train
     name_codes, names = schema.factorize(name)
     eval_name = np.array([bool(_EVAL_NAME.match(str(x))) for x in names] + [False])
-    codes = np.where((codes == _TRAIN) & eval_name.take(name_codes), np.int8(_EVAL), codes)
+    codes = np.where((codes == _TRAIN) & schema.lookup(eval_name, name_codes), np.int8(_EVAL), codes)
     if metric is not None:
         met_codes, metrics = schema.factorize(metric)
         moves = np.array([str(x) in _BYTE_METRICS for x in metrics] + [False])
-        codes = np.where((codes == _TRAIN) & moves.take(met_codes), np.int8(_DOWNLOAD), codes)
+        codes = np.where((codes == _TRAIN) & schema.lookup(moves, met_codes), np.int8(_DOWNLOAD), codes)
     return pd.Series(pd.Categorical.from_codes(codes, categories=PHASES), index=name.index)
 
 
