@@ -239,6 +239,7 @@ def _with_runs(tables: dict[str, pd.DataFrame], sources_df: pd.DataFrame,
     sources_df = runs.add_run(sources_df, run_of, order)
     problems_df = runs.add_run(problems_df, run_of, order)
     table = runs.runs_table(run_of, labels, tables, sources_df, parents)
+    memory.release(sum(len(df) for df in tables.values()))   # the runs step's temporaries
     return Dataset(tables, sources_df, problems_df, table)
 
 

@@ -308,8 +308,9 @@ def lookup(table: np.ndarray, codes: np.ndarray, out: np.ndarray | None = None) 
     return out
 
 
-#: codes looked up at once by :func:`lookup` (its 64-bit copy of them: 2 MB)
-_LOOKUP_CHUNK = 1 << 18
+#: codes looked up at once by :func:`lookup` (its 64-bit copy of them: 512 KB; each join
+#: thread holds one)
+_LOOKUP_CHUNK = 1 << 16
 
 
 def code_counts(codes: np.ndarray, k: int) -> np.ndarray:
