@@ -231,6 +231,7 @@ def measure(path: Path, repeat: int) -> dict[str, Any]:
         "import_s": min(r["wall_s"] for r in imp),
         "import_rss_mb": max(r["hwm_kb"] for r in imp) * 1024 / MB,
         "dptrace_s": best["wall_s"], "parse_s": min(r["parse_s"] for r in dp),
+        "process_s": min(r["process_s"] for r in dp),
         "rss_mb": max(r["hwm_kb"] for r in dp) * 1024 / MB,
         "worker_rss_mb": max(r["workers_kb"] for r in dp) * 1024 / MB,
         "tree_rss_mb": max(r["tree_kb"] for r in dp) * 1024 / MB,
@@ -280,6 +281,7 @@ def report(path: Path, expected: dict[str, Any], m: dict[str, Any], repeat: int,
     row("python -c 'import dptrace'", m["import_s"], m["import_rss_mb"], per_input=False)
     row("dptrace.read_trainlog (child process)", m["dptrace_s"], m["rss_mb"])
     row("  of which read_trainlog() itself", m["parse_s"])
+    row("  the process with its row counts", m["process_s"])
     if m["worker_rss_mb"]:
         row("  largest scan worker", None, m["worker_rss_mb"])
     row("  whole process tree (sampled)", None, m["tree_rss_mb"])

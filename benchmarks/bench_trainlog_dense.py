@@ -121,6 +121,7 @@ def measure(path: Path, executors: list[str], repeat: int) -> dict[str, Any]:
         best = min(runs[e], key=lambda r: r["wall_s"])
         out[e] = {
             "wall_s": best["wall_s"], "load_s": min(r["load_s"] for r in runs[e]),
+            "process_s": min(r["process_s"] for r in runs[e]),
             "rss_mb": max(r["hwm_kb"] for r in runs[e]) * 1024 / MB,
             "worker_rss_mb": max(r["workers_kb"] for r in runs[e]) * 1024 / MB,
             "tree_rss_mb": max(r["tree_kb"] for r in runs[e]) * 1024 / MB,
@@ -152,6 +153,7 @@ def report(path: Path, size: int, m: dict[str, Any], executors: list[str], repea
         r = m[e]
         row(f"dptrace.load, executor={e} (child process)", r["wall_s"], r["rss_mb"])
         row("  of which load() itself", r["load_s"])
+        row("  the process with its row counts (checks)", r["process_s"])
         if r["worker_rss_mb"]:
             row("  largest scan worker", None, r["worker_rss_mb"])
         row("  whole process tree (sampled)", None, r["tree_rss_mb"])
