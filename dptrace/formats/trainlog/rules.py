@@ -709,11 +709,13 @@ def phases(name: pd.Series, label: pd.Series, metric: pd.Series | None = None) -
     codes = schema.lookup(by_label, lab_codes)  # code -1 (no label) takes the appended train
     name_codes, names = schema.factorize(name)
     eval_name = np.array([bool(_EVAL_NAME.match(str(x))) for x in names] + [False])
-    codes = np.where((codes == _TRAIN) & schema.lookup(eval_name, name_codes), np.int8(_EVAL), codes)
+    named_eval = schema.lookup(eval_name, name_codes)
+    codes = np.where((codes == _TRAIN) & named_eval, np.int8(_EVAL), codes)
     if metric is not None:
         met_codes, metrics = schema.factorize(metric)
         moves = np.array([str(x) in _BYTE_METRICS for x in metrics] + [False])
-        codes = np.where((codes == _TRAIN) & schema.lookup(moves, met_codes), np.int8(_DOWNLOAD), codes)
+        moved = schema.lookup(moves, met_codes)
+        codes = np.where((codes == _TRAIN) & moved, np.int8(_DOWNLOAD), codes)
     return pd.Series(pd.Categorical.from_codes(codes, categories=PHASES), index=name.index)
 
 
