@@ -385,21 +385,21 @@ def _distinct(values: pd.Series) -> list:
         seen = np.flatnonzero(schema.code_counts(codes, len(values.cat.categories)))
         return values.cat.categories[seen].tolist()
     if isinstance(values.array, pd.arrays.IntegerArray):
-        arr, seen = values.array, np.zeros(0, dtype=bool)
+        arr, seen = values.array, np.zeros(_SMALL, dtype=bool)
         for lo in range(0, len(arr), _CHUNK):   # (a load's peak memory is in this step)
             ints = arr._data[lo:lo + _CHUNK][~arr._mask[lo:lo + _CHUNK]]
-            if len(ints) and not (ints.min() >= 0 and ints.max() < 1 << 16):
+            if not len(ints):
+                continue
+            if ints.min() < 0 or ints.max() >= _SMALL:
                 return [v for v in values.unique().tolist() if not pd.isna(v)]
-            if len(ints):
-                counts = np.bincount(ints)
-                seen = np.pad(seen, (0, max(0, len(counts) - len(seen))))
-                seen[:len(counts)] |= counts > 0
+            counts = np.bincount(ints)
+            seen[:len(counts)] |= counts > 0
         return np.flatnonzero(seen).tolist()
     return [v for v in values.unique().tolist() if not pd.isna(v)]
 
 
-#: rows of a column looked at at once by :func:`_distinct`
-_CHUNK = 1 << 20
+#: rows of a column looked at at once by :func:`_distinct`, and the integers it counts
+_CHUNK, _SMALL = 1 << 20, 1 << 16
 
 
 def _set_world(row: dict[str, object], n: object, why: str) -> None:

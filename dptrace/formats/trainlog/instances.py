@@ -118,12 +118,16 @@ def prefix_rank(prefix: pd.Series) -> pd.Series:
     ``[3]``, ``[rank3]:``; a torchrun role (``default3``: the local rank) and no prefix give
     null. Each distinct prefix is looked at once."""
     codes, uniques = schema.factorize(prefix)
-    lookup = pd.array([*map(rank_of_prefix, uniques), None], dtype="Int64")
-    values = lookup.to_numpy(dtype="int64", na_value=0)
-    missing = lookup.isna()
-    return pd.Series(pd.arrays.IntegerArray(schema.lookup(values, codes),
-                                                schema.lookup(missing, codes)),
-                     index=prefix.index)
+    return pd.Series(ranks_by_code(codes, uniques), index=prefix.index)
+
+
+def ranks_by_code(codes: np.ndarray, prefixes: Sequence[object]) -> pd.arrays.IntegerArray:
+    """:func:`prefix_rank` of the rows whose ``codes`` index ``prefixes`` (-1: no prefix),
+    each distinct prefix looked at once."""
+    ranks = [rank_of_prefix(p) for p in prefixes] + [None]
+    values = np.array([0 if r is None else r for r in ranks], dtype=np.int64)
+    missing = np.array([r is None for r in ranks], dtype=bool)
+    return pd.arrays.IntegerArray(schema.lookup(values, codes), schema.lookup(missing, codes))
 
 
 def rank_of_prefix(prefix: object) -> int | None:

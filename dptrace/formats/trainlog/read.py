@@ -530,11 +530,7 @@ def _join_column(col: str, columns: list[Any], keep: list[int], bounds: np.ndarr
 def _rank_of_instance(instance: pd.Categorical) -> pd.arrays.IntegerArray:
     """:func:`.instances.prefix_rank` of a categorical instance (the prefix: see
     :func:`_joinable`), by its codes (no temporary of the rows' length)."""
-    ranks = [instances.rank_of_prefix(u) for u in instance.categories.tolist()] + [None]
-    values = np.array([0 if r is None else r for r in ranks], dtype=np.int64)
-    missing = np.array([r is None for r in ranks], dtype=bool)
-    codes = instance.codes
-    return pd.arrays.IntegerArray(schema.lookup(values, codes), schema.lookup(missing, codes))
+    return instances.ranks_by_code(instance.codes, instance.categories.tolist())
 
 
 def _join_categoricals(columns: list[pd.Categorical], bounds: np.ndarray) -> pd.Categorical:
