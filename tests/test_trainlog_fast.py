@@ -266,6 +266,49 @@ def test_generated_raw_lines_same_rows() -> None:
     assert accepted > 0.95 * python_ok
 
 
+#: UTF-8 at the edges of what Python's strict decoder takes (the C reader decodes a line's
+#: bytes itself): the first and last valid sequences of each length and each special lead
+#: byte, and what it refuses: overlong forms, surrogates, beyond U+10FFFF, stray or missing
+#: continuation bytes, bytes that never start one
+UTF8_EDGES = [b"\xc2\x80", b"\xdf\xbf", b"\xc3\xa9", b"\xe0\xa0\x80", b"\xe1\x80\x80",
+              b"\xec\xbf\xbf", b"\xed\x80\x80", b"\xed\x9f\xbf", b"\xee\x80\x80", b"\xef\xbf\xbf",
+              b"\xf0\x90\x80\x80", b"\xf1\x80\x80\x80", b"\xf3\xbf\xbf\xbf", b"\xf4\x80\x80\x80",
+              b"\xf4\x8f\xbf\xbf", b"\xe2\x96\x88", b"\xf0\x9f\x94\xa5",
+              b"\xc0\x80", b"\xc1\xbf", b"\xe0\x80\x80", b"\xe0\x9f\xbf", b"\xed\xa0\x80",
+              b"\xed\xbf\xbf", b"\xf0\x80\x80\x80", b"\xf0\x8f\xbf\xbf", b"\xf4\x90\x80\x80",
+              b"\xf5\x80\x80\x80", b"\xff", b"\xfe", b"\x80", b"\xbf", b"\xc3", b"\xe2\x96",
+              b"\xf0\x9f\x94", b"\xc3\x28", b"\xe2\x28\xa1", b"\xe2\x82\x28", b"\xf0\x28\x8c\xbc",
+              b"\xc3\xa9\xc3", b"\xe2\x96\x88\x80"]
+
+
+@needs_c
+def test_utf8_edges_same_as_python() -> None:
+    """cr_line decodes the bytes of a line itself: where each edge case of UTF-8 sits in a
+    tqdm line (its description, bar, postfix, after the last update), it accepts exactly
+    what ``bytes.decode("utf-8")`` takes, with the same strings (Latin-1, 2- and 4-byte
+    characters alike), and declines the rest."""
+    fast = _module().cr_line
+    line = ("Epoch 1: {d} 50%|█████{b}     | 5/10 [00:01<00:01,  4.50it/s, loss=0.5, "
+            "name={p}]\rEpoch 1: {d} 60%|██████    | 6/10 [00:01<00:01,  4.50it/s, loss=0.4, "
+            "name=x]{t}")
+    spots = ("d", "b", "p", "t")
+    accepted = 0
+    for seq in UTF8_EDGES:
+        for spot in spots:
+            raw = line.format(**{s: "{" + s + "}" for s in spots}).encode()
+            for s in spots:
+                raw = raw.replace(b"{" + s.encode() + b"}", seq if s == spot else b"")
+            for whole in (True, False):
+                got, tp, tm = _effect(fast, raw, whole, 7, 0)
+                want, want_tp, want_tm = _effect(_python_line, raw, whole, 7, 0)
+                accepted += _agree((got, tp, tm), (want, want_tp, want_tm), (seq, spot, raw))
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    assert got is False, (seq, spot)
+    assert accepted >= 2 * 17 * 3  # the valid sequences, but where a postfix value ends
+
+
 @needs_c
 def test_line_prefix_same() -> None:
     """The launcher prefix found in C is _split_prefix's, on generated prefixes."""

@@ -205,3 +205,86 @@ def test_patched_recognisers_turn_the_c_loop_off(monkeypatch: pytest.MonkeyPatch
     general._Scanner(b"0: e2e samples_per_sec: 5\n", "x", rows, [], 0, 26,
                      cr_line=_cr_line()).run()
     assert seen == ["e2e samples_per_sec: 5"]
+
+
+# --- the lines passed over without the matcher (general.required_literals) ---------------------
+
+def _keyword_lines(rng: random.Random) -> list[bytes]:
+    """Lines built to start keywords in every way the patterns allow, and near misses."""
+    bits = [k.decode() for k in general.KEYWORDS if k.isascii() and k.decode().isprintable()]
+    near = ["worker", "world size", "Running", "Number of", "it/", "/s", "s/", "oss", "per",
+            "MEMBER:", "tps:", "SLURM_", "WORLD", "Num", "Total train", "7it/s", "9it/s\t",
+            "ms, mfu", "step_avg", "store-based", "PerSe", "_per", " tps: 5", "  tps: x"]
+    out = []
+    for _ in range(4000):
+        parts = [rng.choice(near + ["x", " ", "0", "[", "]", ":", "="] +
+                            ["Running training", "Running on 12 tasks", "Number of GPUs:",
+                             "World size:", "world size:", "worker 3 of 8", "MEMBER: 1",
+                             "  tps: 9", "5it/s", "5it/s "] + bits)
+                 for _ in range(rng.randint(0, 6))]
+        out.append("".join(parts).encode())
+    return out
+
+
+def test_required_literals_hold_every_keyword_start() -> None:
+    """Every match of the keywords that starts in a line holds a required literal in that
+    line: what lets the C scan pass over lines without one."""
+    required = general.required_literals()
+    assert required is not None
+    rng = random.Random(5)
+    lines = _keyword_lines(rng) + [x.encode("utf-8", "surrogatepass") for x in _lines(rng, 3000)]
+    for path in sorted((Path(__file__).parent / "fixtures" / "trainlog").rglob("*"))[:400]:
+        if path.is_file() and path.stat().st_size < 5_000_000:
+            lines += path.read_bytes().split(b"\n")
+    matched = 0
+    for line in lines:
+        data = line + b"\n"
+        m = general._SCAN.search(data)
+        if m is not None and m.start() < len(line):
+            matched += 1
+            assert any(w in line for w in required), line
+    assert matched > 1000
+
+
+def test_required_literals_of_patterns() -> None:
+    """The derivation: a literal after characters that cannot be a newline, every branch's
+    own, None where a keyword has none (or holds flags, or can match a newline first)."""
+    req = general._required_of
+
+    assert req("[0-9]it/s(?:\\s|$)") == {"it/s"}
+    assert req("(?:ab|cd)=|[Xx]yz:|Num") == {"ab", "cd", "yz:", "Num"}
+    assert req("worker [0-9]+ of") == {"worker "}
+    assert req("\\d+ loss") == {" loss"}
+    assert req("x") is None  # one character: too common to filter by
+    assert req("\\s+loss") is None  # a newline may come first
+    assert req("[^a]+loss") is None
+    assert req(".*loss") == {"loss"}  # '.' is no newline
+    assert req("(?i)loss") is None
+    assert req("a(?i:bc)") is None  # flags of a group
+    assert req("(?s).loss") is None
+    assert req("lo(ss)") == {"lo"}
+
+
+def test_scan_same_without_the_filter() -> None:
+    """The C scan with the filter of lines and without it (every line to the matcher) gives
+    the same rows, line numbers and problems."""
+    assert _tqdm_fast is not None
+    _cr_line()
+    rng = random.Random(9)
+    blobs = [("\n".join(_lines(rng, 200)) + "\n").encode("utf-8", "surrogatepass")
+             for _ in range(20)]
+    blobs.append(b"\n".join(_keyword_lines(rng)) + b"\n")
+    required = general.required_literals()
+    try:
+        for data in blobs:
+            with_filter = _scan(data, 0, len(data), 1, True, True)
+            _tqdm_fast.configure_required(None)
+            without = _scan(data, 0, len(data), 1, True, True)
+            _tqdm_fast.configure_required(required)
+            assert with_filter == without
+    finally:
+        _tqdm_fast.configure_required(required)
+    with pytest.raises(TypeError):
+        _tqdm_fast.configure_required((b"x",))
+    with pytest.raises(TypeError):
+        _tqdm_fast.configure_required([b"xy"])

@@ -96,6 +96,9 @@
 #include <float.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__SSE2__) && defined(__GNUC__)
+#include <emmintrin.h>
+#endif
 
 /* run_line: the first segments that are not updates, seen before -> whether they hold no
  * keyword (scan_text's answer); cleared at MAX_HEADS, made anew by configure() */
@@ -460,7 +463,7 @@ same_str(PyObject *a, PyObject *b)
 
 /* row i (== T->n: rows are written in order) of column c is v (any object); -1 on error */
 static int
-put_obj(Table *T, Col *c, Py_ssize_t i, PyObject *v)
+put_obj_any(Table *T, Col *c, Py_ssize_t i, PyObject *v)
 {
     long long x;
     int overflow;
@@ -553,7 +556,42 @@ fallback:
     return PyList_Append(c->objs, v);
 }
 
-static int
+/* put_obj_any, inline where it is the object put last in a column of strings (most rows of
+ * a dense log: a line's prefix, pattern, label) */
+static inline int
+put_obj(Table *T, Col *c, Py_ssize_t i, PyObject *v)
+{
+    if (c->objs == NULL) {
+        if (v == c->memo) { /* memo: only 'c' columns, which have no nulls */
+            COL_I32(c)[i] = c->memo_code;
+            return 0;
+        }
+        if (v == c->memo2) { /* two names alternate: swap the memos (as put_obj_any) */
+            PyObject *o = c->memo;
+            int32_t oc = c->memo_code;
+            COL_I32(c)[i] = c->memo_code = c->memo2_code;
+            c->memo = c->memo2;
+            c->memo2 = o;
+            c->memo2_code = oc;
+            return 0;
+        }
+        if (c->kind == 'e') { /* an epoch: a float, or None when not given */
+            if (v == Py_None) {
+                COL_NULL(c)[i] = 1;
+                COL_F64(c)[i] = Py_NAN;
+                return 0;
+            }
+            if (PyFloat_CheckExact(v)) {
+                COL_NULL(c)[i] = 0;
+                COL_F64(c)[i] = PyFloat_AS_DOUBLE(v);
+                return 0;
+            }
+        }
+    }
+    return put_obj_any(T, c, i, v);
+}
+
+static inline int
 put_i64(Table *T, Col *c, Py_ssize_t i, long long x)
 {
     PyObject *v;
@@ -572,7 +610,7 @@ put_i64(Table *T, Col *c, Py_ssize_t i, long long x)
     return r;
 }
 
-static int
+static inline int
 put_f64(Table *T, Col *c, Py_ssize_t i, double x)
 {
     PyObject *v;
@@ -1457,7 +1495,12 @@ commit_tables(Line *L, Table *tp, Table *tm)
     Py_ssize_t k, j = 0, i;
     PyObject *prefix, *epoch;
     Col *c;
+    int overflow = 1;
+    long long line = PyLong_CheckExact(L->line) ? PyLong_AsLongLongAndOverflow(L->line, &overflow)
+                                                : 0;
 
+    if (overflow == 0 && line == -1 && PyErr_Occurred())
+        return -1;
     for (k = 0; k < S->nupd; k++) {
         Upd *u = &S->upd[k];
         prefix = PyTuple_GET_ITEM(u->info, 0);
@@ -1467,7 +1510,8 @@ commit_tables(Line *L, Table *tp, Table *tm)
         if ((i = table_room(tp)) < 0)
             return -1;
         c = tp->cols;
-        if (put_obj(tp, &c[0], i, prefix) < 0 || put_obj(tp, &c[1], i, L->line) < 0 ||
+        if (put_obj(tp, &c[0], i, prefix) < 0 ||
+            (overflow ? put_obj(tp, &c[1], i, L->line) : put_i64(tp, &c[1], i, line)) < 0 ||
             put_i64(tp, &c[2], i, u->seg) < 0 || put_obj(tp, &c[3], i, s_tqdm) < 0 ||
             put_obj(tp, &c[4], i, s_tqdm) < 0 ||
             put_obj(tp, &c[5], i, PyTuple_GET_ITEM(u->kind, 0)) < 0 ||
@@ -1482,7 +1526,8 @@ commit_tables(Line *L, Table *tp, Table *tm)
             if ((i = table_room(tm)) < 0)
                 return -1;
             c = tm->cols;
-            if (put_obj(tm, &c[0], i, prefix) < 0 || put_obj(tm, &c[1], i, L->line) < 0 ||
+            if (put_obj(tm, &c[0], i, prefix) < 0 ||
+                (overflow ? put_obj(tm, &c[1], i, L->line) : put_i64(tm, &c[1], i, line)) < 0 ||
                 put_i64(tm, &c[2], i, u->seg) < 0 || put_obj(tm, &c[3], i, s_tqdm) < 0 ||
                 put_obj(tm, &c[4], i, S->pairs[j].name) < 0 ||
                 put_f64(tm, &c[5], i, S->pairs[j].value) < 0 ||
@@ -1736,109 +1781,233 @@ tqdm_updates(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  * (set by the module's init) */
 static unsigned char CR_SPECIAL[256];
 
+/* the first index from i (at most n) of a byte of CR_SPECIAL: sixteen bytes at a time where
+ * SSE2 is there (every x86-64) */
+static inline Py_ssize_t
+plain_run(const unsigned char *p, Py_ssize_t i, Py_ssize_t n)
+{
+#if defined(__SSE2__) && defined(__GNUC__)
+    const __m128i cr = _mm_set1_epi8('\r'), esc = _mm_set1_epi8(0x1b), lt = _mm_set1_epi8('<');
+    while (i + 16 <= n) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+        int m = _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(v, _mm_cmpeq_epi8(v, cr)),
+                                               _mm_or_si128(_mm_cmpeq_epi8(v, esc),
+                                                            _mm_cmpeq_epi8(v, lt))));
+        if (m)
+            return i + __builtin_ctz((unsigned)m);
+        i += 16;
+    }
+#endif
+    while (i < n && !CR_SPECIAL[p[i]])
+        i++;
+    return i;
+}
+
+/* The UTF-8 sequence at p[i] (i < n, p[i] >= 0x80) as Python's strict decoder takes it
+ * (RFC 3629): its length, 2 to 4, with *u its character; 0 when it is not one (a stray
+ * continuation byte, a sequence cut short, an overlong form, a surrogate, beyond U+10FFFF) */
+static inline int
+utf8_char(const unsigned char *p, Py_ssize_t i, Py_ssize_t n, Py_UCS4 *u)
+{
+    unsigned char c = p[i], lo = 0x80, hi = 0xbf;
+    int len, k;
+
+    if (c < 0xc2)
+        return 0;
+    if (c < 0xe0) {
+        len = 2;
+        *u = c & 0x1f;
+    }
+    else if (c < 0xf0) {
+        len = 3;
+        *u = c & 0x0f;
+        if (c == 0xe0)
+            lo = 0xa0; /* overlong below */
+        else if (c == 0xed)
+            hi = 0x9f; /* surrogates above */
+    }
+    else if (c < 0xf5) {
+        len = 4;
+        *u = c & 0x07;
+        if (c == 0xf0)
+            lo = 0x90; /* overlong below */
+        else if (c == 0xf4)
+            hi = 0x8f; /* beyond U+10FFFF above */
+    }
+    else
+        return 0;
+    if (i + len > n)
+        return 0;
+    for (k = 1; k < len; k++) {
+        unsigned char b = p[i + k];
+        if (b < lo || b > hi)
+            return 0;
+        *u = (*u << 6) | (b & 0x3f);
+        lo = 0x80;
+        hi = 0xbf;
+    }
+    return len;
+}
+
+/* whether u is a Unicode digit or number (read_line declines those: \d, isdigit, int() and
+ * float() see more than 0-9); the box drawing, block and shape characters of bars
+ * (U+2500-U+25FF) hold none */
+static inline int
+numeric_char(Py_UCS4 u)
+{
+    if (u >= 0x2500 && u <= 0x25ff)
+        return 0;
+    return Py_UNICODE_ISNUMERIC(u) || Py_UNICODE_ISDIGIT(u) || Py_UNICODE_ISDECIMAL(u);
+}
+
+/* append x to the array *a (of *len, room for *cap; a stack array at first, else PyMem);
+ * -1 when out of memory */
+static int
+push_index(Py_ssize_t **a, Py_ssize_t *len, Py_ssize_t *cap, Py_ssize_t *stack, Py_ssize_t x)
+{
+    if (*len == *cap) {
+        Py_ssize_t *more = PyMem_Malloc(2 * *cap * sizeof(Py_ssize_t));
+        if (!more)
+            return -1;
+        memcpy(more, *a, *len * sizeof(Py_ssize_t));
+        if (*a != stack)
+            PyMem_Free(*a);
+        *a = more;
+        *cap *= 2;
+    }
+    (*a)[(*len)++] = x;
+    return 0;
+}
+
+/* The str of the UTF-8 bytes p[0:n], which hold chars characters, at most maxchar, the
+ * non-ASCII ones starting at the byte indices wide[0:nwide] (all checked by utf8_char):
+ * what PyUnicode_DecodeUTF8 makes of them, without reading them again to find out */
+static PyObject *
+text_of(const unsigned char *p, Py_ssize_t n, Py_ssize_t chars, Py_UCS4 maxchar,
+        const Py_ssize_t *wide, Py_ssize_t nwide)
+{
+    PyObject *text = PyUnicode_New(chars, maxchar);
+    Py_ssize_t b = 0, d = 0, k, j;
+    int kind;
+    void *data;
+
+    if (!text)
+        return NULL;
+    kind = PyUnicode_KIND(text);
+    data = PyUnicode_DATA(text);
+    for (k = 0;; k++) {
+        Py_ssize_t e = k < nwide ? wide[k] : n;
+        Py_UCS4 u = 0;
+        int len;
+        switch (kind) { /* the ASCII bytes p[b:e] */
+        case PyUnicode_1BYTE_KIND:
+            memcpy((Py_UCS1 *)data + d, p + b, (size_t)(e - b));
+            break;
+        case PyUnicode_2BYTE_KIND:
+            for (j = b; j < e; j++)
+                ((Py_UCS2 *)data)[d + j - b] = p[j];
+            break;
+        default:
+            for (j = b; j < e; j++)
+                ((Py_UCS4 *)data)[d + j - b] = p[j];
+        }
+        d += e - b;
+        if (k == nwide)
+            break;
+        len = utf8_char(p, e, n, &u);
+        PyUnicode_WRITE(kind, data, d, u);
+        d++;
+        b = e + len;
+    }
+    assert(d == chars);
+    return text;
+}
+
 /* the bytes p[0:n] of a line as cr_line() reads them: 1 read, 0 declined, -1 error */
 static int
 cr_bytes(const char *p, Py_ssize_t n, PyObject *whole_start, PyObject *line, Py_ssize_t start,
          PyObject *rows)
 {
+    const unsigned char *u8 = (const unsigned char *)p;
     PyObject *result;
     Py_ssize_t i;
     Line L;
+    int r = 0;
 
     Py_ssize_t chars = 0, crs[CR_STACK], *cr = crs, ncr = 0, cap = CR_STACK;
-    Py_UCS4 seen = 0; /* the last non-ASCII character found not numeric */
+    Py_ssize_t wides[CR_STACK], *wide = wides, nwide = 0, wcap = CR_STACK;
+    Py_UCS4 seen = 0, maxchar = 127; /* seen: the last non-ASCII character found not numeric */
 
-    /* One pass over the bytes before decoding them: "<std" and ESC (ASCII: in the UTF-8 bytes
-     * iff in the text) decline the line; the '\r' are noted by their index in the text (one
-     * character a byte that does not continue a UTF-8 sequence); every non-ASCII character is
-     * decoded and checked here for the Unicode numbers read_line declines (the text is
-     * decoded by PyUnicode_DecodeUTF8 after this: a sequence that is not UTF-8 declines) */
+    /* One pass over the bytes: "<std" and ESC (ASCII: in the UTF-8 bytes iff in the text)
+     * decline the line; the '\r' are noted by their index in the text; every non-ASCII
+     * character is decoded, checked for the Unicode numbers read_line declines, and its
+     * index noted for text_of; a sequence that is not UTF-8 declines (the scanner's _decode
+     * then records the bad bytes) */
     for (i = 0; i < n; i++) {
         unsigned char c;
         Py_ssize_t plain = i;
-        while (i < n && !CR_SPECIAL[(unsigned char)p[i]]) /* ASCII but '\r', ESC and '<' */
-            i++;
+        i = plain_run(u8, i, n); /* ASCII but '\r', ESC and '<' */
         chars += i - plain;
         if (i == n)
             break;
-        c = (unsigned char)p[i];
+        c = u8[i];
         if (c < 0x80) {
             if (c == '\r') {
-                if (ncr == cap) {
-                    Py_ssize_t *more = PyMem_Malloc(2 * cap * sizeof(Py_ssize_t));
-                    if (!more)
-                        goto nomem;
-                    memcpy(more, cr, ncr * sizeof(Py_ssize_t));
-                    if (cr != crs)
-                        PyMem_Free(cr);
-                    cr = more;
-                    cap *= 2;
-                }
-                cr[ncr++] = chars;
+                if (push_index(&cr, &ncr, &cap, crs, chars) < 0)
+                    goto nomem;
             }
             else if (c == 0x1b || (c == '<' && i + 3 < n && p[i + 1] == 's' && p[i + 2] == 't' &&
                                    p[i + 3] == 'd'))
-                goto decline;
-            chars++;
+                goto done;
         }
-        else if (c >= 0xc0) { /* a lead byte: decode its character (bounds checked) */
+        else {
             Py_UCS4 u;
-            int len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2, k;
-            if (i + len > n)
-                goto decline; /* cut: not UTF-8 */
-            u = c & (0x7f >> len);
-            for (k = 1; k < len; k++)
-                u = (u << 6) | ((unsigned char)p[i + k] & 0x3f);
+            int len = utf8_char(u8, i, n, &u);
+            if (!len)
+                goto done; /* not UTF-8 */
             if (u != seen) {
-                if (u <= 0x10ffff &&
-                    (Py_UNICODE_ISNUMERIC(u) || Py_UNICODE_ISDIGIT(u) || Py_UNICODE_ISDECIMAL(u)))
-                    goto decline;
+                if (numeric_char(u))
+                    goto done;
                 seen = u;
             }
-            chars++;
+            if (u > maxchar)
+                maxchar = u;
+            if (push_index(&wide, &nwide, &wcap, wides, i) < 0)
+                goto nomem;
+            i += len - 1;
         }
+        chars++;
     }
-    if (!(L.text = PyUnicode_DecodeUTF8(p, n, NULL))) {
-        if (cr != crs)
-            PyMem_Free(cr);
-        if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-            PyErr_Clear();
-            return 0;
-        }
-        return -1;
+    if (!(L.text = text_of(u8, n, chars, maxchar, wide, nwide))) {
+        r = -1;
+        goto done;
     }
-#if PY_VERSION_HEX < 0x030C0000
-    if (PyUnicode_READY(L.text) < 0) {
-        Py_DECREF(L.text);
-        return -1;
-    }
-#endif
     L.line = line;
     L.start = start;
     L.line_prefix = whole_start == Py_True ? NULL : Py_None; /* NULL: run_line finds it */
-    /* the checks above hold for the text only when it has exactly the characters counted */
-    L.checked = PyUnicode_GET_LENGTH(L.text) == chars;
-    L.cr = L.checked ? cr : NULL;
+    L.checked = 1; /* the checks above hold for the text */
+    L.cr = cr;
     L.ncr = ncr;
     result = run_line(&L, rows);
     if (whole_start == Py_True)
         Py_XDECREF(L.line_prefix);
     Py_DECREF(L.text);
-    if (cr != crs)
-        PyMem_Free(cr);
     if (!result)
-        return -1;
-    Py_DECREF(result);
-    return result == Py_True;
-decline:
-    if (cr != crs)
-        PyMem_Free(cr);
-    return 0;
+        r = -1;
+    else {
+        r = result == Py_True;
+        Py_DECREF(result);
+    }
+    goto done;
 nomem:
+    PyErr_NoMemory();
+    r = -1;
+done:
     if (cr != crs)
         PyMem_Free(cr);
-    PyErr_NoMemory();
-    return -1;
+    if (wide != wides)
+        PyMem_Free(wide);
+    return r;
 }
 
 static PyObject *
@@ -1971,6 +2140,69 @@ has_literal(const char *p, Py_ssize_t n)
         PyObject *w = PyTuple_GET_ITEM(scan_literals, k);
         if (has(p, n, PyBytes_AS_STRING(w), PyBytes_GET_SIZE(w)))
             return 1;
+    }
+    return 0;
+}
+
+/* The keywords' required literals (configure_required; general.required_literals): every
+ * match of a keyword holds one, reached from the match's start without a '\n', so a line
+ * holding none of them holds no keyword's start, and scan() passes over it without calling
+ * the matcher. Kept by one pair of bytes of each (req_at: the pair least common in logs),
+ * in chains of the literals of each pair (req_head: the first's index + 1, 0 none; 64 kB,
+ * one load a byte of text). req_count 0: no filter (every line goes to the matcher). */
+#define MAX_REQUIRED 255
+static PyObject *scan_required;
+static int req_count;
+static uint8_t req_head[65536], req_next[MAX_REQUIRED];
+/* where in each literal its pair is: the pair of bytes least common in logs (see pair_at) */
+static Py_ssize_t req_at[MAX_REQUIRED];
+
+/* The bytes of log text from the most common on (the order of their counts in the dense
+ * benchmark log and the real logs of the tests, the first 40), a byte not here rarer still */
+static const char COMMON_BYTES[] = " 0e1as:ntr2.oil3pc45-9d6/7[8m]gh,uCN_bkI";
+
+static int
+rarity(unsigned char c)
+{
+    const char *at = c ? strchr(COMMON_BYTES, c) : NULL;
+    return at ? (int)(at - COMMON_BYTES) : (int)sizeof(COMMON_BYTES);
+}
+
+/* the index in w[0:m] (m >= 2) of the pair of bytes that is likely rarest in text: fewer
+ * lines to check for the whole literal */
+static Py_ssize_t
+pair_at(const unsigned char *w, Py_ssize_t m)
+{
+    Py_ssize_t j, best = 0;
+    int score = -1;
+
+    for (j = 0; j + 1 < m; j++) {
+        int r = rarity(w[j]) + rarity(w[j + 1]);
+        if (r > score) {
+            score = r;
+            best = j;
+        }
+    }
+    return best;
+}
+
+/* whether p[0:n] holds one of the required literals (req_count > 0) */
+static int
+has_required(const unsigned char *p, Py_ssize_t n)
+{
+    Py_ssize_t i;
+
+    for (i = 0; i + 1 < n; i++) {
+        unsigned pair = p[i] | (unsigned)p[i + 1] << 8;
+        int k = req_head[pair];
+        if (!k)
+            continue;
+        for (; k; k = req_next[k - 1]) {
+            PyObject *w = PyTuple_GET_ITEM(scan_required, k - 1);
+            Py_ssize_t m = PyBytes_GET_SIZE(w), s = i - req_at[k - 1];
+            if (s >= 0 && s + m <= n && memcmp(p + s, PyBytes_AS_STRING(w), (size_t)m) == 0)
+                return 1;
+        }
     }
     return 0;
 }
@@ -2505,13 +2737,21 @@ scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
          * start stands for the hit, without a call of the matcher (most of a dense log) */
         const char *q = NULL;
         int cr;
-        if (pos < end && buf[pos] == '\n' && scan_literals != NULL &&
-            (q = memchr(buf + pos + 1, '\n',
-                        (size_t)((end - pos - 1 < scan_window ? end : pos + 1 + scan_window) -
-                                 pos - 1))) != NULL &&
-            !(memchr(buf + pos + 1, '\r', (size_t)(q - buf - pos - 1)) &&
-              has_literal(buf + pos + 1, q - buf - pos - 1)))
-            q = NULL;
+        while (pos < end && buf[pos] == '\n' && scan_literals != NULL &&
+               (q = memchr(buf + pos + 1, '\n',
+                           (size_t)((end - pos - 1 < scan_window ? end : pos + 1 + scan_window) -
+                                    pos - 1))) != NULL) {
+            const char *ls_ = buf + pos + 1;
+            if (memchr(ls_, '\r', (size_t)(q - ls_)) && has_literal(ls_, q - ls_))
+                break; /* q: the line read without the matcher */
+            if (req_count && !has_required((const unsigned char *)ls_, q - ls_)) {
+                pos = q - buf; /* no keyword starts in this line: the next one */
+                q = NULL;
+                continue;
+            }
+            q = NULL; /* the matcher finds the hit (in this line, or after it) */
+            break;
+        }
         if (q != NULL)
             hit = pos + 1;
         else if ((hit = next_hit(args[0], pos, end)) < -1)
@@ -2614,6 +2854,48 @@ configure_literals(PyObject *self, PyObject *literals)
     Py_RETURN_NONE;
 }
 
+/* configure_required(literals): general.required_literals(), a tuple of bytes of two bytes
+ * or more (at most MAX_REQUIRED), or None: no filter */
+static PyObject *
+configure_required(PyObject *self, PyObject *literals)
+{
+    Py_ssize_t i, n;
+
+    if (literals != Py_None) {
+        if (!PyTuple_CheckExact(literals) || PyTuple_GET_SIZE(literals) > MAX_REQUIRED) {
+            PyErr_SetString(PyExc_TypeError,
+                             "configure_required(): a tuple of bytes (at most 255) or None");
+            return NULL;
+        }
+        for (i = 0; i < PyTuple_GET_SIZE(literals); i++) {
+            if (!PyBytes_CheckExact(PyTuple_GET_ITEM(literals, i)) ||
+                PyBytes_GET_SIZE(PyTuple_GET_ITEM(literals, i)) < 2) {
+                PyErr_SetString(PyExc_TypeError,
+                                 "configure_required(): bytes of two bytes or more");
+                return NULL;
+            }
+        }
+    }
+    req_count = 0;
+    memset(req_head, 0, sizeof(req_head));
+    Py_CLEAR(scan_required);
+    if (literals == Py_None || PyTuple_GET_SIZE(literals) == 0)
+        Py_RETURN_NONE;
+    scan_required = Py_NewRef(literals);
+    n = PyTuple_GET_SIZE(literals);
+    for (i = n - 1; i >= 0; i--) { /* chained in the tuple's order */
+        PyObject *lit = PyTuple_GET_ITEM(literals, i);
+        const unsigned char *w = (const unsigned char *)PyBytes_AS_STRING(lit);
+        Py_ssize_t at = pair_at(w, PyBytes_GET_SIZE(lit));
+        unsigned pair = w[at] | (unsigned)w[at + 1] << 8;
+        req_at[i] = at;
+        req_next[i] = req_head[pair];
+        req_head[pair] = (uint8_t)(i + 1);
+    }
+    req_count = (int)n;
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 configure(PyObject *self, PyObject *args)
 {
@@ -2655,6 +2937,8 @@ static PyMethodDef methods[] = {
      "configure_scan(match, anchor, window, max_segment, declines, samba_guard, loss_guard)"},
     {"configure_literals", configure_literals, METH_O,
      "configure_literals(literals): the keywords that are plain literals (bytes)."},
+    {"configure_required", configure_required, METH_O,
+     "configure_required(literals): every keyword's match holds one of them (bytes), or None."},
     {"configure", configure, METH_VARARGS,
      "configure(pre_cache, pre_info, unit_cache, unit_kind, tqdm_count, postfix, scan_text, "
      "snake)"},

@@ -61,6 +61,8 @@ def configure_fast(module: Any) -> None:
         module.configure_scan(*match, general.WINDOW, general.MAX_SEGMENT, *guards)
         if hasattr(module, "configure_literals"):
             module.configure_literals(general.scan_literals())
+        if hasattr(module, "configure_required"):
+            module.configure_required(general.required_literals())
         general.C_SCANS[module.cr_line] = (module.scan, rules.SPECIFIC, rules.FALLBACK)
 
 

@@ -324,6 +324,80 @@ def scan_literals() -> tuple[bytes, ...]:
     return tuple(sorted(out, key=lambda k: b"/s" not in k and b"s/" not in k))  # tqdm's first
 
 
+def required_literals() -> tuple[bytes, ...] | None:
+    """Literals such that every match of every keyword of :data:`KEYWORDS` holds one of
+    them, reached from the match's start over characters none of which can be a ``\n``
+    (so a line, between two ``\n``, that holds none of them holds no keyword's start:
+    the C scan passes over such lines without calling the matcher,
+    :func:`_tqdm_fast.configure_required`). None when a keyword has no such literal of two
+    characters or more (or holds flags): the scan then calls the matcher for every line."""
+    out: set[str] = set()
+    for keyword in KEYWORDS:
+        found = _required_of(keyword.decode("ascii"))
+        if found is None:
+            return None
+        out |= found
+    return tuple(sorted(w.encode("ascii") for w in out))
+
+
+def _required_of(pattern: str) -> set[str] | None:
+    """The required literals of one pattern (see :func:`required_literals`), or None."""
+    parser = getattr(re, "_parser", None) or importlib.import_module("sre_parse")
+    parsed = parser.parse(pattern)
+    if parsed.state.flags & (re.IGNORECASE | re.DOTALL):  # '(?i)', '(?s)' for the whole
+        return None
+    return _required(list(parsed))
+
+
+def _required(items: list[Any]) -> set[str] | None:
+    """The required literals of a parsed pattern (see :func:`required_literals`), or None."""
+    run = ""
+    for op, av in items:
+        name = str(op)
+        if name == "LITERAL" and av != 10:
+            run += chr(av)
+            continue
+        if len(run) >= 2:
+            return {run}
+        run = ""
+        if name == "BRANCH":  # each alternative holds one of its own
+            out: set[str] = set()
+            for branch in av[1]:
+                found = _required(list(branch))
+                if found is None:
+                    return None
+                out |= found
+            return out
+        if name == "SUBPATTERN":
+            _group, add_flags, del_flags, sub = av
+            return None if add_flags or del_flags else _required(list(sub))
+        if not _newline_free(name, av):
+            return None
+    return {run} if len(run) >= 2 else None
+
+
+def _newline_free(name: str, av: Any) -> bool:
+    """Whether a parsed pattern element can match no ``\n`` (zero-width ones included)."""
+    if name in ("AT", "ANY"):  # '.' matches no newline (no DOTALL: flags bail out above)
+        return True
+    if name == "NOT_LITERAL":
+        return bool(av == 10)
+    if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+        return all(_newline_free(str(op), sub) for op, sub in av[2])
+    if name == "IN":
+        for op, v in av:
+            kind = str(op)
+            if kind == "LITERAL" and v != 10:
+                continue
+            if kind == "RANGE" and not v[0] <= 10 <= v[1]:
+                continue
+            if kind == "CATEGORY" and str(v) in ("CATEGORY_DIGIT", "CATEGORY_WORD"):
+                continue
+            return False
+        return True
+    return False
+
+
 def c_plain_guards() -> tuple[tuple[bytes, ...], bytes, bytes] | None:
     """For the C scan's plain lines: (every guard of :data:`rules.SPECIFIC` but sambaflow's,
     and generic_rate's: a line holding one is left to :func:`_recognise`), sambaflow's guard,
