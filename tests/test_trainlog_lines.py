@@ -328,13 +328,11 @@ def test_ranges_finished_in_their_workers_join_as_one_scan(tmp_path, monkeypatch
     assert tp["repeat"].any() and tp["step"].max() > 60  # global steps and repeats to join
     monkeypatch.setattr(trainlog, "PARALLEL_BYTES", 1)
     monkeypatch.setattr(trainlog, "RANGE_BYTES", range_bytes)
-    monkeypatch.setattr(trainlog, "THREADED_ROWS", 1)  # the columns copied on threads
     joins = []
     real = trainlog._joined
-    monkeypatch.setattr(trainlog, "_joined",
-                        lambda *a, **k: joins.append(k["threads"]) or real(*a, **k))
+    monkeypatch.setattr(trainlog, "_joined", lambda *a, **k: joins.append(1) or real(*a, **k))
     parallel = dptrace.read_trainlog(p, executor=workers)
-    assert joins == [2]
+    assert joins == [1]  # the ranges finished in their workers, joined
     for table in ("throughput", "train_metrics"):
         assert_frame_equal(single[table], parallel[table])
     assert_frame_equal(single.problems, parallel.problems)

@@ -19,7 +19,6 @@ step, epoch) in a source is instance ``k``.
 from __future__ import annotations
 
 import re
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -41,10 +40,6 @@ PARALLEL_BYTES = 128 << 20
 #: ranges of a parallel scan are at most about this large (a multiple of the workers of them,
 #: so the workers stay evenly loaded): each finished range moves the progress bar
 RANGE_BYTES = 64 << 20
-#: a joined table of this many rows or more has its columns copied on threads (numpy copies
-#: without the GIL), at most this many (each holds one more column while it copies)
-THREADED_ROWS = 1_000_000
-JOIN_THREADS = 2
 
 
 @memory.small_pages()
@@ -67,8 +62,7 @@ def parse(source: Source, *, engine: str = "auto", executor: Executor | None = N
         if n >= PARALLEL_BYTES and executor.workers > 1:
             parts = _scan_parallel(buf, source.name, use_c, executor)
             if all(isinstance(p, _Done) for p in parts):
-                return _joined(buf, source.name, parts, problems,  # type: ignore[arg-type]
-                               threads=min(executor.workers, JOIN_THREADS))
+                return _joined(buf, source.name, parts, problems)  # type: ignore[arg-type]
         else:
             parts = [_scan_range(buf, source.name, 0, n, last=True, use_c=use_c)]
         tp, tm, headers = _merge(parts, problems)  # type: ignore[arg-type]
@@ -393,13 +387,13 @@ def _abs_sum(step: pd.Series) -> float:
     return float(values.sum())
 
 
-def _joined(buf: Any, name: str, parts: list[_Done], problems: list[Problem],
-            threads: int = 1) -> ParseResult:
+def _joined(buf: Any, name: str, parts: list[_Done], problems: list[Problem]) -> ParseResult:
     """The ranges finished in their workers (:func:`_finish_range`) as one file's tables:
     line numbers shifted by the lines before each range, the steps of passes that cross a
     cut and the repeats of a row before the cut fixed (:func:`.instances.join_streams`),
-    the columns concatenated (each range's column freed once copied; on ``threads``
-    threads for a table of :data:`THREADED_ROWS` rows or more), then the run parts."""
+    the columns concatenated (each range's column freed once copied; in this thread: the
+    copies are bound by the kernel's page faults, and two threads of one process doubled
+    its time in the kernel for the same wall time), then the run parts."""
     offset = 0
     headers: list[_Header] = []
     lines = []
@@ -422,8 +416,7 @@ def _joined(buf: Any, name: str, parts: list[_Done], problems: list[Problem],
         frames = [p.tables.pop(table) for p in parts]
         infos = [p.info.pop(table) for p in parts]
         offsets, repeats = instances.join_streams(infos)
-        tables[table] = _join_tables(frames, infos, lines, offsets, repeats, name, schema_table,
-                                     threads)
+        tables[table] = _join_tables(frames, infos, lines, offsets, repeats, name, schema_table)
         memory.release(len(tables[table]))
     _split_parts(tables, headers)
     return ParseResult(tables, problems, variant)
@@ -431,7 +424,7 @@ def _joined(buf: Any, name: str, parts: list[_Done], problems: list[Problem],
 
 def _join_tables(frames: list[pd.DataFrame], infos: list[dict], lines: list[int],
                  offsets: list[np.ndarray], repeats: list[np.ndarray], source: str,
-                 table: schema.Table, threads: int = 1) -> pd.DataFrame:
+                 table: schema.Table) -> pd.DataFrame:
     """One table of the ranges' finished frames (emptied as their columns are copied): the
     line numbers shifted by ``lines``, ``offsets`` (per stream code of each range) added to
     the steps of rows with an epoch, ``repeats`` flagged; categoricals of different
@@ -462,29 +455,20 @@ def _join_tables(frames: list[pd.DataFrame], infos: list[dict], lines: list[int]
                                                np.zeros(n, dtype=bool))
             continue
         if col == "rank":
-            continue  # with instance's column, in join()
+            continue  # from instance's column, below
         tasks.append((col, [frames[k][col].array for k in keep]))
         for k in keep:
             del frames[k][col]
 
-    def join(task: tuple[str, list[Any]]) -> Any:
-        col, columns = task
-        out = _join_column(col, columns, keep, bounds, lines, adds, repeats)
+    rank = None
+    for col, columns in tasks:
+        data[col] = _join_column(col, columns, keep, bounds, lines, adds, repeats)
         columns.clear()
         memory.release(n)  # the ranges' column: its pages back before the next is made
         if col == "instance":
-            ranks.append(_rank_of_instance(out))  # (beside the other columns' copies)
-        return out
-
-    ranks: list[pd.arrays.IntegerArray] = []
-    names = [col for col, _ in tasks]
-    if threads > 1 and n >= THREADED_ROWS:  # numpy copies without holding the GIL
-        with ThreadPoolExecutor(threads) as pool:
-            data.update(zip(names, pool.map(join, tasks), strict=True))
-    else:
-        data.update(zip(names, map(join, tasks), strict=True))
+            rank = _rank_of_instance(data[col])
     tasks.clear()
-    data["rank"] = ranks.pop()
+    data["rank"] = rank
     df = pd.DataFrame({c.name: data.pop(c.name) for c in table.columns}, copy=False)
     return df
 
