@@ -384,3 +384,30 @@ def test_lookup_by_codes_is_indexing_a_chunk_at_a_time(monkeypatch, dtype):
         out = np.full(n, 9.0)
         assert schema.lookup(table, codes, out=out) is out
         np.testing.assert_array_equal(out, want)
+
+
+def test_joined_codes_have_the_dtype_pandas_keeps() -> None:
+    """The join writes a categorical's codes in the dtype pandas keeps for its number of
+    categories (another would be copied into it by ``from_codes``)."""
+    from dptrace.formats.trainlog.read import _codes_dtype
+    for k in (1, 2, 126, 127, 128, 32766, 32767, 40_000):
+        dtype = _codes_dtype(k)
+        cat = pd.Categorical.from_codes(np.zeros(2, dtype=dtype),
+                                        categories=[str(i) for i in range(k)])
+        assert cat.codes.dtype == dtype, k
+
+
+def test_steps_added_a_chunk_at_a_time(monkeypatch) -> None:
+    """The join adds each stream's earlier passes to its steps in place, a chunk of rows at
+    a time: as the whole-column formula, rows without an epoch or step left as they are."""
+    from dptrace.formats.trainlog.read import _add_steps
+    monkeypatch.setattr(schema, "_LOOKUP_CHUNK", 7)
+    rng = np.random.default_rng(11)
+    for n in (0, 1, 7, 8, 50):
+        per_stream = rng.integers(0, 1000, size=5).astype(np.int64)
+        stream = rng.integers(0, 5, size=n).astype(np.int16)
+        none = rng.random(n) < 0.3
+        steps = rng.integers(0, 100, size=n).astype(np.int64)
+        want = steps + np.where(none, 0, per_stream[stream.astype(np.int64)])
+        _add_steps(steps, per_stream, stream, none)
+        np.testing.assert_array_equal(steps, want)

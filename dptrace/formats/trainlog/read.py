@@ -435,14 +435,12 @@ def _join_tables(frames: list[pd.DataFrame], infos: list[dict], lines: list[int]
         return table.empty()
     bounds = np.cumsum([0] + [len(frames[k]) for k in keep])
     n = int(bounds[-1])
-    adds: dict[int, np.ndarray] = {}
+    adds: dict[int, _Add] = {}
     for k in keep:  # the steps to add, before the columns they need are taken
         stream, off = infos[k].get("stream"), offsets[k]
         if stream is not None and off.any():
-            add = schema.lookup(off.astype(np.int64), stream)
             df = frames[k]
-            add[_nulls(df["epoch"]) | _nulls(df["step"])] = 0
-            adds[k] = add
+            adds[k] = (off.astype(np.int64), stream, _nulls(df["epoch"]) | _nulls(df["step"]))
     data: dict[str, Any] = {}
     tasks: list[tuple[str, list[Any]]] = []
     for col in [c.name for c in table.columns]:
@@ -484,7 +482,7 @@ def _nulls(s: pd.Series) -> np.ndarray:
 
 
 def _join_column(col: str, columns: list[Any], keep: list[int], bounds: np.ndarray,
-                 lines: list[int], adds: dict[int, np.ndarray],
+                 lines: list[int], adds: dict[int, _Add],
                  repeats: list[np.ndarray]) -> Any:
     """One column of the joined table from the ranges' ``columns`` (see
     :func:`_join_tables`)."""
@@ -502,7 +500,7 @@ def _join_column(col: str, columns: list[Any], keep: list[int], bounds: np.ndarr
             if col == "lineno":
                 values[lo:hi] += lines[k]
             elif col == "step" and k in adds:
-                values[lo:hi] += adds.pop(k)  # (only this column's task uses adds)
+                _add_steps(values[lo:hi], *adds.pop(k))
         return pd.arrays.IntegerArray(values, mask)
     out = np.concatenate([np.asarray(a) for a in columns])
     if col == "repeat":
@@ -511,10 +509,40 @@ def _join_column(col: str, columns: list[Any], keep: list[int], bounds: np.ndarr
     return out
 
 
+#: the steps a range's rows add (see :func:`_add_steps`): per stream code, the codes, and
+#: the rows that add nothing (no epoch, or no step)
+_Add = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _add_steps(steps: np.ndarray, per_stream: np.ndarray, stream: np.ndarray,
+               none: np.ndarray) -> None:
+    """``steps += per_stream[stream]`` where not ``none``, in place and a chunk of rows at a
+    time (no temporary of the rows' length: its fresh pages cost as much as the sum)."""
+    chunk = schema._LOOKUP_CHUNK
+    index = np.empty(min(len(steps), chunk), dtype=np.intp)
+    add = np.empty(len(index), dtype=np.int64)
+    for lo in range(0, len(steps), chunk):
+        hi = min(lo + chunk, len(steps))
+        index[:hi - lo] = stream[lo:hi]
+        part = add[:hi - lo]
+        per_stream.take(index[:hi - lo], out=part, mode="wrap")  # as schema.lookup
+        np.copyto(part, 0, where=none[lo:hi])
+        steps[lo:hi] += part
+
+
 def _rank_of_instance(instance: pd.Categorical) -> pd.arrays.IntegerArray:
     """:func:`.instances.prefix_rank` of a categorical instance (the prefix: see
     :func:`_joinable`), by its codes (no temporary of the rows' length)."""
     return instances.ranks_by_code(instance.codes, instance.categories.tolist())
+
+
+def _codes_dtype(k: int) -> type:
+    """The dtype pandas gives the codes of ``k`` categories (a categorical made of codes of
+    another dtype copies them into this one)."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if k < np.iinfo(dtype).max:
+            return dtype
+    return np.int64
 
 
 def _join_categoricals(columns: list[pd.Categorical], bounds: np.ndarray) -> pd.Categorical:
@@ -525,7 +553,7 @@ def _join_categoricals(columns: list[pd.Categorical], bounds: np.ndarray) -> pd.
         codes = np.concatenate([c.codes for c in columns])
         return pd.Categorical.from_codes(codes, dtype=dtype)
     cats = schema.union_categories([c.categories for c in columns])
-    codes = np.empty(int(bounds[-1]), dtype=np.int32 if len(cats) > 30000 else np.int16)
+    codes = np.empty(int(bounds[-1]), dtype=_codes_dtype(len(cats)))
     for i, c in enumerate(columns):
         recode = np.append(cats.get_indexer(c.categories), -1).astype(codes.dtype)
         schema.lookup(recode, c.codes, out=codes[bounds[i]:bounds[i + 1]])  # -1: the last
