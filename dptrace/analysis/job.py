@@ -41,6 +41,7 @@ import pandas as pd
 from ..runs import rank_of_path
 from . import throughput as thr
 from .keys import RUN, run_first
+from .memo import memoized
 
 #: copies of a global figure (and a figure and its check) agree within this fraction
 AGREE = 0.05
@@ -65,6 +66,7 @@ COLUMNS = ["run", "input", "metric", "value", "how", "rule", "ranks", "printers"
            "first_lineno"]
 
 
+@memoized
 def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
                 fraction: float = thr.WARMUP_FRACTION,
                 check_ranges: Mapping[tuple[str, str], float] | None = None,

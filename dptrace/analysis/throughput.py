@@ -31,12 +31,15 @@ one after the other, in their order (:mod:`.keys`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 from pandas.core.groupby import DataFrameGroupBy
 
 from ..schema import PHASES, combined_codes, first_rows
 from .keys import RUN, keys, run_first
+from .memo import memoized
 
 SERIES = ["source", "pattern", "name", "label", "metric", "scope", "phase"]
 #: :data:`SERIES` with ``run`` first: what names a series in a table that has ``run``
@@ -55,6 +58,7 @@ WARMUP_FRACTION = 0.1
 STRAGGLER_THRESHOLD = 0.05
 
 
+@memoized
 def mark_warmup(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION) -> pd.Series:
     """Boolean Series, True for the warm-up rows of each (series, instance).
 
@@ -75,7 +79,8 @@ def mark_warmup(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION) -> pd.Serie
     warm = np.zeros(len(tp), dtype=bool)
     rows = np.flatnonzero(~np.isnan(order))
     if len(rows):
-        inst = group_ids(tp.iloc[rows], keys(tp, *SERIES, "instance"))
+        # (the groups of all rows, then of these: no copy of the table's rows)
+        inst = pd.factorize(group_ids(tp, keys(tp, *SERIES, "instance"))[rows])[0]
         by = _by_group_then(inst, order[rows])
         size = np.bincount(inst)
         start = np.concatenate(([0], np.cumsum(size)[:-1]))
@@ -110,6 +115,7 @@ def group_ids(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
     return pd.factorize(combined_codes([df[c] for c in cols]))[0]
 
 
+@memoized
 def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
                  straggler: float = STRAGGLER_THRESHOLD) -> pd.DataFrame:
     """One row per series and instance.
@@ -152,6 +158,7 @@ def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
     return _in_order(run_first(out, tp))
 
 
+@memoized
 def drift(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION) -> pd.DataFrame:
     """One row per series and instance of training figures: how the steady figures (after
     warm-up, :func:`mark_warmup`; repeats skipped) changed from the first third of the run to
@@ -171,6 +178,7 @@ def drift(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION) -> pd.DataFrame:
     df = tp[~mark_warmup(tp, fraction).reindex(tp.index, fill_value=False).to_numpy()]
     rows = []
     by = keys(df, *SERIES, "instance")
+    df = df[[*by, "step", "lineno", "value"]]  # each group a copy of these only
     for key, g in _group(df, by):
         g = g.sort_values(["step", "lineno"], kind="stable", na_position="last") \
             if g["step"].notna().all() else g.sort_values("lineno", kind="stable")
@@ -187,11 +195,23 @@ def drift(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*by, *cols[len(SERIES) + 1:]])
 
 
+def _text_mask(s: pd.Series, test: Callable[[pd.Series], pd.Series]) -> np.ndarray:
+    """``test`` of each value of ``s`` as text (a null as ``"nan"``), as a bool array; a
+    categorical's by its categories (millions of rows, a few distinct values)."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        cats = pd.Series(s.cat.categories.astype("object"), dtype="object").astype(str)
+        hit = np.append(test(cats).to_numpy(dtype=bool),
+                        bool(test(pd.Series(["nan"], dtype="object")).iloc[0]))
+        return hit[s.cat.codes.to_numpy()]  # -1 (null): the last
+    return test(s.astype("object").astype(str)).to_numpy(dtype=bool)
+
+
 #: :func:`warmup_length`: a step is warm-up until the rate first reaches this share of the
 #: steady rate (the median of the second half of the instance's figures)
 WARMUP_REACH = 0.5
 
 
+@memoized
 def warmup_length(tp: pd.DataFrame, reach: float = WARMUP_REACH,
                   fraction: float = WARMUP_FRACTION) -> pd.DataFrame:
     """One row per training series and instance printed per step: how long its warm-up was,
@@ -221,9 +241,10 @@ def warmup_length(tp: pd.DataFrame, reach: float = WARMUP_REACH,
     tp = _phased(tp)
     tp = tp.assign(_dropped=mark_warmup(tp, fraction))
     tp = tp[(tp["phase"].astype("object") == "train") & tp["step"].notna()
-            & tp["metric"].astype("object").astype(str).str.endswith("_per_s")]
+            & _text_mask(tp["metric"], lambda text: text.str.endswith("_per_s"))]
     rows = []
     by = keys(tp, *SERIES, "instance")
+    tp = tp[[*by, "step", "lineno", "value", "_dropped"]]  # each group a copy of these only
     for key, g in _group(tp, by):
         g = g.sort_values(["step", "lineno"], kind="stable").drop_duplicates("step", keep="last")
         v = g["value"].to_numpy(dtype="float64", na_value=np.nan)
@@ -279,6 +300,7 @@ def rank_keys(instance: pd.Series) -> pd.DataFrame:
     }, index=instance.index)
 
 
+@memoized
 def throughput_summary(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
                        straggler: float = STRAGGLER_THRESHOLD) -> pd.DataFrame:
     """One row per series: aggregates over its instances and the job figure with its rule.
@@ -395,6 +417,7 @@ def _summarise(key: tuple, grp: pd.DataFrame, scope: object) -> list:
     ]
 
 
+@memoized(share=True)  # read only by its callers
 def _phased(tp: pd.DataFrame) -> pd.DataFrame:
     """``tp`` without its repeats (``repeat``: tqdm's closing redraw, a line printed twice)
     and with a phase on every row: rows built without one (by hand) are training."""

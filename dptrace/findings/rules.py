@@ -471,6 +471,7 @@ def _instance_ranks(ranks: pd.DataFrame | None) -> dict[tuple[str, str], int]:
     if ranks is None or ranks.empty:
         return {}
     r = ranks[ranks["rank"].notna() & ranks["instance"].notna()]
+    r = r[["source", "instance", "rank"]].drop_duplicates()  # by codes: then few rows to text
     r = pd.DataFrame({"source": r["source"].astype(str), "instance": r["instance"].astype(str),
                       "rank": r["rank"].astype("int64")}).drop_duplicates()
     one = r.groupby(["source", "instance"])["rank"].transform("size") == 1
