@@ -461,6 +461,21 @@ same_str(PyObject *a, PyObject *b)
     return memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)(n * PyUnicode_KIND(a))) == 0;
 }
 
+/* row i of a 'c' column is its memo2's value: its code, and the two memos swapped (two
+ * names that alternate, as a postfix's keys do); 0 */
+static inline int
+memo_swap(Col *c, Py_ssize_t i)
+{
+    PyObject *o = c->memo;
+    int32_t oc = c->memo_code;
+
+    COL_I32(c)[i] = c->memo_code = c->memo2_code;
+    c->memo = c->memo2;
+    c->memo2 = o;
+    c->memo2_code = oc;
+    return 0;
+}
+
 /* row i (== T->n: rows are written in order) of column c is v (any object); -1 on error */
 static int
 put_obj_any(Table *T, Col *c, Py_ssize_t i, PyObject *v)
@@ -489,15 +504,8 @@ put_obj_any(Table *T, Col *c, Py_ssize_t i, PyObject *v)
                 COL_I32(c)[i] = c->memo_code;
                 return 0;
             }
-            if (v == c->memo2 || same_str(v, c->memo2)) { /* swap the two memos */
-                PyObject *o = c->memo;
-                int32_t oc = c->memo_code;
-                COL_I32(c)[i] = c->memo_code = c->memo2_code;
-                c->memo = c->memo2;
-                c->memo2 = o;
-                c->memo2_code = oc;
-                return 0;
-            }
+            if (v == c->memo2 || same_str(v, c->memo2)) /* swap the two memos */
+                return memo_swap(c, i);
             code = PyDict_GetItemWithError(c->index, v);
             if (code) {
                 k = PyLong_AsLong(code);
@@ -566,15 +574,8 @@ put_obj(Table *T, Col *c, Py_ssize_t i, PyObject *v)
             COL_I32(c)[i] = c->memo_code;
             return 0;
         }
-        if (v == c->memo2) { /* two names alternate: swap the memos (as put_obj_any) */
-            PyObject *o = c->memo;
-            int32_t oc = c->memo_code;
-            COL_I32(c)[i] = c->memo_code = c->memo2_code;
-            c->memo = c->memo2;
-            c->memo2 = o;
-            c->memo2_code = oc;
-            return 0;
-        }
+        if (v == c->memo2) /* two names alternate */
+            return memo_swap(c, i);
         if (c->kind == 'e') { /* an epoch: a float, or None when not given */
             if (v == Py_None) {
                 COL_NULL(c)[i] = 1;
