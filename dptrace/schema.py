@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -298,21 +298,34 @@ def factorize(s: pd.Series) -> tuple[np.ndarray, pd.Index]:
 
 def lookup(table: np.ndarray, codes: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``table[codes]`` for small-integer ``codes`` (a categorical's, -1 the last entry of
-    ``table``), into ``out`` when given: ``take`` a chunk at a time (take is 3x faster than
-    indexing with 8-bit codes, but wants 64-bit indices: a whole column's cast would be 8
-    bytes a row of memory at a load's peak). The chunk's indices are cast into one buffer,
-    and ``mode="wrap"`` writes straight to ``out`` (take's default mode copies each chunk
-    through a new temporary): no allocation per chunk, whose fresh pages cost as much as
-    the lookup itself."""
+    ``table``), into ``out`` when given, a chunk at a time (:func:`lookup_chunks`)."""
     if out is None:
         out = np.empty(len(codes), dtype=table.dtype)
+    for _ in lookup_chunks(table, codes, out):
+        pass
+    return out
+
+
+def lookup_chunks(table: np.ndarray, codes: np.ndarray, out: np.ndarray | None = None,
+                  ) -> Iterator[tuple[int, np.ndarray]]:
+    """``(lo, table[codes[lo:lo + m]])`` a chunk of :data:`_LOOKUP_CHUNK` codes at a time:
+    written into ``out[lo:lo + m]`` when ``out`` is given, else into one buffer reused for
+    every chunk (use each before taking the next). ``take`` is 3x faster than indexing with
+    8-bit codes, but wants 64-bit indices (a whole column's cast would be 8 bytes a row of
+    memory at a load's peak): each chunk's are cast into one buffer, and ``mode="wrap"``
+    writes straight to the destination (take's default mode copies each chunk through a new
+    temporary). No allocation per chunk, whose fresh pages cost as much as the lookup."""
     n = len(codes)
     index = np.empty(min(n, _LOOKUP_CHUNK), dtype=np.intp)
+    reuse = out is None
+    into = np.empty(len(index), dtype=table.dtype) if out is None else out
     for lo in range(0, n, _LOOKUP_CHUNK):
         m = min(_LOOKUP_CHUNK, n - lo)
         index[:m] = codes[lo:lo + m]
-        table.take(index[:m], out=out[lo:lo + m], mode="wrap")  # -1: the last, as 'raise'
-    return out
+        at = 0 if reuse else lo
+        dest = into[at:at + m]
+        table.take(index[:m], out=dest, mode="wrap")  # -1: the last, as 'raise' takes it
+        yield lo, dest
 
 
 #: codes looked up at once by :func:`lookup` (its 64-bit copy of them: 512 KB)

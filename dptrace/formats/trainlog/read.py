@@ -518,16 +518,9 @@ def _add_steps(steps: np.ndarray, per_stream: np.ndarray, stream: np.ndarray,
                none: np.ndarray) -> None:
     """``steps += per_stream[stream]`` where not ``none``, in place and a chunk of rows at a
     time (no temporary of the rows' length: its fresh pages cost as much as the sum)."""
-    chunk = schema._LOOKUP_CHUNK
-    index = np.empty(min(len(steps), chunk), dtype=np.intp)
-    add = np.empty(len(index), dtype=np.int64)
-    for lo in range(0, len(steps), chunk):
-        hi = min(lo + chunk, len(steps))
-        index[:hi - lo] = stream[lo:hi]
-        part = add[:hi - lo]
-        per_stream.take(index[:hi - lo], out=part, mode="wrap")  # as schema.lookup
-        np.copyto(part, 0, where=none[lo:hi])
-        steps[lo:hi] += part
+    for lo, part in schema.lookup_chunks(per_stream, stream):
+        np.copyto(part, 0, where=none[lo:lo + len(part)])
+        steps[lo:lo + len(part)] += part
 
 
 def _rank_of_instance(instance: pd.Categorical) -> pd.arrays.IntegerArray:
