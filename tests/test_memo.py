@@ -4,6 +4,7 @@ and the same report with and without it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -104,14 +105,6 @@ def test_report_same_without_the_memo(name: str, monkeypatch: pytest.MonkeyPatch
         pytest.skip(f"{name} is not among the fixtures")
     ds = dptrace.load(path)
     with_memo = json.loads(dptrace.report(ds).to_json())
-    monkeypatch.setattr(model.memo, "per_report", _no_memo)
+    monkeypatch.setattr(model.memo, "per_report", contextlib.nullcontext)
     without = json.loads(dptrace.report(ds).to_json())
     assert with_memo == without
-
-
-class _no_memo:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None

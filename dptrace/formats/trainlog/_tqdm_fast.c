@@ -2164,10 +2164,9 @@ has_literal(const char *p, Py_ssize_t n)
  * holding none of them holds no keyword's start, and scan() passes over it without calling
  * the matcher. Kept by one pair of bytes of each (req_at: the pair least common in logs),
  * in chains of the literals of each pair (req_head: the first's index + 1, 0 none; 64 kB,
- * one load a byte of text). req_count 0: no filter (every line goes to the matcher). */
+ * one load a byte of text). scan_required NULL: no filter (every line goes to the matcher). */
 #define MAX_REQUIRED 255
 static PyObject *scan_required;
-static int req_count;
 static uint8_t req_head[65536], req_next[MAX_REQUIRED];
 /* where in each literal its pair is: the pair of bytes least common in logs (see pair_at) */
 static Py_ssize_t req_at[MAX_REQUIRED];
@@ -2201,7 +2200,7 @@ pair_at(const unsigned char *w, Py_ssize_t m)
     return best;
 }
 
-/* whether p[0:n] holds one of the required literals (req_count > 0) */
+/* whether p[0:n] holds one of the required literals (scan_required set) */
 static int
 has_required(const unsigned char *p, Py_ssize_t n)
 {
@@ -2209,10 +2208,8 @@ has_required(const unsigned char *p, Py_ssize_t n)
 
     for (i = 0; i + 1 < n; i++) {
         unsigned pair = p[i] | (unsigned)p[i + 1] << 8;
-        int k = req_head[pair];
-        if (!k)
-            continue;
-        for (; k; k = req_next[k - 1]) {
+        int k;
+        for (k = req_head[pair]; k; k = req_next[k - 1]) {
             PyObject *w = PyTuple_GET_ITEM(scan_required, k - 1);
             Py_ssize_t m = PyBytes_GET_SIZE(w), s = i - req_at[k - 1];
             if (s >= 0 && s + m <= n && memcmp(p + s, PyBytes_AS_STRING(w), (size_t)m) == 0)
@@ -2759,7 +2756,7 @@ scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             const char *ls_ = buf + pos + 1;
             if (memchr(ls_, '\r', (size_t)(q - ls_)) && has_literal(ls_, q - ls_))
                 break; /* q: the line read without the matcher */
-            if (req_count && !has_required((const unsigned char *)ls_, q - ls_)) {
+            if (scan_required && !has_required((const unsigned char *)ls_, q - ls_)) {
                 pos = q - buf; /* no keyword starts in this line: the next one */
                 q = NULL;
                 continue;
@@ -2891,7 +2888,6 @@ configure_required(PyObject *self, PyObject *literals)
             }
         }
     }
-    req_count = 0;
     memset(req_head, 0, sizeof(req_head));
     Py_CLEAR(scan_required);
     if (literals == Py_None || PyTuple_GET_SIZE(literals) == 0)
@@ -2907,7 +2903,6 @@ configure_required(PyObject *self, PyObject *literals)
         req_next[i] = req_head[pair];
         req_head[pair] = (uint8_t)(i + 1);
     }
-    req_count = (int)n;
     Py_RETURN_NONE;
 }
 
