@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -77,8 +77,13 @@ def load_sources(sources: list[Source], problems: list[Problem],
     frames: dict[str, list[pd.DataFrame]] = {}
     outcomes: dict[int, _Outcome] = {}
     batches: dict[str, list[int]] = {}
+    launchers: dict[str, str] = {}
     for i, src in enumerate(sources):
         chosen = _choose(src, forced, outcomes, problems, i)
+        if chosen and any(p.name in _LOGS for p in chosen):
+            seen = runs.launcher_in(_head(src))
+            if seen:
+                launchers[src.name] = seen
         if chosen and len(chosen) == 1 and chosen[0].spec.batch and len(sources) > 1:
             batches.setdefault(chosen[0].name, []).append(i)   # read with its batch, below
             continue
@@ -108,7 +113,11 @@ def load_sources(sources: list[Source], problems: list[Problem],
     settle = _Settle(problems, forced)
     ordered = [settle(outcomes[i]) for i in range(len(sources))]
     return _with_runs(tables, _sources_frame(ordered), _problems_frame(settle.problems()),
-                      sources, arguments, origins)
+                      sources, arguments, origins, launchers)
+
+
+#: formats of a process's printed output: their lines' launcher prefixes name the launcher
+_LOGS = frozenset({"trainlog", "mllog", "nccl", "nccltests", "dscomms"})
 
 
 def _read_group(chosen: list[registry.Parser], group: list[Source],
@@ -223,22 +232,24 @@ def status(src: Source, used: list[tuple[str, registry.Outcome]],
 def _with_runs(tables: dict[str, pd.DataFrame], sources_df: pd.DataFrame,
                problems_df: pd.DataFrame, sources: list[Source],
                arguments: Sequence[runs.Argument] | None,
-               origins: Sequence[int] | None) -> Dataset:
+               origins: Sequence[int] | None,
+               launchers: Mapping[str, str] | None = None) -> Dataset:
     """The Dataset, with the run of each row (``run`` first in every table) and the
     ``runs`` table (see :mod:`dptrace.runs` for the rule)."""
     if arguments is None or origins is None or len(origins) != len(sources):
         arguments = [runs.Argument(os.fsdecode(src.path)) for src in sources]
         origins = list(range(len(sources)))
     names = [src.name for src in sources]
+    facts = runs.source_facts(names, sources_df, tables)
     run_ids, labels = runs.assign([os.fsdecode(src.path) for src in sources], origins,
-                                  arguments)
+                                  arguments, facts)
     run_of = dict(zip(names, run_ids, strict=True))
     order = list(labels)
     tables = {k: runs.add_run(v, run_of, order) for k, v in tables.items()}
     tables, order, labels, parents = runs.split_parts(tables, order, labels)
     sources_df = runs.add_run(sources_df, run_of, order)
     problems_df = runs.add_run(problems_df, run_of, order)
-    table = runs.runs_table(run_of, labels, tables, sources_df, parents)
+    table = runs.runs_table(run_of, labels, tables, sources_df, parents, launchers)
     memory.release(sum(len(df) for df in tables.values()))   # the runs step's temporaries
     return Dataset(tables, sources_df, problems_df, table)
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import schema
+from . import jobs, schema
 from .sources import display_name
 
 #: job ids in file names: slurm-<id>.out, slurm-<id>_<task>.out, mpi_profile.<id>[.<ts>].<rank>,
@@ -148,48 +148,49 @@ def per_rank_root(path: str) -> str | None:
 
 
 def assign(names: Sequence[str], origins: Sequence[int], args: Sequence[Argument],
-           ) -> tuple[list[str], dict[str, str]]:
+           facts: jobs.Facts | None = None) -> tuple[list[str], dict[str, str]]:
     """The run of each source (``names[i]`` found by argument ``origins[i]``), and each
-    run's label. Runs are numbered in order of first appearance."""
-    keys: list[tuple[str, ...]] = []
+    run's label. Runs are numbered in order of first appearance. ``facts``: what each
+    source's content says of its job (:func:`source_facts`), for the grouping of
+    :mod:`dptrace.jobs`; without it, names alone decide."""
+    keys: list[tuple[str, ...]] = [("",)] * len(names)
     labels: dict[tuple[str, ...], str] = {}
     loose: list[int] = []          # sources of unlabelled file/glob arguments
+    in_dir: dict[int, list[int]] = {}
     is_dir = [a.label is None and a.is_dir for a in args]   # one stat per argument
     for i, arg in enumerate(origins):
         a = args[arg] if arg < len(args) else Argument(names[i])
         if a.label is not None:
             key: tuple[str, ...] = ("label", a.label)
             labels[key] = a.label
+            keys[i] = key
         elif arg < len(args) and is_dir[arg]:
-            key = ("dir", os.path.abspath(a.path))
-            labels[key] = os.path.basename(os.path.normpath(a.path)) or a.path
+            in_dir.setdefault(arg, []).append(i)
         else:
-            key = ("loose",)
             loose.append(i)
-        keys.append(key)
-    # files that share a job id; files beside exactly one job's files join it
-    jobs: dict[int, str] = {}
-    by_dir: dict[str, set[str]] = {}
-    for i in loose:
-        jid, _ = job_id(names[i])
-        if jid is not None:
-            jobs[i] = jid
-            by_dir.setdefault(os.path.dirname(os.path.abspath(names[i])), set()).add(jid)
-    for i in loose:
-        jid = jobs.get(i)
-        if jid is None:
-            near = by_dir.get(os.path.dirname(os.path.abspath(names[i])), set())
-            jid = next(iter(near)) if len(near) == 1 else None
-        root = per_rank_root(names[i]) if jid is None else None
-        if jid is not None:
-            keys[i] = ("job", jid)
-            labels[keys[i]] = f"job {jid}"
-        elif root is not None:  # per-rank files of one job: one run
-            keys[i] = ("ranks", root)
-            labels[keys[i]] = os.path.basename(root) or root
-        else:
-            keys[i] = ("file", os.path.abspath(names[i]))
-            labels[keys[i]] = os.path.basename(names[i]) or names[i]
+    for arg, members in in_dir.items():   # a directory: one run per job found in it
+        a = args[arg]
+        dir_key = ("dir", os.path.abspath(a.path))
+        units = jobs.group(names, members, a.path, _job_only, per_rank_root, facts)
+        for u in units:
+            key = dir_key if len(units) == 1 else (*dir_key, u.kind, u.key)
+            labels[key] = (os.path.basename(os.path.normpath(a.path)) or a.path
+                           if len(units) == 1 else jobs.label(u, units, a.path, names))
+            for i in u.members:
+                keys[i] = key
+    if loose:   # files and globs: files of one job make one run
+        root = _common_root([names[i] for i in loose])
+        for u in jobs.group(names, loose, root, _job_only, per_rank_root, facts):
+            if u.kind == "job":
+                key, text = ("job", u.key), f"job {u.key}"
+            elif u.kind == "ranks":
+                key, text = ("ranks", u.key), os.path.basename(u.key) or u.key
+            else:
+                first = names[u.first]
+                key, text = ("file", os.path.abspath(first)), os.path.basename(first) or first
+            labels[key] = text
+            for i in u.members:
+                keys[i] = key
     ids: dict[tuple[str, ...], str] = {}
     taken: dict[str, int] = {}
     labels = {k: display_name(v) for k, v in labels.items()}  # undecodable bytes: U+FFFD
@@ -201,6 +202,87 @@ def assign(names: Sequence[str], origins: Sequence[int], args: Sequence[Argument
             ids[key] = label if n == 1 else f"{label}#{n}"
     runs = [ids[k] for k in keys]
     return runs, {ids[k]: labels[k] for k in ids}
+
+
+def _job_only(name: str) -> str | None:
+    return job_id(name)[0]
+
+
+def _common_root(names: Sequence[str]) -> str:
+    """The deepest directory holding every one of ``names``."""
+    dirs = {os.path.dirname(os.path.abspath(n.split("::")[0])) for n in names}
+    try:
+        return os.path.commonpath(sorted(dirs))
+    except ValueError:   # different drives: no common root
+        return os.path.abspath(os.sep)
+
+
+def source_facts(names: Sequence[str], sources: pd.DataFrame,
+                 tables: Mapping[str, pd.DataFrame]) -> jobs.Facts:
+    """What each source's content says of its job, by index in ``names`` (the sources'
+    display names, as the tables' ``source`` column holds them): its formats, its PyTorch
+    profiler trace, and (computed when a join asks) the world sizes it states, by the rules
+    of :func:`runs_table` applied to the source alone; a world size only inferred from the
+    ranks that printed is not a statement."""
+    index = {n: i for i, n in enumerate(names)}
+    formats: dict[int, frozenset[str]] = {}
+    if len(sources) and "format" in sources:
+        for name, fmt in zip(sources["source"].astype(str), sources["format"], strict=True):
+            if isinstance(fmt, str) and name in index:
+                formats[index[name]] = frozenset(f.strip() for f in fmt.split("+"))
+    traces: dict[int, jobs.Trace] = {}
+    tt = tables.get("torch_traces")
+    if tt is not None and len(tt):
+        for r in tt.itertuples(index=False):
+            i = index.get(str(r.source))
+            if i is None:
+                continue
+            traces[i] = jobs.Trace(_int_or_none(r.rank), _int_or_none(r.world_size),
+                                   _float_or_none(r.first_us), _float_or_none(r.last_us))
+
+    def worlds() -> dict[int, frozenset[int]]:
+        return _stated_worlds(names, sources, tables)
+
+    return jobs.Facts(formats, traces, worlds)
+
+
+def _int_or_none(v: object) -> int | None:
+    try:
+        return None if pd.isna(v) else int(v)  # type: ignore[call-overload]
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _float_or_none(v: object) -> float | None:
+    try:
+        f = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return f if np.isfinite(f) else None
+
+
+#: ``world_size_from`` texts that infer a world size rather than read one stated
+_INFERRED = ("ranks ", "per-rank files", "MLPerf :::MLLOG lines of ranks")
+
+
+def _stated_worlds(names: Sequence[str], sources: pd.DataFrame,
+                   tables: Mapping[str, pd.DataFrame]) -> dict[int, frozenset[int]]:
+    """Per source index, the world size its content states (:func:`runs_table` with each
+    source a run of its own)."""
+    if not names:
+        return {}
+    own = {n: n for n in names}
+    order = list(dict.fromkeys(names))
+    per = {k: add_run(v, own, order) for k, v in tables.items() if "source" in v.columns}
+    src = add_run(sources, own, order) if "source" in sources.columns else sources
+    table = runs_table(own, {n: n for n in order}, per, src)
+    index = {n: i for i, n in enumerate(names)}
+    out: dict[int, frozenset[int]] = {}
+    for run, w, why in zip(table["run"].astype(str), table["world_size"],
+                           table["world_size_from"], strict=True):
+        if pd.notna(w) and not str(why).startswith(_INFERRED) and run in index:
+            out[index[run]] = frozenset({int(w)})
+    return out
 
 
 def add_run(df: pd.DataFrame, run_of: Mapping[str, str], order: Sequence[str]) -> pd.DataFrame:
@@ -308,18 +390,24 @@ def _unique(values: pd.Series) -> list:
 
 def runs_table(run_of: Mapping[str, str], labels: Mapping[str, str],
                tables: Mapping[str, pd.DataFrame], sources: pd.DataFrame,
-               parents: Mapping[str, str] | None = None) -> pd.DataFrame:
+               parents: Mapping[str, str] | None = None,
+               launchers_seen: Mapping[str, str] | None = None) -> pd.DataFrame:
     """One row per run: label, job id, world size and where it came from, nodes, launcher,
     number of inputs. ``parents``: runs split from another (:func:`split_parts`): they
-    count the inputs their rows came from and inherit the job id and launcher."""
+    count the inputs their rows came from and inherit the job id and launcher.
+    ``launchers_seen``: by source, the launcher its lines' prefixes show
+    (:func:`launcher_in`); where a run's sources show one, it beats the file names'."""
     order = list(labels)
     rows: dict[str, dict[str, object]] = {
         r: {"run": r, "label": labels[r], "job_id": None, "world_size": None, "nodes": None,
             "launcher": None, "sources": 0, "world_size_from": None} for r in order}
     names_of: dict[str, list[str]] = {r: [] for r in order}
-    if len(sources):
-        for name, run in zip(sources["source"].tolist(), sources["run"].tolist(), strict=True):
-            if isinstance(run, str) and run in rows:
+    if len(sources):   # files nothing recognised in a directory are not the run's inputs
+        status = (sources["status"].astype("object").tolist() if "status" in sources
+                  else [None] * len(sources))
+        for name, run, st in zip(sources["source"].tolist(), sources["run"].tolist(), status,
+                                 strict=True):
+            if isinstance(run, str) and run in rows and st != "skipped":
                 rows[run]["sources"] = int(rows[run]["sources"]) + 1  # type: ignore[call-overload]
                 names_of[run].append(name)
     for run, names in names_of.items():
@@ -328,6 +416,9 @@ def runs_table(run_of: Mapping[str, str], labels: Mapping[str, str],
         if len(ids) == 1:
             rows[run]["job_id"] = ids[0]
         launchers = sorted({la for _, la in found if la})
+        said = {la for n in names if (la := (launchers_seen or {}).get(n))}
+        if len(said) == 1:   # the lines' own prefixes beat the file's name
+            launchers = sorted(said)
         if len(launchers) == 1:
             rows[run]["launcher"] = launchers[0]
     for child, parent in (parents or {}).items():
@@ -355,6 +446,30 @@ def runs_table(run_of: Mapping[str, str], labels: Mapping[str, str],
     _from_mllog(rows, _cols(tables.get("mllog"), "key", "value", "rank"))
     return schema.conform(pd.DataFrame(list(rows.values()),
                                        columns=[c.name for c in RUNS.columns]), RUNS)
+
+
+#: launcher prefixes at the start of a line, by the launcher that writes them
+_PREFIXES = (
+    ("mpirun", re.compile(rb"^\[\d{1,9},\d{1,9}\]<std(?:out|err|diag)>:", re.M)),
+    ("horovodrun", re.compile(rb"^\[\d{1,6}\]<std(?:out|err)>:", re.M)),
+    ("torchrun", re.compile(rb"^\[default\d{1,6}\]:", re.M)),
+    ("srun", re.compile(rb"^ {0,5}\d{1,6}: ", re.M)),
+)
+#: lines a launcher's prefix must start, at least, to name it
+_PREFIX_LINES = 3
+
+
+def launcher_in(head: bytes) -> str | None:
+    """The launcher whose prefixes start most lines of ``head`` (a log's first bytes):
+    mpirun ``--tag-output`` (``[1,3]<stdout>:``), horovodrun (``[3]<stdout>:``), torchrun
+    ``--tee`` (``[default3]:``), srun ``--label`` (``3: ``); None when none starts at least
+    three lines and more than half of the prefixed ones."""
+    counts = [(len(rx.findall(head)), name) for name, rx in _PREFIXES]
+    total = sum(c for c, _ in counts)
+    best, name = max(counts)
+    if best >= _PREFIX_LINES and 2 * best > total:
+        return name
+    return None
 
 
 def _cols(df: pd.DataFrame | None, *cols: str) -> pd.DataFrame | None:
@@ -500,17 +615,18 @@ def _from_nccl(rows: dict[str, dict[str, object]], setup: pd.DataFrame | None,
 
 
 def _from_mllog(rows: dict[str, dict[str, object]], events: pd.DataFrame | None) -> None:
-    """Last, when nothing else said it: MLPerf :::MLLOG lines' launcher ranks (0..N-1 all
-    printed) and the N of ``submission_platform`` ('8xNVIDIA DGX A100': N systems)."""
-    from .analysis.mllog import nodes_of, ranks_of
+    """Last, when nothing else said it: what an MLPerf log states of its size
+    (:func:`dptrace.analysis.mllog.world_of`: the ranks that printed :::MLLOG lines, the
+    batch sizes, the launcher's lines, the platform) and the N of ``submission_platform``
+    ('8xNVIDIA DGX A100': N systems). A number beyond int64 is never read."""
+    from .analysis.mllog import world_of
 
     for run, g in _per_run(events):
-        n = ranks_of(g["rank"])
-        if n is not None:
-            _set_world(rows[run], n, f"MLPerf :::MLLOG lines of ranks 0-{n - 1}")
-        nodes = {nodes_of(v) for v in g.loc[g["key"] == "submission_platform", "value"]}
-        if len(nodes) == 1 and None not in nodes and rows[run]["nodes"] is None:
-            rows[run]["nodes"] = nodes.pop()
+        world, why, nodes = world_of(g)
+        if world is not None:
+            _set_world(rows[run], world, str(why))
+        if nodes is not None and rows[run]["nodes"] is None:
+            rows[run]["nodes"] = nodes
 
 
 def _world_size_from() -> dict[str, str]:
