@@ -10,7 +10,9 @@ times (so that "what changed most" compares seconds with seconds).
 :func:`compare` gives the ``compare`` table: ``table``, ``key``, ``metric``, ``base``,
 ``candidate``, ``change`` (candidate - base, in the metric's unit), ``change_pct`` (of the
 base; missing where the base is 0 or missing), ``unit`` and ``change_s`` (the change in
-seconds, for times). A key that one run has and the other lacks (a routine only the
+seconds, for times) and ``better`` (``higher`` or ``lower``: which way is faster, for the job
+figures: a rate is better higher, a time such as ``step_time_s`` lower; empty for the
+other numbers). A key that one run has and the other lacks (a routine only the
 candidate calls) counts as 0 in the other for additive numbers (times, calls, bytes), and as
 missing for the others (shares, rates). Rows are in :data:`MEASURES` order and, within a
 table, largest relative change first. :func:`largest_changes` keeps the ten largest
@@ -18,6 +20,11 @@ changes in time. :func:`findings` says what changed, in plain words.
 
 :func:`wide` lays one metric of a table out with one column per run (the scaling report's
 per-run tables).
+
+:func:`setup` says what changed in the setup: one row per setting (world size, nodes,
+launcher, global batch per step, NCCL version, network, plugin and provider, transports,
+GPUDirect RDMA, every ``NCCL_*`` / ``HOROVOD_*`` variable the logs state), one column per
+run, ``changed`` where two runs state different values.
 """
 
 from __future__ import annotations
@@ -31,10 +38,12 @@ import pandas as pd
 
 from ..reports.fmt import bin_label
 from .keys import plain
+from .scaling import better as _better
+from .scaling import unit as _job_unit
 
 #: the compare table's columns
 COLUMNS = ["table", "key", "metric", "base", "candidate", "change", "change_pct", "unit",
-           "change_s"]
+           "change_s", "better"]
 #: rows of "what changed most"
 TOP = 10
 
@@ -224,11 +233,13 @@ def compare(tables: Mapping[str, pd.DataFrame], base: str, candidate: str) -> pd
                 b, c = _unit_value(x, b), _unit_value(x, c)
                 change = c - b
                 pct = change / abs(b) * 100.0 if b and not math.isnan(b) else math.nan
+                job = m.metric_key == "metric"   # job figures and throughput series
                 mine.append({"table": m.table, "key": str(key),
                              "metric": mk if m.metric_key else x.column,
                              "base": b, "candidate": c, "change": change, "change_pct": pct,
-                             "unit": x.unit,
-                             "change_s": change if x.seconds is not None else math.nan})
+                             "unit": _job_unit(mk) if job else x.unit,
+                             "change_s": change if x.seconds is not None else math.nan,
+                             "better": _better(mk) if job else ""})
         mine.sort(key=lambda r: (_nan_last(r["change_pct"]), -_abs(r["change"])))
         rows.extend(mine)
     out = pd.DataFrame(rows, columns=COLUMNS)
@@ -302,4 +313,83 @@ def wide(tables: Mapping[str, pd.DataFrame], table: str, column: str,
         got = v[column].groupby(level=0, sort=False).first()
         col = out["key"].map(got).astype("float64") * _TO_UNIT.get(column, 1.0)
         out[name] = col.fillna(0.0) if metric.agg == "sum" else col
+    return out
+
+
+#: the setup's rows that are the job's layout, before NCCL's (:data:`nccl.SETTING_ROWS`)
+JOB_ROWS = ("world size", "nodes", "launcher", "global batch per step")
+
+
+def setup(runs: pd.DataFrame, nccl_settings: pd.DataFrame | None,
+          batches: Mapping[str, tuple[float | None, str]] | None, order: Sequence[str],
+          names: Sequence[str] | None = None) -> pd.DataFrame:
+    """What each run's setup is, side by side: ``setting``, one column per run (``names``,
+    default the run ids; text, None where the run's inputs do not say it) and ``changed``
+    (True when two runs state different values; a setting one run states and another does
+    not is not a change, except an ``NCCL_*`` / ``HOROVOD_*`` variable that a run with NCCL
+    lines does not state: ``not stated`` there, since NCCL prints each variable it reads).
+
+    ``runs``: the runs table (world size, nodes, launcher); ``nccl_settings``: the long
+    table of :func:`dptrace.analysis.nccl.settings`; ``batches``: the global batch per step
+    (:func:`dptrace.analysis.scaling.global_batch`). Rows: :data:`JOB_ROWS`, then NCCL's, then
+    the variables by name; a row no run states is left out."""
+    names = list(names or order)
+    info = {str(r["run"]): r for r in runs.to_dict("records")} if len(runs) else {}
+    values: dict[str, dict[str, str | None]] = {}
+
+    def put(setting: str, run: str, v: object) -> None:
+        values.setdefault(setting, {})[run] = None if _none(v) else _text_of(v)
+
+    for run in order:
+        r = info.get(run, {})
+        put("world size", run, r.get("world_size"))
+        put("nodes", run, r.get("nodes"))
+        put("launcher", run, r.get("launcher"))
+        b = (batches or {}).get(run)
+        put("global batch per step", run,
+            None if b is None else b[0] if b[0] is not None else f"varies ({b[1]})")
+    if nccl_settings is not None and len(nccl_settings):
+        for row in nccl_settings.itertuples(index=False):
+            if str(row.run) in order:
+                put(str(row.setting), str(row.run), row.value)
+    out = []
+    for setting, per in values.items():
+        cells = [per.get(r) for r in order]
+        if all(c is None for c in cells):
+            continue
+        stated = {c for c in cells if c is not None}
+        out.append({"setting": setting, **dict(zip(names, cells, strict=True)),
+                    "changed": len(stated) > 1})
+    return pd.DataFrame(out, columns=["setting", *names, "changed"])
+
+
+def _none(v: object) -> bool:
+    if v is None or v is pd.NA:
+        return True
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def _text_of(v: object) -> str:
+    """A setting as text: whole numbers without ``.0``."""
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        return f"{float(v):g}" if float(v) != int(v) else str(int(v))
+    return str(v)
+
+
+def setup_changes(table: pd.DataFrame, settings: Sequence[str]) -> list[tuple[str, str, str]]:
+    """(setting, base value, candidate value) of the ``settings`` a two-run :func:`setup`
+    table marks changed, in the table's order (values ``-`` where a run does not say)."""
+    if table.empty or len(table.columns) != 4:
+        return []
+    b, c = table.columns[1], table.columns[2]
+    out = []
+    for r in table[table["changed"].astype(bool)].to_dict("records"):
+        if r["setting"] in settings:
+            out.append((str(r["setting"]), "-" if r[b] is None else str(r[b]),
+                        "-" if r[c] is None else str(r[c])))
     return out

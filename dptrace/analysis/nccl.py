@@ -92,3 +92,84 @@ def processes(setup: pd.DataFrame) -> pd.DataFrame:
                         "version", "warnings", "source", "lineno") if c in setup.columns]
     by = [c for c in ("run", "rank", "host", "pid") if c in setup.columns]
     return setup[cols].sort_values(by, na_position="last", kind="stable").reset_index(drop=True)
+
+
+#: the rows of :func:`settings`, in order (``NCCL_*`` and ``HOROVOD_*`` variables follow,
+#: by name)
+SETTING_ROWS = ("NCCL version", "NCCL network", "net plugin", "libfabric provider",
+                "transports", "GPUDirect RDMA", "NCCL nodes (nNodes)")
+#: variables of ``nccl_env`` that are settings of the job's communication (the layout
+#: lines, SLURM_NNODES and --host, are the runs table's nodes)
+SETTING_PREFIXES = ("NCCL_", "HOROVOD_")
+#: a variable a run whose NCCL lines were read does not state
+NOT_STATED = "not stated"
+
+
+def _networks(s: pd.DataFrame) -> str | None:
+    """``Socket``; ``IB (6), Socket (2)`` when processes chose different networks."""
+    counts = s["network"].dropna().astype(str).value_counts()
+    if counts.empty:
+        return None
+    if len(counts) == 1:
+        return str(counts.index[0])
+    return ", ".join(f"{n} ({c})" for n, c in sorted(counts.items()))
+
+
+def _gdr(s: pd.DataFrame) -> str | None:
+    """``yes``, ``no`` or ``on 2 of 4 processes`` over the processes whose channels go
+    through the network; None when no channel line went through it."""
+    net = s[s["net_channels"].fillna(0).astype("int64") > 0]
+    if net.empty:
+        return None
+    on = int(net["gdrdma"].fillna(False).astype(bool).sum())
+    return "yes" if on == len(net) else "no" if on == 0 else f"on {on} of {len(net)} processes"
+
+
+def settings(setup: pd.DataFrame | None, env: pd.DataFrame | None) -> pd.DataFrame:
+    """The NCCL setup of every run, one row per run and setting: ``run``, ``setting``,
+    ``value`` (text; None where the run's lines do not say it).
+
+    Settings: the NCCL version, the network chosen between nodes (one name, or each with
+    its processes when they differ), the net plugin and libfabric provider, the channels'
+    transports, GPUDirect RDMA over the processes with network channels (``yes``, ``no``,
+    ``on k of n processes``), the nodes of the largest communicator (``nNodes``, NCCL
+    2.18+), and each ``NCCL_*`` / ``HOROVOD_*`` variable the log states (distinct values
+    joined). A variable that a run with NCCL lines does not state is :data:`NOT_STATED`
+    (NCCL prints each variable it reads from the environment); a run without NCCL lines
+    states nothing (None)."""
+    rows: list[dict[str, object]] = []
+    has = setup is not None and not setup.empty and "run" in setup.columns
+    nccl_runs: list[str] = []
+    if has:
+        assert setup is not None
+        runs_col = plain(setup["run"]).astype(str)
+        for run in dict.fromkeys(runs_col.tolist()):
+            s = setup[(runs_col == run).to_numpy()]
+            nccl_runs.append(run)
+            nodes = s["nodes"].dropna() if "nodes" in s.columns else pd.Series(dtype="Int64")
+            values = {
+                "NCCL version": _join(s["version"]), "NCCL network": _networks(s),
+                "net plugin": _join(s["plugin"]), "libfabric provider": _join(s["provider"]),
+                "transports": _join(pd.Series(
+                    [t for v in s["transports"].dropna().tolist() for t in str(v).split(",")],
+                    dtype="object")),
+                "GPUDirect RDMA": _gdr(s),
+                "NCCL nodes (nNodes)": None if nodes.empty else str(int(nodes.max())),
+            }
+            rows += [{"run": run, "setting": k, "value": v} for k, v in values.items()]
+    stated: dict[tuple[str, str], str] = {}
+    if env is not None and not env.empty and "run" in env.columns:
+        e = env[env["name"].astype(str).str.startswith(SETTING_PREFIXES)]
+        for (run, name), g in e.groupby([plain(e["run"]).astype(str),
+                                         e["name"].astype(str)], sort=False):
+            stated[(str(run), str(name))] = _join(g["value"].astype("string")
+                                                  .fillna("")) or ""
+    names = sorted({n for _, n in stated})
+    runs_seen = list(dict.fromkeys([*nccl_runs, *(r for r, _ in stated)]))
+    for run in runs_seen:
+        for name in names:
+            v = stated.get((run, name))
+            rows.append({"run": run, "setting": name,
+                         "value": v if v is not None else
+                         NOT_STATED if run in nccl_runs else None})
+    return pd.DataFrame(rows, columns=["run", "setting", "value"])

@@ -11,13 +11,21 @@ column tells them apart) and its ``runs`` table. For every run:
   the ``note`` says so.
 - **the job throughput** per metric: the training-log job figure (``throughput.job``).
 - **speedup and efficiency** against the run with the fewest workers that has the same
-  metric (``base_run``): ``speedup = T(N) / T(N0)`` and ``efficiency = speedup / (N / N0)``.
-  For weak scaling (the default: the work per worker is fixed) ``T`` is the job throughput
-  and the ideal is linear growth; for strong scaling (``--strong``: the global batch is
-  fixed) the same formula is taken on the global figure, so efficiency 1 means the
-  throughput grew with the workers in both cases, and the ``mode`` column says which
-  reading applies. Runs whose metrics differ (samples vs tokens) are never divided into
-  each other.
+  metric (``base_run``). A rate (``better`` = ``higher``: samples, images, tokens per
+  second) gives ``speedup = R(N) / R(N0)``; a time (``better`` = ``lower``: the step time
+  ``step_time_s``, Megatron's ``elapsed time per iteration``) gives ``speedup = T(N0) /
+  T(N)``: a step time that grew is a speedup below 1, never above. ``ideal = N / N0`` and
+  ``efficiency = speedup / ideal`` for a rate. A step time is not a rate: how much work a
+  step does is not in it, so its efficiency needs the global batch per step of both runs
+  (``global_batch``, Megatron's ``global batch size`` of each iteration line, see
+  :func:`global_batch`): the rate is then ``global batch / T`` and ``efficiency = (B(N) /
+  T(N)) / (B(N0) / T(N0)) / ideal``; without it the efficiency is not computed and
+  ``efficiency_note`` says why. For weak scaling (the default: the work per worker is
+  fixed) the ideal is a rate that grows with N (a step time that stays the same when the
+  global batch grows with N); for strong scaling (``--strong``: the global batch is fixed)
+  the same formulas hold, so efficiency 1 means the job's rate grew with the workers in
+  both cases, and the ``mode`` column says which reading applies. Runs whose metrics
+  differ (samples vs tokens) are never divided into each other.
 - **communication**: MPI time per rank and its share of the elapsed time (mpitrace: the
   mean over the ranks), else the Horovod timeline's collective-op wall time and share;
   ``comm_from`` says which.
@@ -37,12 +45,63 @@ import pandas as pd
 from .keys import plain
 
 #: the scaling table's columns
-COLUMNS = ["run", "label", "workers", "workers_from", "metric", "job_value", "base_run",
-           "speedup", "ideal_speedup", "efficiency", "mode", "elapsed_s", "comm_time_s",
-           "comm_share", "comm_from", "missing", "note"]
+COLUMNS = ["run", "label", "workers", "workers_from", "metric", "job_value", "unit", "better",
+           "global_batch", "base_run", "speedup", "ideal_speedup", "efficiency",
+           "efficiency_note", "mode", "elapsed_s", "comm_time_s", "comm_share", "comm_from",
+           "missing", "note"]
 #: what workers can be counted by
 BY = ("ranks", "nodes", "instances")
 _NUMBER = re.compile(r"^\s*(\d+)\s*(?:ranks?|gpus?|nodes?|workers?|instances?|n)?\s*$", re.I)
+
+
+#: the ``train_metrics`` name of the global batch per step (Megatron's ``global batch size``)
+GLOBAL_BATCH = "global_batch_size"
+
+
+def lower_is_better(metric: object) -> bool:
+    """A job figure that is a time (``step_time_s``; any ``*_s``, ``*_ms``, ``*_us`` that is
+    not a rate ``*_per_s``): less is faster."""
+    m = str(metric)
+    return not m.endswith("_per_s") and m.endswith(("_s", "_ms", "_us"))
+
+
+def better(metric: object) -> str:
+    """``lower`` for a time, ``higher`` for a rate."""
+    return "lower" if lower_is_better(metric) else "higher"
+
+
+def unit(metric: object) -> str:
+    """The unit of a job figure as shown: ``s`` (``step_time_s``), ``samples/s``."""
+    m = str(metric)
+    if lower_is_better(m):
+        return m.rsplit("_", 1)[-1]
+    return m.replace("_per_s", "/s").replace("_", " ")
+
+
+def global_batch(metrics: pd.DataFrame | None) -> dict[str, tuple[float | None, str]]:
+    """Per run, the global batch per step its training lines print (``train_metrics`` rows
+    named :data:`GLOBAL_BATCH`: Megatron's ``global batch size`` of each iteration line) and
+    a note: (B, "") when every step printed the same B; (None, why) when the steps print
+    different values (a batch-size ramp-up: a step's work is not one number). A run that
+    prints none is absent."""
+    if metrics is None or metrics.empty or "name" not in metrics.columns:
+        return {}
+    rows = metrics[(metrics["name"].astype(str) == GLOBAL_BATCH).to_numpy()]
+    if "repeat" in rows.columns:
+        rows = rows[~rows["repeat"].fillna(False).astype(bool).to_numpy()]
+    if rows.empty:
+        return {}
+    runs = plain(rows["run"]).astype(str) if "run" in rows.columns else \
+        pd.Series("run", index=rows.index)
+    out: dict[str, tuple[float | None, str]] = {}
+    for run, v in rows["value"].astype("float64").groupby(runs.to_numpy(), sort=False):
+        vals = sorted(set(v.dropna().tolist()))
+        if len(vals) == 1:
+            out[str(run)] = (vals[0], "")
+        elif vals:
+            out[str(run)] = (None, f"the global batch per step varies over the run "
+                                   f"({vals[0]:g} to {vals[-1]:g})")
+    return out
 
 
 def stated_workers(label: object) -> int | None:
@@ -144,16 +203,19 @@ def communication(tables: Mapping[str, pd.DataFrame], run: str,
 
 
 def scaling(tables: Mapping[str, pd.DataFrame], runs: pd.DataFrame, *, by: str = "ranks",
-            strong: bool = False) -> pd.DataFrame:
-    """The ``scaling`` table: one row per run and metric, runs by workers (see above)."""
+            strong: bool = False, metrics: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The ``scaling`` table: one row per run and metric, runs by workers (see above).
+    ``metrics``: the ``train_metrics`` table, for the global batch per step
+    (:func:`global_batch`) that an efficiency from a step time needs."""
     w = workers(tables, runs, by)
     mode = "strong" if strong else "weak"
+    batches = global_batch(metrics)
     rows: list[dict[str, object]] = []
     vals = {r: _job_values(tables, r) for r in w["run"]}
     order = sorted(range(len(w)), key=lambda i: (w["workers"].iloc[i] is None
                                                  or _missing(w["workers"].iloc[i]),
                                                  w["workers"].iloc[i] or 0, i))
-    metrics = list(dict.fromkeys(m for r in w["run"] for m in vals[r]))
+    metrics_seen = list(dict.fromkeys(m for r in w["run"] for m in vals[r]))
     base: dict[str, tuple[str, int, float]] = {}
     for i in order:
         run, n = str(w["run"].iloc[i]), w["workers"].iloc[i]
@@ -164,44 +226,73 @@ def scaling(tables: Mapping[str, pd.DataFrame], runs: pd.DataFrame, *, by: str =
         r = w.iloc[i]
         run, n = str(r["run"]), (None if _missing(r["workers"]) else int(r["workers"]))
         elapsed, comm_s, share, comm_from = communication(tables, run)
+        gb = batches.get(run, (None, ""))[0]
         common = {"run": run, "label": r["label"], "workers": n,
-                  "workers_from": r["workers_from"], "mode": mode, "elapsed_s": elapsed,
-                  "comm_time_s": comm_s, "comm_share": share, "comm_from": comm_from,
-                  "note": r["note"]}
+                  "workers_from": r["workers_from"], "global_batch": gb, "mode": mode,
+                  "elapsed_s": elapsed, "comm_time_s": comm_s, "comm_share": share,
+                  "comm_from": comm_from, "note": r["note"]}
         lacks = []
         if n is None:
             lacks.append(f"the number of {by}: the data does not say it; state it in the "
                          f"run's label ({_hint(by)})")
         if not vals[run]:
             lacks.append("a throughput figure")
-            rows.append({**common, "metric": None, "job_value": math.nan, "base_run": None,
-                         "speedup": math.nan, "ideal_speedup": math.nan,
-                         "efficiency": math.nan, "missing": "; ".join(lacks)})
+            rows.append({**common, "metric": None, "job_value": math.nan, "unit": None,
+                         "better": None, "base_run": None, "speedup": math.nan,
+                         "ideal_speedup": math.nan, "efficiency": math.nan,
+                         "efficiency_note": "", "missing": "; ".join(lacks)})
             continue
-        for m in metrics:
+        for m in metrics_seen:
             if m not in vals[run]:
                 continue
             v = vals[run][m]
             b = base.get(m)
             mine = list(lacks)
+            why = ""
             if b is None or n is None:
                 speed = ideal = eff = math.nan
                 if b is None and n is not None:
                     mine.append(f"a run with a known size and {m}")
             else:
-                speed = v / b[2]
                 ideal = n / b[1]
-                eff = speed / ideal
-            rows.append({**common, "metric": m, "job_value": v,
-                         "base_run": b[0] if b else None, "speedup": speed,
-                         "ideal_speedup": ideal, "efficiency": eff,
-                         "missing": "; ".join(mine)})
+                if lower_is_better(m):
+                    speed = b[2] / v if v > 0 else math.nan
+                    eff, why = _time_efficiency(speed, ideal, run, b[0], batches)
+                else:
+                    speed = v / b[2]
+                    eff = speed / ideal
+            rows.append({**common, "metric": m, "job_value": v, "unit": unit(m),
+                         "better": better(m), "base_run": b[0] if b else None,
+                         "speedup": speed, "ideal_speedup": ideal, "efficiency": eff,
+                         "efficiency_note": why, "missing": "; ".join(mine)})
     out = pd.DataFrame(rows, columns=COLUMNS)
     out["workers"] = out["workers"].astype("Int64")
-    for c in ("job_value", "speedup", "ideal_speedup", "efficiency", "elapsed_s",
-              "comm_time_s", "comm_share"):
+    for c in ("job_value", "global_batch", "speedup", "ideal_speedup", "efficiency",
+              "elapsed_s", "comm_time_s", "comm_share"):
         out[c] = out[c].astype("float64")
     return out
+
+
+def _time_efficiency(speed: float, ideal: float, run: str, base: str,
+                     batches: Mapping[str, tuple[float | None, str]]) -> tuple[float, str]:
+    """The efficiency of a step time: the rate B/T of ``run`` over the base run's, over the
+    ideal; NaN and why when a global batch per step is not known."""
+    if run == base:
+        b = batches.get(run, (None, ""))
+        return (1.0, "") if b[0] else (math.nan, _no_batch(run, b[1]))
+    gb, gb0 = batches.get(run, (None, "")), batches.get(base, (None, ""))
+    for r, got in ((base, gb0), (run, gb)):
+        if not got[0]:
+            return math.nan, _no_batch(r, got[1])
+    assert gb[0] and gb0[0]
+    return speed * (gb[0] / gb0[0]) / ideal, ""
+
+
+def _no_batch(run: str, why: str) -> str:
+    return ("not computed: a step time is not a rate, and "
+            + (f"{why} in run {run}" if why else
+               f"run {run} does not print its global batch per step")
+            + " (the work a step does)")
 
 
 def _hint(by: str) -> str:

@@ -1,9 +1,11 @@
 """Plotly figures of the compare and scaling reports (:mod:`.sections.runs`).
 
 Compare: paired bars of the largest changes in time, the message-size histograms of both
-runs overlaid, per-rank communication of both runs. Scaling: job throughput against workers
-with the ideal line, efficiency against workers, communication share against workers, and
-the MPI time per routine of each run stacked.
+runs overlaid, per-rank communication of both runs. Scaling: job throughput (rates) against
+workers with the ideal line, the step time against workers (better lower; its ideal only
+where the efficiency is known, the global batch per step printed), efficiency against
+workers, communication share against workers, and the MPI time per routine of each run
+stacked.
 """
 
 from __future__ import annotations
@@ -64,13 +66,48 @@ def scaling_figures(tables: dict[str, pd.DataFrame], *, by: str = "ranks",
     sc = tables.get("scaling")
     jobs = []
     if _has(sc) and sc is not None and sc["job_value"].notna().any():
-        jobs += [("throughput", lambda: _throughput(sc, by)),
-                 ("efficiency", lambda: _efficiency(sc, by))]
+        times = _times(sc)
+        if (~times & sc["job_value"].notna()).any():
+            jobs.append(("throughput", lambda: _throughput(sc[~times], by)))
+        if (times & sc["job_value"].notna()).any():
+            jobs.append(("step_time", lambda: _step_time(sc[times], by)))
+        if sc["efficiency"].notna().any():
+            jobs.append(("efficiency", lambda: _efficiency(sc, by)))
     if _has(sc) and sc is not None and sc["comm_share"].notna().any():
         jobs.append(("comm_share", lambda: _comm_share(sc, by)))
     if _has(tables.get("routines")):
         jobs.append(("routines", lambda: _stacked_routines(tables["routines"])))
     return build_all(jobs)
+
+
+def _times(sc: pd.DataFrame) -> pd.Series:
+    """Rows whose job figure is a time (the step time: better lower)."""
+    if "better" in sc.columns:
+        return (sc["better"].astype(object) == "lower").fillna(False).astype(bool)
+    return pd.Series(False, index=sc.index)
+
+
+def _step_time(sc: pd.DataFrame, by: str) -> go.Figure:
+    """The step time against workers; the ideal step time (the step time x efficiency:
+    the base's step time scaled by the global batch and the workers) where it is known."""
+    fig = go.Figure()
+    pts = _points(sc[sc["job_value"].notna()])
+    for i, (metric, g) in enumerate(pts.groupby("metric", sort=False)):
+        color = COLORS[i % len(COLORS)]
+        x = g["workers"].astype("float64")
+        fig.add_trace(go.Scatter(x=x, y=g["job_value"], mode="lines+markers",
+                                 name=esc(metric), marker_color=color,
+                                 text=[esc(v) for v in g["label"]],
+                                 hovertemplate="%{text}: %{y:,.4g} s at %{x} " + esc(by)
+                                 + "<extra></extra>"))
+        known = g[g["efficiency"].notna()]
+        if len(known) > 1:
+            fig.add_trace(go.Scatter(x=known["workers"].astype("float64"),
+                                     y=known["job_value"] * known["efficiency"],
+                                     mode="lines", name=f"ideal ({esc(metric)})",
+                                     line={"dash": "dot", "color": color}))
+    return layout(fig, "Step time against workers (lower is faster)", esc(by),
+                  "step time (s)")
 
 
 def _points(sc: pd.DataFrame) -> pd.DataFrame:

@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from ...analysis import compare as cmp
+from ...analysis import nccl as nccl_analysis
 from ...analysis import scaling as scl
 from ...dataset import Dataset
 from ...errors import DptraceError
@@ -63,6 +64,41 @@ def _inner(opts: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
     return report.tables
 
 
+def _table(ds: Dataset, name: str) -> pd.DataFrame | None:
+    return ds[name] if name in ds.tables else None
+
+
+def setup_table(ds: Dataset, runs: Sequence[str]) -> pd.DataFrame:
+    """The setup of ``runs`` side by side (:func:`dptrace.analysis.compare.setup`)."""
+    settings = nccl_analysis.settings(_table(ds, "nccl_setup"), _table(ds, "nccl_env"))
+    return cmp.setup(ds.runs, settings, scl.global_batch(_table(ds, "train_metrics")),
+                     list(runs), names(ds, runs))
+
+
+def _view_runs(ds: Dataset, opts: Mapping[str, Any]) -> list[str]:
+    """The runs of the view in its order: base and candidate, or fewest workers first."""
+    if opts.get("view") == "compare":
+        return list(pair(ds, opts))
+    return [r for r in scl.run_order(scaling_table(ds, opts), ds.run_ids)
+            if r in set(ds.run_ids)]
+
+
+def build_setup(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
+    table = setup_table(ds, _view_runs(ds, opts))
+    if table.empty:
+        return None
+    return Section(
+        SETUP.name, SETUP.title,
+        "What each run's setup is, one row per setting, one column per run: the layout (the "
+        "runs table), the global batch per step (Megatron's iteration lines), what NCCL chose "
+        "(its NCCL_DEBUG=INFO lines: version, the network between nodes, plugin and "
+        "libfabric provider, the channels' transports, GPUDirect RDMA over the processes "
+        "with network channels) and each NCCL_* / HOROVOD_* variable the logs state. "
+        "'changed': two runs state different values ('not stated': a run whose NCCL lines "
+        "do not print that variable; '-': the run's inputs do not say).",
+        {"setup": table})
+
+
 def build_compare(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
     base, cand = pair(ds, opts)
     nb, nc = names(ds, [base, cand])
@@ -89,7 +125,8 @@ def scaling_table(ds: Dataset, opts: Mapping[str, Any]) -> pd.DataFrame:
     """The scaling table of ``ds``; a run the command line named (``opts["expected"]``)
     that gave no data is a row that says so."""
     table = scl.scaling(_inner(opts), ds.runs, by=str(opts.get("by") or "ranks"),
-                        strong=bool(opts.get("strong")))
+                        strong=bool(opts.get("strong")),
+                        metrics=_table(ds, "train_metrics"))
     ids = set(ds.run_ids)
     lost = [label for label in opts.get("expected") or () if label not in ids]
     if lost:
@@ -123,8 +160,12 @@ def build_scaling(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
     return Section(
         SCALING.name, SCALING.title,
         f"One row per run and metric, fewest {by} first. {mode.capitalize()} scaling: "
-        "speedup = T(N)/T(N0) of the job throughput against the run with the fewest workers "
-        "that has the metric, ideal = N/N0, efficiency = speedup/ideal"
+        "against the run with the fewest workers that has the metric, speedup = R(N)/R(N0) "
+        "of a rate (better higher) and T(N0)/T(N) of a time (the step time: better lower), "
+        "ideal = N/N0, efficiency = speedup/ideal for a rate; a step time is not a rate, so "
+        "its efficiency is the rate global batch/T against the base's, over the ideal, and "
+        "only where both runs print their global batch per step (else efficiency_note says "
+        "why)"
         + (" (strong: the global batch is fixed, so the throughput is the global figure "
            "and 1 means time to solution fell with the workers)" if mode == "strong" else
            " (weak: the work per worker is fixed, so the ideal throughput grows with N)")
@@ -133,6 +174,26 @@ def build_scaling(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
         "that grows with N shows as a row that grows to the right.",
         {"scaling": table, **{k: v for k, v in per_run.items() if len(v)}},
         figure_args={"by": by})
+
+
+def draw_setup(section: Section, opts: Mapping[str, Any] | None = None) -> Any:
+    """The terminal drawer of the setup: settings and runs whole, changed rows marked
+    (rich is imported here, when the terminal face draws, never when a report is built)."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from ..fit import KEY, TEXT, Col, FitTable
+    from ..fmt import fmt
+
+    df = section.tables["setup"]
+    runs = [str(c) for c in df.columns if c not in ("setting", "changed")]
+    table = FitTable([Col("setting", KEY), Col("changed", KEY),
+                      *(Col(r, TEXT) for r in runs)], (), boxed=True)
+    for r in df.to_dict("records"):
+        table.add_row(fmt(r["setting"]), "changed" if r["changed"] else "",
+                      *("-" if r[c] is None else fmt(r[c]) for c in runs))
+    return Group(Text(section.title, style="bold"), table,
+                 Text(section.caption, style="dim"))
 
 
 def _stacked(tables: Mapping[str, pd.DataFrame], table: str,
@@ -155,7 +216,11 @@ def findings(ds: Dataset, opts: Mapping[str, Any]) -> pd.DataFrame:
         base, cand = pair(ds, opts)
         nb, nc = names(ds, [base, cand])
         table = cmp.compare(tables, base, cand)
-        out = rules.compare_findings(table, cmp.largest_changes(table), nb, nc, thresholds)
+        batches = scl.global_batch(_table(ds, "train_metrics"))
+        out = rules.compare_findings(
+            table, cmp.largest_changes(table), nb, nc, thresholds,
+            setup=setup_table(ds, [base, cand]),
+            batches=(batches.get(base, (None, ""))[0], batches.get(cand, (None, ""))[0]))
         run = cand
     else:
         by = str(opts.get("by") or "ranks")
@@ -175,6 +240,9 @@ COMPARE = register_section(SectionSpec(
     "compare", "Compare", order=20, build=build_compare, views=("compare",),
     figures="dptrace.reports.runs_figures:compare_figures",
     terminal="dptrace.reports.terminal.runs:draw_compare"))
+SETUP = register_section(SectionSpec(
+    "setup", "Setup", order=15, build=build_setup, views=("compare", "scaling"),
+    terminal=lambda section, opts=None: draw_setup(section, opts)))
 SCALING = register_section(SectionSpec(
     "scaling", "Scaling", order=20, build=build_scaling, views=("scaling",),
     figures="dptrace.reports.runs_figures:scaling_figures",
