@@ -4,17 +4,25 @@ Horovod timelines are such arrays, and so are PyTorch profiler traces (their eve
 ``traceEvents``). The framing varies (see :mod:`dptrace.formats.horovod.read`): one event
 per line or thousands per line, a closing ``]`` or none, a trailing ``,``, a record torn
 by a killed job. So a file is never handed to a JSON parser whole. It is read in blocks of
-:data:`BLOCK` bytes; each block is cut after its last complete event (the last ``},``: the
-writers put no ``},`` inside a record), wrapped in ``[`` ``]`` and handed to the format's
-decoder (:class:`BlockScanner`'s hooks; Horovod's decodes with msgspec into structs that
-name only the fields it uses). The garbage collector is paused meanwhile
-(:func:`paused_gc`).
+:data:`BLOCK` bytes; each block is cut after its last complete event, wrapped in ``[`` ``]``
+and handed to the format's decoder (:class:`BlockScanner`'s hooks; Horovod's decodes with
+msgspec into structs that name only the fields it uses). The garbage collector is paused
+meanwhile (:func:`paused_gc`).
+
+Where a block is cut (issue 29): at its last ``},``, and a cut is kept only when the block
+decodes up to it, which proves it a record boundary (the block starts at one). A ``},`` can
+also stand inside a record: in a string (Kineto's kernel names: ``{lambda(float)#1}, at::``)
+or closing a nested object. When the decoder says the block ends early (truncated, or at the
+cut), the cut is moved to the last record that ends in the block by the JSON's structure
+(:func:`last_record_end`: strings skipped, braces counted from the block's start). So a
+record straddling two blocks, wherever it is cut, is read whole from the next block.
 
 A block that does not decode is retried after replacing invalid UTF-8 and then record
 by record, so one bad record costs only itself; the problems name the byte offset and
-line. Plain files of :data:`PARALLEL_BYTES` or more are split into byte ranges at event
-boundaries and decoded by the loader's executor when it has several workers
-(:func:`decode_file`, :mod:`dptrace.executor`).
+line; a last record that does not decode is kept for the next block (it may be cut by the
+block's end) and judged there. Plain files of :data:`PARALLEL_BYTES` or more are split
+into byte ranges at event boundaries (checked as above) and decoded by the loader's
+executor when it has several workers (:func:`decode_file`, :mod:`dptrace.executor`).
 
 This module knows the container only: what an event holds, and which events a format
 keeps, is the format's (a subclass of :class:`BlockScanner` and its output, a
@@ -38,8 +46,11 @@ import msgspec
 from ..errors import Problem
 from ..executor import Executor, resolve
 
-#: bytes read per block (the decoded structs of one block live at a time)
+#: bytes read per block (the decoded structs of one block live at a time); read when a
+#: scanner starts, so tests may shrink it
 BLOCK = 16 << 20
+#: bytes asked of the input per read
+READ = 1 << 20
 #: plain files at least this large are decoded in byte ranges when the executor has
 #: several workers
 PARALLEL_BYTES = 96 << 20
@@ -50,6 +61,62 @@ MAX_PROBLEMS = 20
 _RECORD_END = re.compile(rb"\}\s*,?\s*(?=\{)")
 #: what a failed decoding raises
 DECODE_ERRORS = (msgspec.DecodeError, UnicodeDecodeError)
+#: one JSON structural character outside strings, with the bytes before it (strings
+#: skipped whole; possessive, so a string left open by the block's end fails at once)
+_STRUCTURE = re.compile(rb'(?:[^"{}\[\]]++|"(?:[^"\\]++|\\[\s\S])*+")*+[{}\[\]]')
+_COMMA = re.compile(rb"\s*,")
+#: where msgspec says a syntax error is
+_ERROR_BYTE = re.compile(r"\(byte (\d+)\)")
+_SYNTAX_CHECK = msgspec.json.Decoder()
+
+
+def last_record_end(data: bytes | bytearray, start: int, end: int) -> int | None:
+    """The index of the ``,`` after the last record that ends in ``data[start:end]``, by the
+    JSON's structure: ``data[start]`` is at a record boundary inside the array (outside any
+    string, at the array's depth); strings are skipped whole and braces and brackets
+    counted, so a ``},`` in a string or closing a nested object is no boundary. None when
+    no record ends there. Stops at a string still open at ``end`` (the last, cut record)
+    and at the array's ``]``."""
+    depth = 0
+    pos = start
+    found = None
+    match = _STRUCTURE.match
+    while True:
+        m = match(data, pos, end)
+        if m is None:
+            return found
+        pos = m.end()
+        c = data[pos - 1]
+        if c == 0x7B or c == 0x5B:          # { [
+            depth += 1
+        elif depth > 1:
+            depth -= 1
+        elif depth == 1 and c == 0x7D:      # a record's closing }
+            depth = 0
+            comma = _COMMA.match(data, pos, end)
+            if comma is not None:
+                found = comma.end() - 1
+        else:                               # the array's ] (or a stray one)
+            return found
+
+
+def _may_be_cut(exc: Exception, cut: int) -> bool:
+    """Whether a block's failure may come from where it was cut (its ``]`` at ``cut``):
+    a syntax error that says the input ended early or names the cut's byte (one before it
+    is a malformed record; a value of the wrong type, bad UTF-8 are the records')."""
+    if type(exc) is not msgspec.DecodeError:
+        return False
+    m = _ERROR_BYTE.search(str(exc))
+    return m is None or int(m.group(1)) >= cut
+
+
+def _complete(record: bytes) -> bool:
+    """Whether one record is whole JSON (of whatever types)."""
+    try:
+        _SYNTAX_CHECK.decode(record)
+    except DECODE_ERRORS:
+        return False
+    return True
 
 
 @dataclass
@@ -101,6 +168,7 @@ class BlockScanner:
 
     def __init__(self, fh: IO[bytes], source: str, rng: Range, out: Sink) -> None:
         self.fh, self.source, self.rng, self.out = fh, source, rng, out
+        self.block = BLOCK
         self.pos = rng.start          # absolute offset of buf[1]
         self.left = None if rng.end is None else rng.end - rng.start
 
@@ -143,7 +211,7 @@ class BlockScanner:
             i = buf.rfind(b"},")
             if i > 0:
                 buf = self._decode_prefix(buf, i + 1)
-            elif len(buf) > 2 * BLOCK:  # no separator at all: record by record
+            elif len(buf) > 2 * self.block:  # no separator at all: record by record
                 buf = self._records_prefix(buf)
         self._tail(bytes(buf[1:]))
 
@@ -151,8 +219,9 @@ class BlockScanner:
         read = getattr(self.fh, "read1", self.fh.read) if self.left is None else self.fh.read
         parts: list[bytes] = []
         size = 0
+        block = self.block
         while self.left is None or self.left > 0:
-            want = (1 << 20) if self.left is None else min(BLOCK, self.left)
+            want = min(READ, block) if self.left is None else min(block, self.left)
             piece = self._read(read, want)
             if not piece:
                 break
@@ -160,7 +229,7 @@ class BlockScanner:
                 self.left -= len(piece)
             parts.append(piece)
             size += len(piece)
-            if size >= BLOCK or self.left is not None:
+            if size >= block or self.left is not None:
                 yield b"".join(parts)
                 parts, size = [], 0
         if parts:
@@ -199,18 +268,46 @@ class BlockScanner:
         self.out.newlines += part.count(b"\n", start, end)
 
     def _decode_prefix(self, buf: bytearray, cut: int) -> bytearray:
-        """Decode ``buf[1:cut]`` (complete events; ``buf[cut]`` is their ','), keep the rest."""
+        """Decode the events before ``buf[cut]`` (a ',' after a '}'), keep the rest.
+
+        The cut holds when the block decodes up to it; when the decoder says the block ended
+        early, the cut is moved to the last record boundary by the JSON's structure (see
+        the module's docstring). A block that still does not decode is read record by
+        record, its last record (maybe cut) kept for the next block."""
+        error = self._try_block(buf, cut)
+        if error is None:
+            return self._keep_after(buf, cut)
+        if _may_be_cut(error, cut):
+            true = last_record_end(buf, 1, cut)
+            if true is None and len(buf) <= 2 * self.block:
+                return buf                    # one record so far: wait for its end
+            if true is not None and true != cut:
+                if self._try_block(buf, true) is None:
+                    return self._keep_after(buf, true)
+                cut = true
+        left = self._decode_slow(bytes(buf[1:cut]), carry=True)
+        if left == cut - 1:
+            return buf
+        self._consume(buf, 1, cut - left)
+        return bytearray(b"[") + buf[cut - left:]
+
+    def _try_block(self, buf: bytearray, cut: int) -> Exception | None:
+        """Decode ``buf[1:cut]`` as one block (``buf[cut]`` made ']' meanwhile); None when
+        it decoded (and its events were kept), else what it raised (nothing kept)."""
         buf[cut] = 0x5D  # ']'
         view = memoryview(buf)[:cut + 1]
         try:
             self.decode_block(view)
-        except DECODE_ERRORS:
-            view.release()
-            self._decode_slow(bytes(buf[1:cut]))
-        else:
-            self.decoded_block(buf, cut)
+        except DECODE_ERRORS as exc:
+            return exc
         finally:
             view.release()
+            buf[cut] = 0x2C  # ','
+        self.decoded_block(buf, cut)
+        return None
+
+    def _keep_after(self, buf: bytearray, cut: int) -> bytearray:
+        """``buf[1:cut + 1]`` read: the buffer of what follows."""
         self._consume(buf, 1, cut + 1)
         return bytearray(b"[") + buf[cut + 1:]
 
@@ -234,13 +331,32 @@ class BlockScanner:
         except DECODE_ERRORS:
             self._decode_slow(piece)
 
-    def _decode_slow(self, piece: bytes) -> None:
-        """After a failed block: replace invalid UTF-8 and retry, then go record by record."""
+    def _decode_slow(self, piece: bytes, carry: bool = False) -> int:
+        """After a failed block: replace invalid UTF-8 and retry, then go record by record.
+        With ``carry``, a last record that is not whole JSON (and shorter than a block) is
+        left unread: it may be cut by the block's end. Returns the bytes left at the end."""
+        left = 0
+        if carry:
+            start = self._last_start(piece)
+            if len(piece) - start < self.block and not _complete(piece[start:].rstrip()):
+                left = len(piece) - start
+                piece = piece[:start]
+        if not piece.strip():
+            return left
         piece = self._fix_utf8(piece)
         try:
             self.decode_list(b"[" + piece + b"]")
         except DECODE_ERRORS:
             self._decode_records(piece, final=False)
+        return left
+
+    @staticmethod
+    def _last_start(piece: bytes) -> int:
+        """Where the last record of ``piece`` starts, as :meth:`_decode_records` splits it."""
+        start = 0
+        for m in _RECORD_END.finditer(piece):
+            start = m.end()
+        return start
 
     def _fix_utf8(self, piece: bytes) -> bytes:
         try:
@@ -350,15 +466,39 @@ def split_ranges(path: str, size: int, parts: int,
         for k in range(1, parts):
             fh.seek(max(size * k // parts, cuts[-1]))
             window = fh.read(1 << 20)
-            i = window.find(b"},")
-            if i < 0:
+            i = _range_start(window)
+            if i is None:
                 continue
-            cut = fh.tell() - len(window) + i + 2
+            cut = fh.tell() - len(window) + i
             if cut < size:
                 cuts.append(cut)
     cuts.append(size)
     n = len(cuts) - 1
     return [Range(cuts[k], cuts[k + 1], k == 0, k == n - 1, seed) for k in range(n)]
+
+
+#: a candidate start of a range: just after a '},' before a '{'
+_RANGE_START = re.compile(rb"\},(?=\s*\{)")
+
+
+def _range_start(window: bytes, tries: int = 64) -> int | None:
+    """Where a range may start in ``window`` (bytes from the middle of a file): after the
+    first ``},`` from which the window reads as whole records (by :func:`last_record_end`,
+    then checked by decoding them). A ``},`` in a string or a nested object gives
+    no such reading."""
+    for k, m in enumerate(_RANGE_START.finditer(window)):
+        if k >= tries:
+            break
+        start = m.end()
+        end = last_record_end(b"[" + window[start:], 1, len(window) - start + 1)
+        if end is None:
+            continue
+        try:
+            _SYNTAX_CHECK.decode(b"[" + window[start:start + end - 1] + b"]")
+        except DECODE_ERRORS:
+            continue
+        return start
+    return None
 
 
 def _decode_range(stream: StreamFn[T], args: tuple[str, str, Range]) -> T:
