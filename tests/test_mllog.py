@@ -42,7 +42,13 @@ def test_bert_one_node_records_and_summary():
     ds = dptrace.load(BERT1)
     assert ds.sources["format"].item() == "trainlog+mllog"
     ev = ds["mllog"]
-    assert len(ev) == len(_records(BERT1)) == 58
+    launch = ev["key"].astype(str).str.startswith("launcher_")
+    assert (~launch).sum() == len(_records(BERT1)) == 58
+    # the launcher's lines: '+ srun --ntasks=1 ...' (lines 4, 9), '+ srun -l --mpi=none
+    # --ntasks=8 --ntasks-per-node=8 ...' (line 14)
+    assert ev.loc[launch, ["lineno", "value"]].values.tolist() == [
+        [4, "srun --ntasks=1"], [9, "srun --ntasks=1"], [14, "srun --ntasks=8"],
+        [14, "srun --ntasks-per-node=8"]]
     # '0: :::MLLOG {... "time_ms": 1621399900691, ... "key": "global_batch_size", "value": 448'
     gbs = ev[ev["key"] == "global_batch_size"].iloc[0]
     assert (gbs["instance"], gbs["rank"], gbs["time_ms"], gbs["value_num"]) == \
@@ -74,7 +80,8 @@ def test_dell_resnet_three_scales_by_hand():
     for n, path in DELL.items():
         ds = dptrace.load(path)
         recs = _records(path)
-        assert len(ds["mllog"]) == len(recs)
+        ev = ds["mllog"]
+        assert (~ev["key"].astype(str).str.startswith("launcher_")).sum() == len(recs)
         s = ml.summary(ds["mllog"]).iloc[0]
         assert s["nodes"] == n and ds.runs["nodes"].item() == n
         assert s["time_to_train_s"] == pytest.approx(

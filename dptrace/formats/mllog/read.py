@@ -10,6 +10,13 @@ another writer, cut by the end of the file) or is not an object with a ``key`` i
 with a problem naming its line; a ``time_ms`` that is not a number becomes missing, with a
 problem. Text of another writer before the marker (``... = 0.379:::MLLOG {``) is not a
 launcher prefix: the record is read, its instance is null.
+
+The job's launcher statements in the same log are read too (:func:`launcher_rows`), one row
+each with a ``launcher_*`` key, no event type and no time: the command lines that start
+the job's processes (``+ srun --ntasks=64 --ntasks-per-node=8 ...`` as ``set -x`` prints
+it, ``mpirun ... -np 16 ...``) and the variables NVIDIA's MLPerf scripts and Slurm set
+(``DGXNNODES=8``, ``DGXNGPU=8``, ``SLURM_NNODES=2``, ``WORLD_SIZE=16``). They say the job's
+size where the records do not (:func:`dptrace.analysis.mllog.world_of`).
 """
 
 from __future__ import annotations
@@ -112,6 +119,7 @@ def parse(source: Source) -> ParseResult:
             at = nxt
         pos = buf.find(MARK, end)
     note_skipped(bad, name, problems, ":::MLLOG records")
+    rows.extend(launcher_rows(buf, name))
     df = (pd.DataFrame(rows, columns=[c for c in MLLOG.names if c != "run"]) if rows
           else MLLOG.empty().drop(columns="run"))
     variant = None if not rows else "launcher prefixes" if prefixed else "plain"
@@ -152,3 +160,118 @@ def _row(record: dict[str, Any], name: str, inst: str | None, rank: int | None, 
         "epoch_count": _whole(meta.get("epoch_count")), "step": _whole(meta.get("step")),
         "status": status if isinstance(status, str) else None, "lineno": lineno,
     }
+
+
+# ---- the launcher's statements ------------------------------------------------------------
+
+#: a command line that starts processes: ``srun``/``mpirun``/``mpiexec`` first on its line
+#: (after ``set -x``'s ``+ `` and a path); the launcher word again later on the line (``srun
+#: ... mpirun ...``) starts another launch
+_LAUNCH_LINE = re.compile(rb"(?m)^[ \t]*(?:\++[ \t]+)?(?:[\w./-]*/)?(?:srun|mpirun|mpiexec)"
+                          rb"[ \t][^\n]*")
+_LAUNCHER = re.compile(r"(?:(?<=\s)|^)(?:[\w./-]*/)?(srun|mpirun|mpiexec)(?=\s|$)")
+#: variables that state a size: NVIDIA's MLPerf configs (DGXNNODES, DGXNGPU), Slurm's,
+#: torchrun's and MPI's; not ``${VAR}`` uses, not lower-case names of a program's options
+_SIZE_VARS = {"DGXNNODES": "launcher_nodes", "SLURM_NNODES": "launcher_nodes",
+              "SLURM_JOB_NUM_NODES": "launcher_nodes", "DGXNGPU": "launcher_ranks_per_node",
+              "SLURM_NTASKS_PER_NODE": "launcher_ranks_per_node",
+              "SLURM_NTASKS": "launcher_ranks", "WORLD_SIZE": "launcher_ranks"}
+_SIZE_VAR = re.compile(rb"(?<![\w$.{-])(" + b"|".join(v.encode() for v in _SIZE_VARS)
+                       + rb")=(\d+)(?![\w.])")
+#: options of each launcher that state a size, by what they state (srun's -N is nodes,
+#: Open MPI's -N is processes per node)
+_OPTIONS = {
+    "srun": {"-n": "launcher_ranks", "--ntasks": "launcher_ranks", "-N": "launcher_nodes",
+             "--nodes": "launcher_nodes", "--ntasks-per-node": "launcher_ranks_per_node"},
+    "mpirun": {"-np": "launcher_ranks", "-n": "launcher_ranks", "--np": "launcher_ranks",
+               "-c": "launcher_ranks", "-N": "launcher_ranks_per_node",
+               "-npernode": "launcher_ranks_per_node", "--npernode": "launcher_ranks_per_node",
+               "-ppn": "launcher_ranks_per_node"},
+}
+_OPTIONS["mpiexec"] = _OPTIONS["mpirun"]
+#: launcher statements read from one file at most (a log that prints its command per step)
+MAX_LAUNCH_ROWS = 1000
+
+
+def launch_options(segment: str) -> list[tuple[str, str, int]]:
+    """(key, text as printed, number) of each size option of one launch (``srun --ntasks=64
+    --ntasks-per-node=8 ./run.sh``): the launcher's own options, up to its program (the
+    first word that is neither an option nor an option's value), so a program's ``-n 5`` is
+    never read. A number of more than 18 digits is not read."""
+    words = segment.split()
+    if not words:
+        return []
+    launcher = _LAUNCHER.match(words[0])
+    if launcher is None:
+        return []
+    known = _OPTIONS[launcher.group(1)]
+    out: list[tuple[str, str, int]] = []
+    prev_takes_value = False
+    i = 1
+    while i < len(words):
+        w = words[i]
+        if not w.startswith("-"):
+            if not prev_takes_value:
+                break                      # the program
+            prev_takes_value = False
+            i += 1
+            continue
+        opt, eq, val = w.partition("=")
+        printed = w
+        if not eq and opt not in known and len(opt) > 2 and not opt.startswith("--") \
+                and opt[:2] in known and opt[2:].isdigit():
+            opt, val, eq = opt[:2], opt[2:], "joined"     # srun -n64
+        key = known.get(opt)
+        if key is not None and not eq and i + 1 < len(words):
+            val = words[i + 1]
+            printed = f"{w} {val}"
+            i += 1
+        if key is not None and val.isdigit() and len(val) <= 18:
+            out.append((key, f"{launcher.group(1)} {printed}", int(val)))
+        prev_takes_value = not eq and key is None
+        i += 1
+    return out
+
+
+def launcher_rows(buf: bytes, name: str) -> list[dict[str, Any]]:
+    """The launcher statements of a log (see the module's docstring), as ``mllog`` rows."""
+    rows: list[dict[str, Any]] = []
+
+    def add(lineno: int, key: str, text: str, n: int) -> None:
+        rows.append({"source": name, "instance": None, "rank": None, "time_ms": None,
+                     "event_type": None, "key": key, "value": text, "value_num": float(n),
+                     "epoch_num": None, "first_epoch_num": None, "epoch_count": None,
+                     "step": None, "status": None, "lineno": lineno})
+
+    found: list[tuple[int, int, str, str, int]] = []   # (offset, order, key, text, n)
+    for m in _LAUNCH_LINE.finditer(buf):
+        line = m.group().decode("utf-8", "replace")
+        if ":::MLLOG" in line:
+            continue
+        starts = [s.start() for s in _LAUNCHER.finditer(line)]
+        seen: set[str] = set()
+        for k, at in enumerate(starts):
+            seg = line[at:starts[k + 1] if k + 1 < len(starts) else len(line)]
+            for key, text, n in launch_options(seg.strip()):
+                if key not in seen:        # a line's first launch that states it
+                    seen.add(key)
+                    found.append((m.start(), len(found), key, text, n))
+        if len(found) >= MAX_LAUNCH_ROWS:
+            break
+    for m in _SIZE_VAR.finditer(buf):
+        if len(found) >= 2 * MAX_LAUNCH_ROWS:
+            break
+        var, digits = m.group(1).decode(), m.group(2).decode()
+        if len(digits) <= 18:
+            found.append((m.start(), len(found), _SIZE_VARS[var], f"{var}={digits}",
+                          int(digits)))
+    found.sort()
+    lineno, counted = 1, 0
+    done: set[tuple[int, str]] = set()
+    for at, _, key, text, n in found:
+        lineno += buf.count(b"\n", counted, at)
+        counted = at
+        if (lineno, key) not in done:      # the table's key: one row per line and key
+            done.add((lineno, key))
+            add(lineno, key, text, n)
+    return rows
