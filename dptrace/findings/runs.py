@@ -152,7 +152,7 @@ def setup_change(setup: pd.DataFrame | None, cmp: pd.DataFrame, base: str, cand:
     if job.empty:
         return [Finding(
             "info", "setup_change", "job", f"{base} -> {cand}",
-            f"The network between nodes changed from {base} to {cand} ({what}); the job "
+            f"The network path between nodes changed from {base} to {cand} ({what}); the job "
             "throughput is not known for both runs, so what it cost is not measured here.",
             ev, hint="the setup table shows every setting of both runs")]
     rates = job[~job["metric"].astype(str).map(lower_is_better)]
@@ -167,7 +167,7 @@ def setup_change(setup: pd.DataFrame | None, cmp: pd.DataFrame, base: str, cand:
     verb = "rose" if pct > 0 else "fell"
     return [Finding(
         "warning" if slower else "info", "setup_change", "job", f"{base} -> {cand}",
-        f"The network between nodes changed from {base} to {cand} ({what}), and {figure} "
+        f"The network path between nodes changed from {base} to {cand} ({what}), and {figure} "
         f"{verb} {abs(pct):.1f}%: {_n(r.base)} -> {_n(r.candidate, _unit(metric))} "
         f"({'slower' if slower else 'faster'}).",
         f"{ev}; {_ev(r.table, r.key, r.metric)}",
