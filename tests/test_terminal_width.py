@@ -198,7 +198,7 @@ def test_input_paths_take_one_line_at_100_columns(name):
     sources = _report(name).dataset.sources["source"].astype(str)
     prefix, names = common_dir(sources)
     out = _render(name, 100)
-    inputs = out[:out.index("One row per input file")]
+    inputs = out[out.index("Inputs"):out.index("One row per input file")]
     assert prefix and f"Inputs (under {prefix})" in inputs
     lines = inputs.splitlines()
     for rel in (n for n in names if len(n) <= NORMAL_NAME):

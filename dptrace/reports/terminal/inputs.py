@@ -31,21 +31,24 @@ def draw_inputs(section: Section, opts: Mapping[str, Any] | None = None) -> Rend
     several = runs is not None and len(runs) > 1 and "run" in src and \
         src["run"].astype("object").nunique(dropna=True) > 1
     prefix, names = common_dir(src["source"].astype(str))
-    rows = [(text(r.run) if several else "", name, _breakable(text(r.format)),
-             _breakable(text(r.variant)), str(r.status),
-             fmt(int(r.rows)) if pd.notna(r.rows) else "-", text(r.message))
-            for name, r in zip(names, src.itertuples(index=False), strict=True)]
-    cols = [Col("run", KEY), Col("input", PATH), Col("format", TEXT), Col("variant", TEXT),
+    rows: list[tuple[str | Text, ...]] = [
+        (name, _breakable(text(r.format)), _breakable(text(r.variant)), str(r.status),
+         fmt(int(r.rows)) if pd.notna(r.rows) else "-", text(r.message))
+        for name, r in zip(names, src.itertuples(index=False), strict=True)]
+    if several:
+        rows = _under_runs(rows, src["run"], src["status"], runs)
+    cols = [Col("input", PATH), Col("format", TEXT), Col("variant", TEXT),
             Col("status", KEY), Col("rows"), Col("message", TEXT, floor=16)]
-    keep = [k for k, col in enumerate(cols) if (col.name != "run" or several) and (
-        col.kind != TEXT or col.name == "format" or any(row[k] for row in rows))]
+    keep = [k for k, col in enumerate(cols) if
+            col.kind != TEXT or col.name == "format" or any(row[k] for row in rows)]
     table = FitTable([cols[k] for k in keep], [d for d in INPUT_DROP if d.removeprefix(
                          "fold:") in {cols[k].name for k in keep}],
                      title=under(section.title, prefix), caption=section.caption, boxed=True)
     styles = {"ok": "green", "partial": "yellow", "empty": "yellow", "skipped": "dim"}
     for row in rows:
         cells: list[str | Text] = list(row)
-        cells[4] = Text(row[4], style=styles.get(row[4], "red"))
+        if isinstance(row[3], str) and row[3]:
+            cells[3] = Text(row[3], style=styles.get(row[3], "red"))
         table.add_row(*[cells[k] for k in keep])
     if runs is None or runs.empty:
         return table
@@ -53,6 +56,32 @@ def draw_inputs(section: Section, opts: Mapping[str, Any] | None = None) -> Rend
         line = _run_line(runs.iloc[0])
         return Group(table, Text(line, style="dim")) if line else table
     return Group(table, _runs_table(runs))
+
+
+def _under_runs(rows: list[tuple[str | Text, ...]], run_of: pd.Series, status: pd.Series,
+                runs: pd.DataFrame) -> list[tuple[str | Text, ...]]:
+    """The input rows grouped under their run, in the runs' order: a run of one input named
+    as its run is one row; any other run a line with its name, its inputs indented below
+    (no run column: long names keep their width). Files nothing recognised come last, in no
+    run's group (they are no run's input)."""
+    order = {str(r): k for k, r in enumerate(runs["run"].astype(str))}
+    groups: dict[str, list[tuple[str | Text, ...]]] = {}
+    skipped: list[tuple[str | Text, ...]] = []
+    for row, run, st in zip(rows, run_of.astype("object"), status.astype("object"),
+                            strict=True):
+        if st == "skipped":
+            skipped.append(row)
+        else:
+            groups.setdefault("" if pd.isna(run) else str(run), []).append(row)
+    out: list[tuple[str | Text, ...]] = []
+    for run in sorted(groups, key=lambda r: order.get(r, len(order))):
+        members = groups[run]
+        if len(members) == 1 and str(members[0][0]).rstrip("/").endswith(run):
+            out.extend(members)
+            continue
+        out.append((Text(f"run {text(run)}", style="bold"), "", "", "", "", ""))
+        out.extend(("  " + str(m[0]), *m[1:]) for m in members)
+    return out + skipped
 
 
 def _run_line(run: pd.Series) -> str:
@@ -77,7 +106,7 @@ RUNS_DROP = ("from", "launcher", "job")
 
 
 def _runs_table(runs: pd.DataFrame) -> FitTable:
-    cols = [Col("run", KEY), Col("inputs"), Col("world size"), Col("nodes"), Col("job", KEY),
+    cols = [Col("run", PATH), Col("inputs"), Col("world size"), Col("nodes"), Col("job", KEY),
             Col("launcher", TEXT), Col("from", TEXT, floor=16)]
     table = FitTable(cols, RUNS_DROP, title="Runs", boxed=True)
     for r in runs.itertuples(index=False):
