@@ -184,6 +184,105 @@ def straggler_ranks(ready: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
+#: a last tick less than this (µs) after the first rank's is no wait: the coordinator reads
+#: the requests of one cycle in rank order (its own first, then ranks 1, 2, ...: Horovod's
+#: ``ComputeResponseList``), so within one cycle the highest rank is "last" by microseconds
+#: (tests/fixtures/horovod_mpi/small: rank 1 last in 28 of 28 negotiations, median lag
+#: 17 µs). Horovod's default cycle time is 1 ms (5 ms before 0.20)
+WAIT_US = 1000.0
+#: phases of a negotiation (:func:`negotiation_phases`)
+STARTUP, STEADY = "startup", "steady"
+
+
+def steady_from(acts: pd.DataFrame, ready: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per timeline: when its second step begins, ``steady_from_us``: the start of the first
+    negotiation or op of a tensor seen before (``op_index`` >= 1); NaN when no tensor is
+    negotiated or run twice (a file of start-up only, or a cut-out of one step). Ticks of
+    such a negotiation (``ready``) count too: a cut file may have lost its B record.
+
+    Columns: ``source`` (``run`` first when the tables have it), ``steady_from_us``.
+    """
+    k = _src(acts)
+    a = acts[(acts["op_index"] >= 1).fillna(False).to_numpy(bool)
+             & acts["level"].astype(str).isin(("negotiate", "op")).to_numpy(bool)]
+    parts, srcs = [a[k].assign(_t=a["start_us"].to_numpy(float))], [acts[k]]
+    if ready is not None and all(c in ready.columns for c in k):
+        r = ready[(ready["op_index"] >= 1).fillna(False).to_numpy(bool)]
+        parts.append(r[k].assign(_t=(r["ts_us"] - r["lag_us"].fillna(0.0)).to_numpy(float)))
+        srcs.append(ready[k])
+    text = {c: (lambda df, c=c: df[c].astype(str)) for c in k}
+    every = pd.concat(srcs, ignore_index=True).assign(**text).drop_duplicates()
+    first = (pd.concat(parts, ignore_index=True).assign(**text)
+             .groupby(k, sort=False)["_t"].min().rename("steady_from_us").reset_index())
+    return run_first(every.merge(first, on=k, how="left").reset_index(drop=True), acts)
+
+
+def negotiation_phases(ready: pd.DataFrame) -> pd.Series:
+    """Per tick of ``ready``: ``steady`` when its negotiation is of a tensor's second op or a
+    later one (``op_index`` >= 1: the training loop, which negotiates the same tensors every
+    step), ``startup`` otherwise: a tensor's first negotiation, i.e. the broadcasts of the
+    initial state, the first step (which Horovod's response cache has not cached yet: with
+    the cache on, the only negotiations with ticks) and one-off tensors (a metric
+    allreduced once at the end; a tensor named anew at each call, which the cache never
+    holds, is one of these too)."""
+    later = (ready["op_index"] >= 1).fillna(False).to_numpy(bool)
+    return pd.Series(np.where(later, STEADY, STARTUP), index=ready.index, dtype=object)
+
+
+def phase_stragglers(ready: pd.DataFrame, acts: pd.DataFrame,
+                     wait_us: float = WAIT_US) -> pd.DataFrame:
+    """:func:`straggler_ranks` per phase of the run (:func:`negotiation_phases`: start-up,
+    steady state), with the waits that count: a rank *waited for* in a negotiation is its
+    last rank when that rank's tick came at least ``wait_us`` after the first rank's.
+
+    Columns: ``source``, ``phase``, ``rank``, ``negotiations`` (compared negotiations it
+    reported in), ``compared`` (compared negotiations of the source and phase: ticks from
+    :data:`MIN_RANKS` ranks or more), ``broadcasts`` (of them, negotiations of a
+    broadcast), ``last`` (times it was last), ``waited`` (times it was last by ``wait_us``
+    or more), ``waited_share`` (waited / compared), ``mean_lag_us``, ``p95_lag_us``,
+    ``max_lag_us``, ``steady_from_us``. Sorted by source, phase (start-up first), then
+    ``waited`` descending.
+    """
+    k = _src(ready)
+    cols = [*k, "phase", "rank", "negotiations", "compared", "broadcasts", "last", "waited",
+            "waited_share", "mean_lag_us", "p95_lag_us", "max_lag_us", "steady_from_us"]
+    cmp = ready[ready["ranks_ready"] >= MIN_RANKS]
+    if cmp.empty:
+        return run_first(pd.DataFrame(columns=cols), ready)
+    kk = [c for c in k if c in acts.columns]
+    t0 = steady_from(acts, ready)
+    cmp = cmp.assign(phase=negotiation_phases(cmp),
+                     _waited=cmp["last_ready"] & (cmp["lag_us"] >= wait_us),
+                     _bcast=cmp["last_ready"] & cmp["op"].astype(str).str.upper().eq(
+                         "BROADCAST"))
+    by = [cmp[c].astype(str) for c in k] + [cmp["phase"]]
+    last = cmp["last_ready"].to_numpy(bool)
+    totals = cmp[last].groupby([b[last] for b in by])
+    compared, bcasts = totals.size(), totals["_bcast"].sum()
+    g = cmp.groupby([*by, cmp["rank"]], sort=True)
+    out = pd.DataFrame({
+        "negotiations": g.size(), "last": g["last_ready"].sum(), "waited": g["_waited"].sum(),
+        "mean_lag_us": g["lag_us"].mean(), "p95_lag_us": g["lag_us"].quantile(0.95),
+        "max_lag_us": g["lag_us"].max(),
+    }).reset_index()
+    out.columns = [*k, "phase", "rank", *out.columns[len(k) + 2:]]
+    at = _at(out, [*k, "phase"])
+    out["compared"] = compared.reindex(at).to_numpy(float)
+    out["broadcasts"] = bcasts.reindex(at).to_numpy(float)
+    out["waited_share"] = out["waited"] / out["compared"]
+    t0 = t0.assign(**{c: t0[c].astype(str) for c in kk})
+    out["steady_from_us"] = out[kk].astype(str).merge(
+        t0[[*kk, "steady_from_us"]], on=kk, how="left")["steady_from_us"].to_numpy(float)
+    for c in ("negotiations", "compared", "broadcasts", "last", "waited"):
+        out[c] = out[c].fillna(0).astype("int64")
+    out = run_first(out[cols], ready)
+    order = out["phase"].map({STARTUP: 0, STEADY: 1})
+    out = out.assign(_p=order).sort_values(
+        [*k, "_p", "waited", "last", "rank"],
+        ascending=[True] * len(k) + [True, False, False, True], kind="stable")
+    return out.drop(columns="_p").reset_index(drop=True)
+
+
 def fusion_groups(tensors: pd.DataFrame) -> pd.DataFrame:
     """One row per fused op (tensors started together in one response).
 

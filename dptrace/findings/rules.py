@@ -342,29 +342,35 @@ class _Wait:
     bin_hi: int | None = None
 
 
-def _where_waited(rank: int, routines: pd.DataFrame, messages: pd.DataFrame) -> _Wait | None:
+def _where_waited(rank: int, routines: pd.DataFrame, messages: pd.DataFrame,
+                  above: bool = False) -> _Wait | None:
     """Compare ``rank``'s own profile with the other profiled ranks' median, routine by routine
-    (a routine a rank does not list counts 0 s); None without both."""
+    (a routine a rank does not list counts 0 s); None without both. The extra time is the
+    others' over the rank's (the others waited for it), or with ``above`` the rank's over
+    the others' (it waited for them: then the routine named is the one holding the most of
+    it, collective or not)."""
     t = routines.pivot_table(index="rank", columns="routine", values="time_s", aggfunc="sum",
                              observed=True).fillna(0.0)
     if rank not in t.index or len(t.index) < 2:
         return None
     others = t.drop(index=rank)
-    extra = (others.median() - t.loc[rank]).clip(lower=0.0)
+    sign = -1.0 if above else 1.0
+    extra = (sign * (others.median() - t.loc[rank])).clip(lower=0.0)
     coll = extra[[str(r) in COLLECTIVE_ROUTINES for r in extra.index]]
     w = _Wait(len(others), float(extra.sum()), float(coll.sum()))
-    if not len(coll) or not coll.max() > 0:
+    top = extra if above else coll
+    if not len(top) or not top.max() > 0:
         return w
-    routine = str(coll.idxmax())
+    routine = str(top.idxmax())
     m = messages[messages["routine"].astype(str) == routine]
     b = m.pivot_table(index="rank", columns="bin", values="time_s", aggfunc="sum",
                       observed=True).fillna(0.0)
     if rank not in b.index or len(b.index) < 2:
-        return replace(w, routine=routine, routine_s=float(coll.max()))
-    by_bin = (b.drop(index=rank).median() - b.loc[rank])
-    top = int(by_bin.idxmax())
-    lo_hi = m[m["bin"] == top].iloc[0]
-    return replace(w, routine=routine, routine_s=float(coll.max()), bin=top,
+        return replace(w, routine=routine, routine_s=float(top.max()))
+    by_bin = sign * (b.drop(index=rank).median() - b.loc[rank])
+    at = int(by_bin.idxmax())
+    lo_hi = m[m["bin"] == at].iloc[0]
+    return replace(w, routine=routine, routine_s=float(top.max()), bin=at,
                    bin_lo=int(lo_hi["bin_lo_bytes"]), bin_hi=int(lo_hi["bin_hi_bytes"]))
 
 
@@ -383,23 +389,33 @@ def _of_job(t: pd.DataFrame, key: dict[str, Any]) -> pd.DataFrame:
     return t[keep]
 
 
-def compute_stragglers(rt: pd.DataFrame, routines: pd.DataFrame, messages: pd.DataFrame,
-                       share: float = th.COMPUTE_GAP_SHARE, mads: float = th.COMPUTE_GAP_MADS,
-                       floor_s: float = th.COMPUTE_MAD_FLOOR_S,
-                       min_ranks: int = th.COMPUTE_MIN_RANKS,
-                       collective_share: float = th.COLLECTIVE_SHARE) -> list[Finding]:
-    """Per job of ``communication.ranks`` (``rank_times``): ranks whose time in MPI is below the
-    median of the other ranks' by at least ``share`` of the job's elapsed time and by at least
-    ``mads`` median absolute deviations of the others' times (floored at ``floor_s``), in jobs
-    with ``min_ranks`` or more ranks. In synchronous data parallelism the others wait for a slow
-    rank inside the next collective, so the slow rank is the one with the *least* MPI time.
+@dataclass(frozen=True)
+class _Outlier:
+    """A rank whose MPI time is an outlier against the other ranks of its job."""
 
-    Where the rank and other ranks wrote profiles (``mpi_routines``/``mpi_messages``: mpitrace
-    writes the min, median and max ranks', every rank's with SAVE_ALL_TASKS=yes), the others'
-    extra time is compared routine by routine: a rank fires only if at least
-    ``collective_share`` of it is in collectives, and the finding names the collective and
-    size bin that hold the most. Without them it fires on the times alone and says so."""
-    out: list[Finding] = []
+    job: object
+    rank: int
+    ranks: int            # ranks of the job with an MPI time
+    mine: float           # its MPI time (s)
+    med: float            # the median of the other ranks' (s)
+    gap: float            # how far from that median (s, >= 0)
+    elapsed: float        # the job's elapsed time (s): the longest rank's
+    mad: float            # the others' median absolute deviation (floored, s)
+    world: int            # the job's world size
+    wait: _Wait | None    # where the gap sits in the rank profiles
+
+
+def _mpi_outliers(rt: pd.DataFrame, routines: pd.DataFrame, messages: pd.DataFrame,
+                  share: float, mads: float, floor_s: float, min_ranks: int,
+                  above: bool = False) -> list[_Outlier]:
+    """Per job of ``communication.ranks`` (mpitrace's rank files and rank 0's table, or an
+    mpiP report's task rows): ranks whose time in MPI is below (``above``: above) the median
+    of the other ranks' by at least ``share`` of the job's elapsed time and by at least
+    ``mads`` median absolute deviations of the others' times (floored at ``floor_s``), in
+    jobs with ``min_ranks`` or more ranks; the largest gaps first. With ``above`` only the
+    rank with the most MPI time can be one, and only when it also exceeds the next rank's
+    time by ``share`` of the elapsed time (one rank alone waits for all the others)."""
+    out: list[_Outlier] = []
     by = ["run", "job"] if "run" in rt.columns else ["job"]   # two runs may share a job id
     for key, g in rt.groupby(by, sort=False, observed=True):
         job = key[-1]
@@ -417,9 +433,14 @@ def compute_stragglers(rt: pd.DataFrame, routines: pd.DataFrame, messages: pd.Da
                           for t in (routines, messages))
         if "region" in mine_r and (mine_r["region"].astype(object) == "init_finalize").any():
             mine_r = mine_r[mine_r["region"].astype(object) == "init_finalize"]
-        for p in range(len(s)):         # least MPI time first: the largest gaps first
+        if above:   # the most MPI time only, clear of the next rank's
+            places = [len(s) - 1] if len(s) > 1 and float(s[-1] - s[-2]) >= share * elapsed \
+                else []
+        else:       # least MPI time first: the largest gaps first
+            places = list(range(len(s)))
+        for p in places:
             med = _median_without(s, p)
-            gap = med - float(s[p])
+            gap = (float(s[p]) - med) if above else (med - float(s[p]))
             if gap < share * elapsed:
                 continue
             others = np.delete(s, p)
@@ -427,11 +448,78 @@ def compute_stragglers(rt: pd.DataFrame, routines: pd.DataFrame, messages: pd.Da
             if gap < mads * mad:
                 continue
             r = int(ranks[p])
-            w = _where_waited(r, mine_r, mine_m)
-            if w is not None and w.extra_s > 0 and w.collective_s < collective_share * w.extra_s:
-                continue                # the others' extra time is not in collectives
-            out.append(_compute_finding(job, r, len(s), float(s[p]), med, gap, elapsed,
-                                        share, mad, w, world))
+            out.append(_Outlier(job, r, len(s), float(s[p]), med, gap, elapsed, mad, world,
+                                _where_waited(r, mine_r, mine_m, above)))
+    return out
+
+
+def compute_stragglers(rt: pd.DataFrame, routines: pd.DataFrame, messages: pd.DataFrame,
+                       share: float = th.COMPUTE_GAP_SHARE, mads: float = th.COMPUTE_GAP_MADS,
+                       floor_s: float = th.COMPUTE_MAD_FLOOR_S,
+                       min_ranks: int = th.COMPUTE_MIN_RANKS,
+                       collective_share: float = th.COLLECTIVE_SHARE) -> list[Finding]:
+    """Per job of ``communication.ranks`` (``rank_times``: mpitrace's ranks, or an mpiP
+    report's tasks): ranks whose time in MPI is below the
+    median of the other ranks' by at least ``share`` of the job's elapsed time and by at least
+    ``mads`` median absolute deviations of the others' times (floored at ``floor_s``), in jobs
+    with ``min_ranks`` or more ranks (:func:`_mpi_outliers`). In synchronous data parallelism
+    the others wait for a slow
+    rank inside the next collective, so the slow rank is the one with the *least* MPI time.
+
+    Where the rank and other ranks wrote profiles (``mpi_routines``/``mpi_messages``: mpitrace
+    writes the min, median and max ranks', every rank's with SAVE_ALL_TASKS=yes), the others'
+    extra time is compared routine by routine: a rank fires only if at least
+    ``collective_share`` of it is in collectives, and the finding names the collective and
+    size bin that hold the most. Without them it fires on the times alone and says so."""
+    out: list[Finding] = []
+    for o in _mpi_outliers(rt, routines, messages, share, mads, floor_s, min_ranks):
+        w = o.wait
+        if w is not None and w.extra_s > 0 and w.collective_s < collective_share * w.extra_s:
+            continue                # the others' extra time is not in collectives
+        out.append(_compute_finding(o.job, o.rank, o.ranks, o.mine, o.med, o.gap, o.elapsed,
+                                    share, o.mad, w, o.world))
+    return out
+
+
+def waiting_ranks(rt: pd.DataFrame, routines: pd.DataFrame, messages: pd.DataFrame,
+                  share: float = th.COMPUTE_GAP_SHARE, mads: float = th.COMPUTE_GAP_MADS,
+                  floor_s: float = th.COMPUTE_MAD_FLOOR_S,
+                  min_ranks: int = th.COMPUTE_MIN_RANKS,
+                  ratio: float = th.WAITING_RATIO) -> list[Finding]:
+    """The other side of :func:`compute_stragglers`, with its thresholds: the one rank whose
+    MPI time is *above* the other ranks' median by at least ``share`` of the job's elapsed
+    time and ``mads`` median absolute deviations of theirs, above the next rank's by
+    ``share`` too, and at least 1 / ``ratio`` times that median. The others hardly waited
+    (their MPI time is low), so its MPI time is its own waiting for them: it has far less to
+    compute than they do (a manager or I/O rank, a smaller share of the domain or data). Not
+    a straggler: the job runs at the others' pace and this rank idles."""
+    out: list[Finding] = []
+    for o in _mpi_outliers(rt, routines, messages, share, mads, floor_s, min_ranks,
+                           above=True):
+        if o.med > ratio * o.mine:
+            continue                # the others waited too: a spread, not one idle rank
+        w = o.wait
+        where = ""
+        if w is not None and w.routine is not None:
+            where = (f", most in {w.routine}{_bytes_range(w.bin_lo, w.bin_hi)} ("
+                     f"{_num(w.routine_s)} s more than the median of "
+                     f"{_plural(w.profiled, 'other profile')} there)")
+        of = 100 * o.med / o.elapsed
+        out.append(Finding(
+            "warning", "waiting_rank", "rank", f"rank {o.rank}",
+            f"Rank {o.rank} spent {_num(o.gap)} s more in MPI than the median of the other "
+            f"{o.ranks - 1} ranks of job {o.job} ({_num(o.mine)} s vs {_num(o.med)} s: "
+            f"{100 * o.mine / o.elapsed:.1f}% of the {_num(o.elapsed)} s run against "
+            f"{of:.1f}%, {o.gap / o.mad:.1f} times their spread){where}: it waited for them. "
+            f"They spent far less time in MPI, so rank {o.rank} has far less to compute than "
+            "they do: the job runs at their pace while it idles.",
+            f"communication.ranks job={o.job} rank={o.rank}",
+            f"If rank {o.rank} coordinates by design (a manager, I/O), count it out of the "
+            "compute ranks; otherwise give it its share of the work (the domain "
+            "decomposition, its data shard). The job's speed is the others' compute, not "
+            "the network.",
+            rank=o.rank, value=100 * o.gap / o.elapsed, threshold=100 * share,
+            world_size=o.world, origin=f"job {o.job}"))
     return out
 
 
@@ -911,31 +999,125 @@ def cached_negotiations(runs: pd.DataFrame) -> list[Finding]:
     return out
 
 
-def negotiation_stragglers(stragglers: pd.DataFrame,
-                           share: float = th.LAST_SHARE) -> list[Finding]:
-    """Ranks last to report a tensor ready in at least ``share`` of a timeline's compared
-    negotiations (``horovod.stragglers``, i.e. ``straggler_ranks``), when it compares 2+ ranks."""
+def _ticked(runs: pd.DataFrame | None, src: str) -> tuple[int, int] | None:
+    """(negotiations, negotiations with ticks) of the timeline ``src`` (``hvd_runs``)."""
+    if runs is None or runs.empty:
+        return None
+    r = runs[runs["source"].astype(str) == src]
+    if r.empty or _na(r["negotiations"].iloc[0]) or _na(r["negotiations_with_ticks"].iloc[0]):
+        return None
+    return int(r["negotiations"].iloc[0]), int(r["negotiations_with_ticks"].iloc[0])
+
+
+def _named_last(steady: pd.DataFrame, share: float) -> Any | None:
+    """The one rank of a timeline's steady state that the others waited for in at least
+    ``share`` of the compared negotiations, strictly more often than any other rank (a tie
+    names nobody); None when there is none."""
+    if len(steady) < 2:
+        return None
+    top = steady.sort_values(["waited", "rank"], ascending=[False, True], kind="stable")
+    first, second = top.iloc[0], top.iloc[1]
+    if _na(first["waited_share"]) or not first["waited_share"] >= share \
+            or not first["waited"] > second["waited"]:
+        return None
+    return first
+
+
+def _startup_only(src: str, startup: pd.DataFrame, steady_n: int, min_steady: int,
+                  runs: pd.DataFrame | None) -> Finding:
+    """The info finding of a timeline whose ticks cannot name a rank: start-up only, or too
+    few steady-state negotiations."""
+    n, b = int(startup["compared"].max()), int(startup["broadcasts"].max())
+    t0 = startup["steady_from_us"].iloc[0]
+    top = startup.sort_values(["last", "rank"], ascending=[False, True], kind="stable")
+    first = top.iloc[0]
+    lead = (f"At start-up rank {first['rank']} was last in {int(first['last']):,} of {n:,} "
+            f"(up to {_time_us(first['max_lag_us'])} behind the first rank): warm-up, not "
+            "judged." if first["last"] > top.iloc[1]["last"] else
+            f"At start-up no one rank was last most often ({int(first['last']):,} of {n:,} "
+            "at most).")
+    at = (f"before the second step began at {_time_us(t0)}" if not _na(t0) else
+          "and no tensor is negotiated twice in the file (start-up only, or a cut-out of one "
+          "step)")
+    kinds = ([f"{_plural(b, 'broadcast')} of the initial state"] if b else []) + (
+        [f"{_plural(n - b, 'first negotiation')} of a tensor (the first step, or a one-off "
+         "tensor)"] if n - b else [])
+    ticked = _ticked(runs, src)
+    cache = ""
+    if ticked is not None and ticked[1] < ticked[0]:
+        cache = (f" The other {ticked[0] - ticked[1]:,} negotiations carry no ticks: "
+                 "Horovod's response cache negotiates a cached tensor without them.")
+    few = ("No steady-state negotiation" if not steady_n else
+           f"Only {_plural(steady_n, 'steady-state negotiation')} (a tensor's second or later; "
+           f"{min_steady} are needed)")
+    return Finding(
+        "info", "unjudged_negotiations", "input", src,
+        f"{few} of {src} {'carries' if steady_n <= 1 else 'carry'} ticks from 2+ ranks, so "
+        f"the timeline cannot name the rank the others wait for. Its "
+        f"{_plural(n, 'compared negotiation')} {'is' if n == 1 else 'are'} start-up: "
+        f"{' and '.join(kinds)}, {at}.{cache} {lead}",
+        f"horovod.stragglers source={src} phase={hv.STARTUP}",
+        "To see who the others wait for in the steady state, profile a run with "
+        "HOROVOD_CACHE_CAPACITY=0 (every negotiation then carries ticks), or compare the "
+        "ranks' step times.",
+        value=float(steady_n), threshold=float(min_steady))
+
+
+def negotiation_stragglers(stragglers: pd.DataFrame, runs: pd.DataFrame | None = None,
+                           share: float = th.LAST_SHARE,
+                           min_steady: int = th.NEGOTIATION_MIN_STEADY) -> list[Finding]:
+    """Per timeline of ``horovod.stragglers`` (``phase_stragglers``), judged on its steady
+    state only (a tensor's second negotiation or later): the rank the others waited for
+    (last to report ready, :data:`~dptrace.analysis.horovod.WAIT_US` or more after the first
+    rank) in at least ``share`` of the ``min_steady`` or more compared steady-state
+    negotiations, strictly more often than any other rank. Start-up (the broadcasts of the
+    initial state, the first step: with Horovod's response cache on, the only negotiations
+    with ticks) is warm-up and names nobody; a timeline whose ticks are only start-up ones
+    (or too few steady ones) gets an ``unjudged_negotiations`` info finding instead. One run
+    never names two ranks: timelines of one run that name different ranks name none, and
+    say so."""
     out: list[Finding] = []
     if stragglers.empty:
         return out
-    for src, g in stragglers.groupby(stragglers["source"].astype(str), sort=False):
-        if len(g) < 2:
-            continue
-        compared = int(g["last"].sum())
-        for r in g.itertuples(index=False):
-            if _na(r.last_share) or not r.last_share >= share:
-                continue
+    by = ["run"] if "run" in stragglers.columns else []
+    for _, of_run in stragglers.groupby(by or (lambda _: 0), sort=False, observed=True):
+        named: list[tuple[str, Any, int]] = []
+        for src, g in of_run.groupby(of_run["source"].astype(str), sort=False):
+            phase = g["phase"].astype(str)
+            steady, startup = g[phase == hv.STEADY], g[phase == hv.STARTUP]
+            steady_n = int(steady["compared"].max()) if len(steady) else 0
+            if steady_n >= min_steady:
+                r = _named_last(steady, share)
+                if r is not None:
+                    named.append((str(src), r, len(steady)))
+            elif len(startup) >= 2:
+                out.append(_startup_only(str(src), startup, steady_n, min_steady, runs))
+        if len({int(r["rank"]) for _, r, _ in named}) > 1:
+            said = ", ".join(f"rank {r['rank']} in {src}" for src, r, _ in named)
             out.append(Finding(
-                "warning", "negotiation_straggler", "rank", f"rank {r.rank}",
-                f"Rank {r.rank} was the last to report ready in {int(r.last):,} of "
-                f"{compared:,} compared negotiations ({100 * r.last_share:.1f}%) of {src}; its "
-                f"ticks came {_time_us(r.mean_lag_us)} after the first rank's on average (max "
-                f"{_time_us(r.max_lag_us)}).",
-                f"horovod.stragglers source={src} rank={r.rank}",
-                f"The other ranks wait for rank {r.rank} before each collective: look at what "
-                "it does between steps (data loading, uneven work, a slower node).",
-                rank=int(r.rank), value=100 * float(r.last_share), threshold=100 * share,
-                world_size=len(g), origin=src))
+                "info", "unjudged_negotiations", "input", named[0][0],
+                f"The timelines of this run name different ranks as the one the others wait "
+                f"for in the steady state ({said}), so none is named.",
+                "; ".join(f"horovod.stragglers source={src} phase={hv.STEADY} rank={r['rank']}"
+                          for src, r, _ in named),
+                "Give each job's timeline a run of its own (LABEL=PATH), or check that the "
+                "files come from one job."))
+            continue
+        for src, r, world in named:
+            out.append(Finding(
+                "warning", "negotiation_straggler", "rank", f"rank {r['rank']}",
+                f"Rank {r['rank']} was the last to report ready, {_time_us(hv.WAIT_US)} or "
+                f"more after the first rank, in {int(r['waited']):,} of "
+                f"{int(r['compared']):,} steady-state negotiations "
+                f"({100 * r['waited_share']:.1f}%) of {src}, from {_time_us(r['steady_from_us'])} "
+                "on (a tensor's second negotiation or later; start-up is left out); its ticks "
+                f"came {_time_us(r['mean_lag_us'])} after the first rank's on average (max "
+                f"{_time_us(r['max_lag_us'])}).",
+                f"horovod.stragglers source={src} phase={hv.STEADY} rank={r['rank']}",
+                f"The other ranks wait for rank {r['rank']} before each collective: look at "
+                "what it does between steps (data loading, uneven work, a slower node).",
+                rank=int(r["rank"]), value=100 * float(r["waited_share"]),
+                threshold=100 * share, world_size=world, origin=src))
     return out
 
 
@@ -1228,6 +1410,8 @@ RULES: tuple[Rule, ...] = (
          small_message_allreduce),
     Rule(("compute_straggler",), ("communication.ranks", "mpi_routines", "mpi_messages"),
          compute_stragglers),
+    Rule(("waiting_rank",), ("communication.ranks", "mpi_routines", "mpi_messages"),
+         waiting_ranks),
     Rule(("throughput_straggler",), ("throughput.instances", "throughput.ranks"),
          throughput_stragglers),
     Rule(("job_copies_disagree",), ("throughput.job",), job_copies_disagree),
@@ -1244,7 +1428,9 @@ RULES: tuple[Rule, ...] = (
     Rule(("open_intervals",), ("horovod.runs",), open_intervals),
     Rule(("unmatched_ends",), ("horovod.runs",), unmatched_ends),
     Rule(("cached_negotiations",), ("horovod.runs",), cached_negotiations),
-    Rule(("negotiation_straggler",), ("horovod.stragglers",), negotiation_stragglers),
+    Rule(("negotiation_straggler", "unjudged_negotiations"), ("horovod.stragglers",
+                                                               "horovod.runs"),
+         negotiation_stragglers),
     Rule(("small_message_allreduce",), ("horovod.small_allreduces",), small_horovod_allreduce),
     Rule(("collective_straggler",), ("torchtrace.ranks",), collective_stragglers),
     Rule(("idle_tiles",), ("tiles.idle_tiles",), idle_tiles),
@@ -1312,7 +1498,7 @@ def tables(ds: Dataset, names: set[str], **opts: Any) -> dict[str, pd.DataFrame]
         out["horovod.small_allreduces"] = hv.small_allreduces(
             hv.fusion_groups(ds["hvd_tensors"]))
     if "horovod.stragglers" in names and not ds["hvd_runs"].empty:
-        out["horovod.stragglers"] = hv.straggler_ranks(ds["hvd_ready"])
+        out["horovod.stragglers"] = hv.phase_stragglers(ds["hvd_ready"], ds["hvd_activities"])
     if "nccl.overview" in names and not (ds["nccl_setup"].empty and ds["nccl_events"].empty):
         out["nccl.overview"] = nccl_analysis.overview(ds["nccl_setup"], ds["nccl_events"],
                                                       ds.runs)

@@ -37,10 +37,22 @@ TABLE_TOLERANCE_S: float = comm.TABLE_TOLERANCE_S
 
 #: Horovod: a negotiation needs ticks from this many ranks to name a last rank
 MIN_RANKS: int = hv.MIN_RANKS
-#: Horovod: a rank last to report in at least this share of the compared negotiations is a
-#: straggler (the share the Horovod drawer highlights in red, ``reports/horovod_sections.py``
+#: Horovod: a rank the others waited for (last to report, NEGOTIATION_WAIT_US or more after
+#: the first) in at least this share of the compared steady-state negotiations is a straggler
+#: (the share the Horovod drawer highlights in red, ``formats/horovod/terminal.py``
 #: ``_stragglers``: ``last_share >= 0.5`` when the file compares more than one rank)
 LAST_SHARE: float = 0.5
+#: Horovod: a last tick less than this after the first rank's is the coordinator's reading
+#: order within one cycle, not a wait (``analysis.horovod.WAIT_US``)
+NEGOTIATION_WAIT_US: float = hv.WAIT_US
+#: Horovod: compared steady-state negotiations (a tensor's second or later) a timeline needs
+#: before a rank is named. Start-up (the broadcasts, the first step) is never judged: real
+#: balanced runs put one rank last in all of it (tests/fixtures/horovod_mpi/normal: rank 1 in
+#: 19 of 21, up to 12.6 ms; the 2019 timelines: rank 0, up to 3.1 s, while the initial state
+#: is broadcast from it), and with the response cache on it is all the ticks there are.
+#: Ten is a few steps of a small model: one step's tensors alone (the 2019 timelines have 6
+#: per step, 654 steady ones in all) are too few to tell a rank that is late every step
+NEGOTIATION_MIN_STEADY: int = 10
 
 #: SambaNova: a tile at or above this %idle with no PID is idle (``analysis.tiles.IDLE_PCT``)
 IDLE_PCT: float = tl.IDLE_PCT
@@ -78,6 +90,15 @@ COMPUTE_MIN_RANKS: int = 3
 #: compute straggler: where rank profiles show it, at least this share of the others' extra
 #: MPI time (over the straggler's, routine by routine) must be in collectives
 COLLECTIVE_SHARE: float = 0.5
+#: waiting rank (the other side: one rank with far MORE MPI time than the others, which
+#: hardly wait: it waits for them) uses the compute straggler's gap thresholds, and the
+#: others' median MPI time must be at most this fraction of the rank's. Real jobs where the
+#: rank with the most MPI time is only the top of a spread, and must not fire: ThetaGPU gpu8
+#: 2475362 rank 7 (8.35 s vs a median of 5.46 s, 0.65), tests/fixtures/straggler/delayed_r2
+#: rank 1 (1.07 s vs 0.896 s, 0.84: the others wait for rank 2 too); one idle rank:
+#: tests/fixtures/mpip/idle_r5 (mpiP, rank 5 with no compute: 4.71 s, 98.4% of its time, vs
+#: a median of 0.648 s, 13.6%: 0.14; issue 29's report: 75.65% vs 0.4-1.6%, about 0.015)
+WAITING_RATIO: float = 0.5
 
 # -- collective straggler (PyTorch profiler traces) -----------------------------------------
 #
