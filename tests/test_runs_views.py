@@ -236,16 +236,19 @@ def test_scaling_keeps_a_run_without_throughput_and_says_what_is_missing():
     assert math.isnan(row["speedup"])
 
 
-def test_scaling_unknown_world_size_is_named(tmp_path):
-    """Dell's MLPerf v0.7 logs (mpirun without --tag-output) say their nodes (the MLLOG
-    submission_platform '2x...') but not their ranks."""
+def test_scaling_of_mlperf_logs_needs_no_labels(tmp_path):
+    """Dell's MLPerf v0.7 logs (mpirun without --tag-output) state their ranks in the
+    training launch ('+ mpirun --allow-run-as-root --bind-to none -np 8 ...', line 33 of the
+    2-node log): scaling needs no label (issue 29, 1.3)."""
     dell = [SCALE / f"mlperf0.7_dell_resnet_n{n}_{4 * n}gpu.txt" for n in (1, 2)]
     sc = dptrace.scaling(dptrace.load({"one": dell[0], "two": dell[1]})) \
         .tables["scaling.scaling"] if dell[1].exists() else None
     if sc is None:
         pytest.skip("needs ../shared/realdata/scaling")
-    assert sc["workers"].isna().all()
-    assert sc["missing"].str.contains("the number of ranks: the data does not say it").all()
+    assert sc["workers"].tolist() == [4, 8]
+    assert sc["workers_from"].str.contains("mpirun -np").all()
+    # 5,597 and 11,243 samples/s: speedup 2.01 of an ideal 2
+    assert sc["efficiency"].iloc[1] == pytest.approx(1.004, abs=0.01)
 
 
 def test_scaling_never_divides_different_metrics():
