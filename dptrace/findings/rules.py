@@ -24,14 +24,26 @@ job_copies_disagree          warning   copies of a figure printed for the whole 
 job_check_failed             warning   the job figure and another printed figure of the job (or
                                        the ranks' estimate) differ by more than the printed +-
                                        range, else 5% (``throughput.job``)
-negotiation_straggler        warning   a rank was last ready in >= 50% of the compared Horovod
-                                       negotiations, 2+ ranks compared (the Horovod drawer's red)
+negotiation_straggler        warning   in a Horovod timeline's steady state (a tensor's second
+                                       negotiation or later; 10+ of them with ticks from 2+
+                                       ranks), one rank was last ready, >= 1 ms after the first,
+                                       in >= 50% of them and more often than any other; one rank
+                                       per run at most (issue 29: start-up is never judged)
+unjudged_negotiations        info      a timeline whose ticks are start-up ones only (the response
+                                       cache's steady state has none), or too few steady ones, or
+                                       timelines of one run naming different ranks: no rank named
 compute_straggler            warning   a rank's MPI time is below the other ranks' median by
                                        >= 2% of the elapsed time and >= 4 median absolute
                                        deviations of theirs (floor 0.005 s), 3+ ranks, and (where
                                        rank profiles show it) >= 50% of the others' extra MPI
                                        time is in collectives (new in issue 15: thresholds
                                        decided from real balanced and delayed runs)
+waiting_rank                 warning   the other side of compute_straggler, with its thresholds:
+                                       one rank's MPI time (mpitrace or mpiP) above the other
+                                       ranks' median by >= 2% of the elapsed time and 4 MADs,
+                                       above the next rank's by 2% too, and the others' median at
+                                       most half of it: it waits for them (it has far less to
+                                       compute; new in issue 29)
 collective_straggler         warning   in PyTorch profiler traces of 2+ ranks of one job (same
                                        world size and backend, overlapping times), a rank's
                                        communication time is below the other ranks' median by
