@@ -106,6 +106,22 @@ class _Proc:
     warnings: int = 0
     lines: int = 0
 
+    def absorb(self, other: _Proc) -> None:
+        """What ``other`` (the same process under a torn host name) saw, added to this."""
+        self.lines += other.lines
+        self.warnings += other.warnings
+        self.net_channels += other.net_channels
+        self.transports |= other.transports
+        self.gdrdma = self.gdrdma or other.gdrdma
+        self.lineno = min(self.lineno, other.lineno)
+        if other.comm_nranks > self.comm_nranks:
+            self.comm_nranks, self.nranks, self.nodes = (other.comm_nranks, other.nranks,
+                                                         other.nodes)
+        for name in ("device", "rank", "rank_from", "version", "using_network", "net_using",
+                     "net_devices", "plugin", "provider", "channel_net", "coll_channels"):
+            if getattr(self, name) is None:
+                setattr(self, name, getattr(other, name))
+
     def row(self, name: str, version: str | None) -> dict[str, Any]:
         if self.using_network:
             network, why = self.using_network, "'Using network' line"
@@ -140,6 +156,30 @@ def _transport(via: str) -> tuple[str, bool]:
     return parts[0], gdr
 
 
+def _untorn(procs: list[_Proc]) -> list[_Proc]:
+    """The processes, each seen under a torn host name (its first line's prefix lost
+    characters to another writer) folded into the one process of its pid whose host holds
+    that name's characters in order: a torn line never adds a host or a process."""
+    keep: list[_Proc] = []
+    for p in procs:
+        into = [q for q in procs if q is not p and q.pid == p.pid and len(q.host) > len(p.host)
+                and (q.host.endswith(p.host) or _dropped_from(p.host, q.host))]
+        if len(into) == 1:
+            into[0].absorb(p)
+        else:
+            keep.append(p)
+    return keep
+
+
+def _dropped_from(short: str, host: str) -> bool:
+    """True when ``short`` is ``host`` with characters taken out (a subsequence), never
+    ``host`` itself."""
+    if len(short) >= len(host):
+        return False
+    chars = iter(host)
+    return all(c in chars for c in short)
+
+
 class _Reader:
     def __init__(self, name: str) -> None:
         self.name = name
@@ -162,7 +202,11 @@ class _Reader:
         if p is None:
             # a prefix whose start went to the end of the line before (two writers, one
             # line): the known process of this pid whose host ends the same way
-            same = [q for (h, i), q in self.procs.items() if i == pid and h.endswith(host)]
+            # or lost characters to another writer's line (x3006c0s25b0n0 read as
+            # x3006c0sn0): the one known process of this pid whose host holds these
+            # characters in order
+            same = [q for (h, i), q in self.procs.items()
+                    if i == pid and (h.endswith(host) or _dropped_from(host, h))]
             if len(same) == 1:
                 return same[0]
             p = self.procs[key] = _Proc(host, pid, lineno)
@@ -521,7 +565,7 @@ def parse(source: Source, *, executor: Executor | None = None) -> ParseResult:
             if collecting:
                 gc.enable()
     file_rank = rank_of_path(name)
-    procs = list(r.procs.values())
+    procs = _untorn(list(r.procs.values()))
     if file_rank is not None and len({p.host for p in procs}) <= 1:
         for p in procs:
             if p.rank is None and len(procs) == 1:
