@@ -199,9 +199,10 @@ def _reference(df: pd.DataFrame, instance: pd.Series) -> tuple[list[float], list
     label, metric, printer); its stepped rows in file order; a pass ends where the step
     goes down; a repeat has the step and epoch of the row before it in its pass; global
     steps add the earlier passes' last steps to rows with an epoch, when some stream
-    restarted and some stepped row has an epoch; a global figure without a step repeats an
-    earlier one of its stream with the same value and epoch; documented instances never
-    repeat."""
+    restarted and some stepped row has an epoch; a global end-of-run figure without a step
+    (COPY_PATTERNS) repeats an earlier one of its stream with the same value and epoch, any
+    other global figure without a step only when its line's figures all equal the previous
+    line of their streams, on the line right before; documented instances never repeat."""
     def norm(v: object) -> object:
         return None if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA \
             else v
@@ -247,13 +248,31 @@ def _reference(df: pd.DataFrame, instance: pd.Series) -> tuple[list[float], list
     if "scope" in df:
         seen: set[tuple] = set()
         scope = df["scope"].astype(object).tolist()
+        line = [num(v) for v in df["lineno"]] if "lineno" in df else list(range(n))
+        previous: dict[tuple, int] = {}  # a series' stream -> its previous row
+        redrawn: dict[float, bool] = {}  # a line of series rows -> all of them redrawn
         for i in range(n):
             if math.isnan(step[i]) and scope[i] == "global" and not documented[i]:
                 e = None if math.isnan(epoch[i]) else epoch[i]
                 v = num(df["value"].iloc[i])
-                v_key = (key[i], None if math.isnan(v) else v, e)
-                repeat[i] = v_key in seen
-                seen.add(v_key)
+                if df["pattern"].iloc[i] in instances.COPY_PATTERNS:
+                    # an end-of-run figure: a copy with the same value and epoch repeats
+                    v_key = (key[i], None if math.isnan(v) else v, e)
+                    repeat[i] = v_key in seen
+                    seen.add(v_key)
+                    continue
+                # a series: the line right after the stream's previous one, the same figures
+                j = previous.get(key[i])
+                again = j is not None and line[i] == line[j] + 1 and (
+                    num(df["value"].iloc[j]) == v or (math.isnan(v) and math.isnan(
+                        num(df["value"].iloc[j])))) and (
+                    epoch[j] == epoch[i] or (math.isnan(epoch[i]) and math.isnan(epoch[j])))
+                redrawn[line[i]] = redrawn.get(line[i], True) and again
+                previous[key[i]] = i
+        for i in range(n):
+            if math.isnan(step[i]) and scope[i] == "global" and not documented[i] \
+                    and df["pattern"].iloc[i] not in instances.COPY_PATTERNS:
+                repeat[i] = redrawn[line[i]]
     for i in range(n):
         if documented[i]:
             repeat[i] = False

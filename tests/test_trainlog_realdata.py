@@ -90,7 +90,7 @@ def test_every_fixture_has_a_provenance_line_with_its_size():
         prov = {r["file"]: r for r in csv.DictReader(fh, delimiter="\t")}
     files = {p.name for p in FIX.iterdir() if p.is_file() and p.name != "PROVENANCE.tsv"}
     assert files == set(prov)
-    assert len(files) == 22  # 21 realdata/trainlog files + the SambaNova seed
+    assert len(files) == 23  # 21 realdata/trainlog files, the SambaNova seed, DS-Chat step 3
     for name, r in prov.items():
         assert r["kind"] == "trainlog"
         assert int(r["size_bytes"]) == (FIX / name).stat().st_size, name

@@ -45,9 +45,11 @@ SERIES = ["source", "pattern", "name", "label", "metric", "scope", "phase"]
 #: :data:`SERIES` with ``run`` first: what names a series in a table that has ``run``
 RUN_SERIES = [RUN, *SERIES]
 #: patterns whose lines are job-level figures of a known trainer (HF Trainer, the SambaNova
-#: transformers hook, DeepSpeed, Megatron, SambaFlow, Horovod/tf_cnn benchmarks)
+#: transformers hook, DeepSpeed, Megatron, SambaFlow, Horovod/tf_cnn benchmarks, MXNet's
+#: Speedometer)
 TRAINER_PATTERNS = ("hf_trainer", "hf_metrics_table", "transformers_hook", "deepspeed",
-                    "deepspeed_flops", "megatron", "sambaflow", "horovod_benchmark")
+                    "deepspeed_flops", "megatron", "sambaflow", "horovod_benchmark",
+                    "mxnet_speedometer")
 #: patterns of generic progress bars: shown after every named line
 BAR_PATTERNS = ("tqdm",)
 #: metrics that make a log's headline figure, before tokens and before steps/iterations

@@ -12,9 +12,13 @@ key is reduced to integer codes first (:func:`dptrace.schema.combined_codes`).
 - **Repeats** (``repeat``): a row of the same kind (pattern, name, label, metric, epoch)
   from the same printer at the same step as an earlier row of its pass (tqdm's close()
   redraws the last count with the whole-bar average rate; Lightning writes each step twice;
-  several ranks printing one rank's line without a prefix). A global figure printed without
-  a step repeats an earlier copy with the same value (each rank printing HF's
-  ``train_samples_per_second``). Repeats stay in the table, flagged; analyses skip them.
+  several ranks printing one rank's line without a prefix). A global end-of-run figure
+  printed without a step (:data:`COPY_PATTERNS`) repeats an earlier copy with the same value
+  (each rank printing HF's ``train_samples_per_second``). Any other global figure without a
+  step is a series printed every N steps (DeepSpeed-Chat's ``|E2E latency=3.91s |...
+  |CurSamplesPerSec=16.35 |AvgSamplesPerSec=12.28``, one line per step): equal values are
+  no copies, and a line repeats only when it is printed again at once, all its figures
+  equal to the line right before it. Repeats stay in the table, flagged; analyses skip them.
 - **Passes and steps**: a printer's series whose step goes down has restarted (a progress
   bar per epoch, or, without a launcher prefix, another rank's bar); where the rows give
   their epoch (``Epoch 3`` in a bar's label), ``step`` becomes the global step (the steps
@@ -38,6 +42,13 @@ from ...runs import rank_of_path
 
 #: patterns whose repeated lines are distinct instances by documentation
 INSTANCE_PATTERNS = frozenset({"sambaflow"})
+#: patterns whose global figures without a step are printed once per printer at the end of a
+#: run (HF Trainer's dict and metrics table, the transformers hook, Horovod's Total img/sec,
+#: TF's final stats dict): a later copy with the same value is the same figure again
+#: (:data:`dptrace.analysis.job.END_OF_RUN_PATTERNS`, which the analysis cannot import from
+#: here). Other global figures without a step are a series printed every N steps
+COPY_PATTERNS = frozenset({"hf_trainer", "hf_metrics_table", "transformers_hook",
+                           "horovod_benchmark", "py_dict"})
 
 def shown(instance: object) -> str:
     """An instance as reports show it: '?' when no prefix or path said who printed the line."""
@@ -213,17 +224,49 @@ def steps_and_repeats(df: pd.DataFrame, instance: pd.Series, info: dict | None =
             values[pos] = sp
             del sp, pos
             new_step = _int64(values, df.index)
-    if "scope" in df:  # global figures without a step: a copy with the same value repeats
+    if "scope" in df:  # global figures without a step
         glob = (~stepped & (df["scope"] == "global").to_numpy() & ~documented)
         if glob.any():
-            gi = np.flatnonzero(glob)
-            value = df["value"].to_numpy(dtype="float64", na_value=np.nan)[gi]
-            repeat[gi] = _duplicated(stream[gi], np.zeros(len(gi), np.int64), value,
-                                     epoch[gi])
-            if info is not None:
-                info["glob"] = (gi, stream[gi], value, epoch[gi])
+            copies = glob & schema.isin(df["pattern"], COPY_PATTERNS)
+            value = df["value"].to_numpy(dtype="float64", na_value=np.nan)
+            if copies.any():  # a copy with the same value repeats
+                gi = np.flatnonzero(copies)
+                repeat[gi] = _duplicated(stream[gi], np.zeros(len(gi), np.int64), value[gi],
+                                         epoch[gi])
+                if info is not None:
+                    info["glob"] = (gi, stream[gi], value[gi], epoch[gi])
+            series = np.flatnonzero(glob & ~copies)
+            if len(series):  # a line printed again at once repeats
+                lineno = (df["lineno"].to_numpy(dtype="float64", na_value=np.nan)[series]
+                          if "lineno" in df else series.astype("float64"))  # a row a line
+                repeat[series] = _redrawn(stream[series], lineno, value[series], epoch[series])
     repeat[documented] = False
     return new_step, repeat
+
+
+def _redrawn(stream: np.ndarray, lineno: np.ndarray, value: np.ndarray,
+             epoch: np.ndarray) -> np.ndarray:
+    """Rows of global series without a step (in file order): True where a line's figures are
+    all those of the previous line of their streams, printed on the line right before it (the
+    same line printed again at once: by another rank without a launcher prefix, or twice).
+    Equal figures further apart are a series that did not change (DeepSpeed-Chat's
+    ``CurSamplesPerSec=17.07`` four lines after another ``17.07``), never copies."""
+    n = len(stream)
+    if n < 2:
+        return np.zeros(n, dtype=bool)
+    order = np.argsort(stream, kind="stable")  # file order within a stream
+    s, line, v, e = stream[order], lineno[order], value[order], epoch[order]
+    same = np.zeros(n, dtype=bool)
+    same[1:] = ((s[1:] == s[:-1]) & (line[1:] == line[:-1] + 1)
+                & ((v[1:] == v[:-1]) | (np.isnan(v[1:]) & np.isnan(v[:-1])))
+                & ((e[1:] == e[:-1]) | (np.isnan(e[1:]) & np.isnan(e[:-1]))))
+    found = np.zeros(n, dtype=bool)
+    found[order] = same
+    # a line is printed again only when all its figures are
+    _, at = np.unique(lineno, return_inverse=True)
+    whole = np.ones(int(at.max()) + 1, dtype=bool)
+    np.logical_and.at(whole, at, found)
+    return whole[at]
 
 
 def _stream_keys(stream: np.ndarray, columns: Sequence[pd.Series]) -> list[tuple]:
@@ -262,7 +305,8 @@ def join_streams(parts: Sequence[dict]) -> tuple[list[np.ndarray], list[np.ndarr
     gives: per range, the number to add to each stream's global steps (the completed
     passes of its stream in the ranges before it; 0 where none) and the rows that repeat a
     row of an earlier range (a stream's first row with the step and epoch of its last row
-    before the cut; a global figure without a step equal to an earlier copy).
+    before the cut; an end-of-run global figure without a step (:data:`COPY_PATTERNS`) equal
+    to an earlier copy; a series's line printed again right after a cut is not found).
 
     The steps add only to rows with an epoch and only where some stream's count went down
     (as :func:`steps_and_repeats`); ``offsets`` are per stream code of each range."""

@@ -93,6 +93,9 @@ class Rows:
     #: per printer (launcher instance): the figures of an HF Trainer '***** Running training
     #: *****' block seen so far (its batch sizes are printed on separate lines)
     hf_block: dict[str | None, dict[str, float]] = field(default_factory=dict)
+    #: the segment whose world size :func:`run_facts` read last (the fallbacks still read
+    #: the rates of that line, not its world size again)
+    world_at: tuple[str | None, int, int] | None = None
 
     def header(self, kind: str) -> None:
         """Record a line that starts a run (``kind``: a key of :data:`HEADERS`)."""
@@ -389,6 +392,8 @@ WORLD_SIZE_FROM: dict[str, str] = {
     "hf_trainer": "HF: 'Num processes' / total train batch size",
     "deepspeed": "DeepSpeed launcher: dist_world_size / MPI settings",
     "rank_of": "'worker N of M' / 'MEMBER: N/M' / store-based barrier 'with N nodes'",
+    "generic": "a rate's own line: 'Num of GPUs: N' / 'num_gpus=N' / 'on N GPUs' / "
+               "'world size: N' beside the figure",
 }
 
 _HF_RUN = re.compile(r"\*{3,}\s*Running training\s*\*{3,}")
@@ -440,7 +445,9 @@ def run_facts(text: str, rows: Rows) -> bool:
                         (_ENV_WORLD, "env"), (_WORDS_WORLD, "env"), (_RANK_OF, "rank_of")):
         if m := rx.search(text):
             rows.metric(pattern, "world_size", _F(m.group(m.lastindex or 1)))
-            return True
+            rows.world_at = rows.seg
+            # a rate on the same line ('... 1234 samples/s, world_size=8') is still read
+            return not (_GENERIC.search(text) or _GENERIC_UNIT_FIRST.search(text))
     return False
 
 
@@ -499,6 +506,32 @@ def keras(text: str, rows: Rows) -> bool:
     # TF official models give TimeHistory the global batch size: the rate covers the job
     rows.rate("keras", "examples/second", "samples_per_s", _F(m.group(2)), "global", step)
     rows.metric("keras", "interval_time_s", _F(m.group(1)), step)
+    return True
+
+
+# --- MXNet's Speedometer ---------------------------------------------------------------------
+
+#: MXNet's ``mx.callback.Speedometer``, every ``frequent`` batches: ``Epoch[0] Batch [20-40]
+#: \tSpeed: 77689.35 samples/sec\taccuracy=0.001145`` (``Iter[0] Batch [20]`` in MXNet 0.x)
+_SPEEDOMETER = re.compile(r"\b(?:Epoch|Iter)\[(\d+)\]\s*Batch\s*\[\d+(?:-\d+)?\]\s*Speed:\s*("
+                          + NUM + r")\s*samples/sec")
+_SPEEDOMETER_METRIC = re.compile(r"\b([A-Za-z][\w-]*)=(" + NUM + r"|nan)(?=\s|$)")
+
+
+def mxnet_speedometer(text: str, rows: Rows) -> bool:
+    """One Speedometer line: a series without a step (a figure every ``frequent`` batches).
+    Speed is ``frequent x batch_size / seconds`` with the batch the script gives it; MXNet
+    with Horovod gives it on rank 0 alone with the job's batch (Horovod's MXNet examples:
+    ``Speedometer(args.batch_size * hvd.size())`` under ``if hvd.rank() == 0``; the MLPerf
+    MXNet ResNet logs' ``Speed:`` is their MLLOG ``throughput``): the job's rate."""
+    m = _SPEEDOMETER.search(text)
+    if not m:
+        return False
+    epoch = _F(m.group(1))
+    rows.rate("mxnet_speedometer", "Speed", "samples_per_s", _F(m.group(2)), "global",
+              None, epoch)
+    for name, value in _SPEEDOMETER_METRIC.findall(text[m.end():]):
+        rows.metric("mxnet_speedometer", _snake(name), _F(value), None, epoch)
     return True
 
 
@@ -789,13 +822,27 @@ _AFTER_DEVICE = re.compile(r"^\s*(?:/|\(?per[ _-]?)(?:rank|gpu|device)\b", re.IG
 _AFTER_GLOBAL = re.compile(r"^\s*\(global\)", re.IGNORECASE)
 #: ... or before the number, back to the previous field ('global 3633.1 samples/sec',
 #: 'throughput per GPU: 1816.6 samples/sec')
-_BEFORE_GLOBAL = re.compile(r"\bglobal\b", re.IGNORECASE)
+_BEFORE_GLOBAL = re.compile(r"\b(?:global|total|aggregate)\b", re.IGNORECASE)
 _BEFORE_DEVICE = re.compile(r"\bper[ _-]?(?:gpu|device|rank)\b", re.IGNORECASE)
 _FIELD_END = re.compile(r".*[,|;\]]", re.DOTALL)
+#: a line that states how many processes or devices its figures cover: 'Num of GPUs: 8'
+#: (a DDP benchmark's rank 0: 'Throughput: 4751.982 images/s, Batch size: 16, Num of GPUs: 8,
+#: Total time: 3.502 s'), 'num_gpus=8', 'world size: 8', 'on 8 GPUs', 'on 32 GPU(s)', 'on 2
+#: nodes'. Its figures are the job's (unless their own words say per device); a count of
+#: processes or devices is also the job's world size (nodes are not)
+_STATED_COUNT = re.compile(
+    r"\b(?:num(?:ber)?[ _]?(?:of[ _])?|n_?)(?:gpus|devices|ranks|workers|processes|replicas)"
+    r"\s*[:=]\s*(?P<n>\d+)\b"
+    r"|(?<![\w.])(?<!local )world[ _]size\s*[:=]\s*(?P<w>\d+)\b"
+    r"|\bon\s+(?P<on>\d+)\s+(?:gpus?|gpu\(s\)|devices?|ranks?|workers?|processes|cpus?|hpus?"
+    r"|xpus?|tpus?)(?!\w)"
+    r"|\bon\s+\d+\s+(?:nodes?|hosts?|machines?)\b", re.IGNORECASE)
 
 
-def _line_scope(text: str, start: int, unit_end: int) -> str:
-    """Scope of a generic figure from the words around it: device, global, else instance."""
+def _line_scope(text: str, start: int, unit_end: int, stated: bool = False) -> str:
+    """Scope of a generic figure from the words around it: device ('/rank', 'per GPU'),
+    global ('(global)', 'global', 'total' before it, or ``stated``: the line says how many
+    processes or devices its figures cover), else instance."""
     after = text[unit_end:unit_end + 16]
     if _AFTER_DEVICE.match(after):
         return "device"
@@ -806,9 +853,19 @@ def _line_scope(text: str, start: int, unit_end: int) -> str:
         before = before[cut.end():]
     if _BEFORE_DEVICE.search(before):
         return "device"
-    if _BEFORE_GLOBAL.search(before):
+    if stated or _BEFORE_GLOBAL.search(before):
         return "global"
     return "instance"
+
+
+def stated_count(text: str) -> tuple[str | None, int | None]:
+    """(the words of the line that state the processes or devices its figures cover, how
+    many processes or devices that is: the world size; None for nodes or no statement)."""
+    m = _STATED_COUNT.search(text)
+    if m is None:
+        return None, None
+    n = m["n"] or m["w"] or m["on"]
+    return " ".join(m.group(0).split()), int(n) if n else None
 
 
 def generic_rate(text: str, rows: Rows) -> bool:
@@ -827,9 +884,16 @@ def generic_rate(text: str, rows: Rows) -> bool:
     if not found:
         return False
     step, epoch = _hint(_STEP_HINT, text), _epoch_hint(text)
+    stated, world = stated_count(text)
     for _, unit, per, number, start, unit_end in sorted(found):
-        rows.rate("generic", f"{unit}/{per}", _unit_metric(unit), _F(number),
-                  _line_scope(text, start, unit_end), step, epoch)
+        scope = _line_scope(text, start, unit_end, stated is not None)
+        # a figure whose line states its scope is a series of its own ('done: 200 steps on
+        # 2 ranks; ... = 6584.5 samples/sec' is not one more of the 'global 6800.4
+        # samples/sec' lines printed every 20 steps)
+        name = f"{unit}/{per} ({stated})" if stated and scope == "global" else f"{unit}/{per}"
+        rows.rate("generic", name, _unit_metric(unit), _F(number), scope, step, epoch)
+    if world and rows.world_at != rows.seg:  # not read already by run_facts
+        rows.metric("generic", "world_size", _F(world), step, epoch)
     return True
 
 
@@ -858,6 +922,7 @@ SPECIFIC: tuple[tuple[tuple[str, ...], Recogniser], ...] = (
     (("per iteration",), megatron),
     (("img/sec", "Img/sec", "images/sec"), horovod_benchmark),
     (("TimeHistory",), keras),
+    (("Speed: ",), mxnet_speedometer),
     (("tps: ",), torchtitan),
     (("ms, mfu", "step_avg:"), nanogpt),
     (("Running ", "Number of ", "orld size", "orld_size=", "WORLD_SIZE=", "SLURM_N", "Num proc",
