@@ -25,7 +25,17 @@ skipped), the figure comes from the first kind the run has:
 
 Where the run also prints a global figure of the same metric that was not chosen, the job
 figure is checked against it (``check_*``): they agree when within the printed +- range
-(Horovod prints one), else within :data:`AGREE`.
+(Horovod prints one), else within :data:`AGREE`. Like is checked with like: one process's
+figure against the job figure divided by the world size, and, without a world size, not at
+all (``check_agrees`` None: two scopes, not a failed check).
+
+A line that states its own scope is the job's figure, never multiplied: the training-log
+reader makes ``global`` the figures of a line that says how many processes or devices it
+covers (``Throughput: 4751.982 images/s, Batch size: 16, Num of GPUs: 8``, ``on 8 GPUs``,
+``world size: 8``, ``global``, ``total``). ``rank0_times_world`` is an estimate, and says so.
+Figures printed every N steps without a step (MXNet's Speedometer, DeepSpeed-Chat's
+``CurSamplesPerSec``, a script's ``global 6800.4 samples/sec``) are a series: the mean after
+warm-up, as numbered steps; only end-of-run figures (:data:`END_OF_RUN_PATTERNS`) are copies.
 """
 
 from __future__ import annotations
@@ -231,9 +241,7 @@ def _job_figures(tp: pd.DataFrame, world: dict[str, int],
                             str(metric))
             other.pop("_copies", None)
             rng = ranges.get((str(run), str(best["name"])))
-            row.update(check_name=f"{_series_name(chk)} ({other['how']})",
-                       check_value=other["value"], check_range=rng,
-                       check_agrees=_agrees(other["value"], row["value"], rng))
+            row.update(_check(row, other, _series_name(chk), rng, w, str(metric)))
         row.pop("_copies", None)
         row.pop("_factor", None)
         out.append({RUN: run, "metric": metric, **row})
@@ -445,7 +453,10 @@ def _figure(row: pd.Series, inst: pd.DataFrame, rows_of: Callable[[], pd.DataFra
             metric: str) -> dict[str, object]:
     name = _series_name(row)
     stepped = _stepped(inst)
+    once = _end_of_run(row, inst)
     warm = f"mean over steps after warm-up of {name}" if stepped else name
+    if not stepped and not once and int(row["rows"]) > 1:  # a series without steps
+        warm = f"mean over the lines after warm-up of {name}"
     known = inst[inst["instance"].notna()]
     ranks = _rank_list(known["instance"])
     out: dict[str, object] = {
@@ -459,12 +470,9 @@ def _figure(row: pd.Series, inst: pd.DataFrame, rows_of: Callable[[], pd.DataFra
     alls = inst["value_all"].astype("float64")
     if row["scope"] == "global":
         found: list[float] = []
-        once = _end_of_run(row, inst)
         value, agree, copies = _global_value(inst, rows_of, found, once)
         out["_copies"] = found
         how = "printed_global" if once else "steady_global"
-        if not once and not stepped:
-            warm = f"mean over the lines after warm-up of {name}"
         rule = (f"{name}, printed for the whole job" if once
                 else f"{warm} (a figure for the whole job)")
         if copies:
@@ -475,8 +483,10 @@ def _figure(row: pd.Series, inst: pd.DataFrame, rows_of: Callable[[], pd.DataFra
         return out
     n = len(inst)
     note = ""
-    if not stepped and n == 1 and not len(known):
-        # an end-of-run figure of unknown printers: copies (one per printer), never averaged
+    if once and n == 1 and not len(known):
+        # an end-of-run figure of unknown printers: copies (one per printer), never averaged.
+        # Any other figure without a step is a series (MXNet's Speedometer 'Epoch[0] Batch
+        # [20-40]  Speed: 77689.35 samples/sec' every 20 batches): the mean after warm-up
         found = []
         first, agree, note = _global_value(inst, rows_of, found)
         if len(found) > 1:
@@ -512,7 +522,7 @@ def _figure(row: pd.Series, inst: pd.DataFrame, rows_of: Callable[[], pd.DataFra
         mean, mean_all = float(values.mean()), float(alls.mean())
         out.update(value=mean * world, value_all_steps=mean_all * world,
                    how="rank0_times_world", _factor=world,
-                   rule=f"estimated from {who}: {_num(mean)} per {unit} x world size {world} "
+                   rule=f"an estimate from {who}: {_num(mean)} per {unit} x world size {world} "
                         f"({warm}){note}",
                    ranks=f"{ranks or '?'} of {world}")
         return out
@@ -561,6 +571,29 @@ def _confirmed_copy(row: dict[str, object], later: list[pd.Series], inst: pd.Dat
             row["rule"] = str(row["rule"]).replace(
                 "the first is shown", f"the one {_series_name(other_row)} confirms is shown")
         return
+
+
+def _check(row: dict[str, object], other: dict[str, object], name: str, rng: float | None,
+           world: int | None, metric: str) -> dict[str, object]:
+    """The ``check_*`` columns of a job figure checked against ``other``, like with like: a
+    figure of one process (``one_printer`` of a rate that adds up over ranks) is compared
+    with the job figure divided by the world size; without a world size it is not compared
+    (``check_agrees`` None: figures of different scopes, never a failed check)."""
+    out: dict[str, object] = {"check_name": f"{name} ({other['how']})",
+                              "check_value": other["value"], "check_range": rng}
+    if other["how"] != "one_printer" or metric in SYNCHRONOUS_METRICS:
+        out["check_agrees"] = _agrees(other["value"], row["value"], rng)
+        return out
+    if world:
+        share = float(row["value"]) / world  # type: ignore[arg-type]
+        out["check_name"] = (f"{name} (one process's rate, checked against the job figure / "
+                             f"world size {world} = {_num(share)})")
+        out["check_agrees"] = _agrees(other["value"], share, rng / world if rng else None)
+        return out
+    out["check_name"] = (f"{name} (one process's rate: another scope than the job's, not "
+                         "compared without a world size)")
+    out["check_agrees"] = None
+    return out
 
 
 def _agrees(value: object, check: object, rng: float | None) -> bool | None:

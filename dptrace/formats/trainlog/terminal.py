@@ -54,7 +54,8 @@ def draw_throughput(section: Section, opts: Mapping[str, Any] | None = None) -> 
 #: what ``how`` means, in a few words
 _HOW = {"printed_global": "printed for the job", "steady_global": "job figure per step",
         "sum_of_ranks": "sum over ranks", "mean_of_ranks": "a rank's rate",
-        "mean_of_instances": "mean of instances", "rank0_times_world": "estimated",
+        "mean_of_instances": "mean of instances",
+        "rank0_times_world": "estimate: one rank x world size",
         "one_printer": "one process", "steady_step_time": "step time",
         "running_average": "step time, whole run"}
 
@@ -79,8 +80,11 @@ def _job_table(jobs: pd.DataFrame) -> Table:
             agrees = r.get("check_agrees")
             rng = r.get("check_range")
             pm = f" +-{fmt(rng)}" if isinstance(rng, (int, float)) and pd.notna(rng) else ""
-            note += (f"; checked against {r['check_name']}: {fmt(r['check_value'])}{pm}, "
-                     + ("agrees" if agrees else "DOES NOT AGREE"))
+            if agrees is None or pd.isna(agrees):  # another scope: shown, not compared
+                note += f"; beside it {r['check_name']}: {fmt(r['check_value'])}{pm}"
+            else:
+                note += (f"; checked against {r['check_name']}: {fmt(r['check_value'])}{pm}, "
+                         + ("agrees" if agrees else "DOES NOT AGREE"))
             if agrees is False:
                 style = "yellow"
         if r.get("copies_agree") is False:
