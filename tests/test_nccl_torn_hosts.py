@@ -20,6 +20,8 @@ def _check(ds: dptrace.Dataset) -> None:
     assert sorted(set(setup["host"])) == ["x3006c0s1b1n0", "x3006c0s25b0n0"]
     run = ds.runs.iloc[0]
     assert (run["world_size"], run["nodes"]) == (8, 2)
+    # NCCL 2.20 states the nodes in a second comm line: 'comm 0x... rank 6 nRanks 8 nNodes 2'
+    assert set(setup["nodes"]) == {2}
     # the torn line's channel counts to its process (rank 6: '6[2] -> 4[0]')
     six = setup[setup["rank"] == 6].iloc[0]
     assert six["host"] == "x3006c0s25b0n0" and six["pid"] == 849780

@@ -292,10 +292,11 @@ class _Reader:
             n = int(r["nranks"])
             if n > p.comm_nranks:
                 p.comm_nranks, p.nranks = n, n
-                if "nodes" in r:
-                    p.nodes = int(r["nodes"])
+                p.nodes = int(r["nodes"]) if "nodes" in r else None
                 if p.rank_from != "launcher prefix":
                     p.rank, p.rank_from = int(r["rank"]), "NCCL comm line"
+            elif n == p.comm_nranks and "nodes" in r and p.nodes is None:
+                p.nodes = int(r["nodes"])   # 2.18+ states it in a second line of the comm
         elif kind == "channel":
             transport, gdr = _transport(r["via"])
             p.transports.add(transport)

@@ -56,15 +56,18 @@ def draw_scaling(section: Section, opts: Mapping[str, Any] | None = None) -> Ren
     sc = section.tables.get("scaling")
     if sc is not None and len(sc):
         cols = [Col("run", KEY), Col("workers", NUM), Col("metric", KEY),
-                Col("throughput", NUM), Col("speedup", NUM), Col("ideal", NUM),
+                Col("figure", NUM), Col("speedup", NUM), Col("ideal", NUM),
                 Col("efficiency", NUM), Col("comm s/rank", NUM), Col("comm share", NUM),
                 Col("missing", TEXT)]
         table = FitTable(cols, ["missing", "comm share", "comm s/rank", "ideal"],
                          title="Scaling", boxed=True)
         for r in sc.itertuples(index=False):
+            note = "; ".join(str(v) for v in (getattr(r, "missing", None),
+                                              getattr(r, "efficiency_note", None))
+                             if isinstance(v, str) and v)
             table.add_row(fmt(r.label), fmt(r.workers), fmt(r.metric), fmt(r.job_value),
                           fmt(r.speedup), fmt(r.ideal_speedup), pct(r.efficiency),
-                          fmt(r.comm_time_s), pct(r.comm_share), fmt(r.missing))
+                          fmt(r.comm_time_s), pct(r.comm_share), note)
         parts.append(table)
     for name, df in section.tables.items():
         if name == "scaling" or not len(df):
