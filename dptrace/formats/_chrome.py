@@ -51,6 +51,9 @@ from ..executor import Executor, resolve
 BLOCK = 16 << 20
 #: bytes asked of the input per read
 READ = 1 << 20
+#: a record is waited for (its block kept growing) up to this many bytes; beyond, the block
+#: is read record by record
+MAX_RECORD = 64 << 20
 #: plain files at least this large are decoded in byte ranges when the executor has
 #: several workers
 PARALLEL_BYTES = 96 << 20
@@ -98,6 +101,24 @@ def last_record_end(data: bytes | bytearray, start: int, end: int) -> int | None
                 found = comma.end() - 1
         else:                               # the array's ] (or a stray one)
             return found
+
+
+def quote_parity(data: bytes | bytearray, start: int, end: int, lead: int = 0) -> int:
+    """1 when ``data[start:end]`` holds an odd number of unescaped ``"`` (one after an odd
+    run of backslashes is escaped), else 0: whether a string opens or closes across it.
+    ``lead``: backslashes just before ``data[0]`` (the end of what was cut off before it)."""
+    n = data.count(b'"', start, end)
+    i = data.find(b'\\"', max(start - 1, 0), end)
+    while i >= 0:
+        k = i
+        while k >= 0 and data[k] == 0x5C:
+            k -= 1
+        if (i - k + (lead if k < 0 else 0)) & 1:
+            n -= 1
+        i = data.find(b'\\"', i + 2, end)
+    if lead & 1 and start == 0 < end and data[0] == 0x22:     # \ cut off, then "
+        n -= 1
+    return n & 1
 
 
 def _may_be_cut(exc: Exception, cut: int) -> bool:
@@ -211,7 +232,7 @@ class BlockScanner:
             i = buf.rfind(b"},")
             if i > 0:
                 buf = self._decode_prefix(buf, i + 1)
-            elif len(buf) > 2 * self.block:  # no separator at all: record by record
+            elif len(buf) > 2 * max(self.block, READ):  # no separator: record by record
                 buf = self._records_prefix(buf)
         self._tail(bytes(buf[1:]))
 
@@ -279,7 +300,7 @@ class BlockScanner:
             return self._keep_after(buf, cut)
         if _may_be_cut(error, cut):
             true = last_record_end(buf, 1, cut)
-            if true is None and len(buf) <= 2 * self.block:
+            if true is None and len(buf) <= max(2 * self.block, MAX_RECORD):
                 return buf                    # one record so far: wait for its end
             if true is not None and true != cut:
                 if self._try_block(buf, true) is None:
@@ -333,12 +354,13 @@ class BlockScanner:
 
     def _decode_slow(self, piece: bytes, carry: bool = False) -> int:
         """After a failed block: replace invalid UTF-8 and retry, then go record by record.
-        With ``carry``, a last record that is not whole JSON (and shorter than a block) is
-        left unread: it may be cut by the block's end. Returns the bytes left at the end."""
+        With ``carry``, a last record that is not whole JSON (and shorter than
+        :data:`MAX_RECORD`) is left unread: it may be cut by the block's end. Returns the
+        bytes left at the end."""
         left = 0
         if carry:
             start = self._last_start(piece)
-            if len(piece) - start < self.block and not _complete(piece[start:].rstrip()):
+            if len(piece) - start < MAX_RECORD and not _complete(piece[start:].rstrip()):
                 left = len(piece) - start
                 piece = piece[:start]
         if not piece.strip():
@@ -444,7 +466,35 @@ class BlockScanner:
         try:
             self.decode_list(b"[" + body + b"]")
         except DECODE_ERRORS:
-            self._decode_records(self._fix_utf8(body), final=True)
+            self._decode_last(self._fix_utf8(body))
+
+    def _decode_last(self, body: bytes) -> None:
+        """The array's last records, which did not decode together: those before the last
+        record boundary by the JSON's structure, then the last record alone (torn when the
+        file ends inside it, whatever ``},`` its strings hold)."""
+        end = last_record_end(b"[" + body, 1, len(body) + 1)
+        if end is None:
+            starts = [0] + [m.end() for m in _RECORD_END.finditer(body)] + [len(body)]
+            if any(_complete(body[i:j].rstrip().rstrip(b","))
+                   for i, j in zip(starts, starts[1:], strict=False)):
+                self._decode_records(body, final=True)
+                return
+            end = 0                           # a '}' '{' in a string: one record
+        else:
+            head = body[:end - 1]
+            if head.strip():
+                try:
+                    self.decode_list(b"[" + head + b"]")
+                except DECODE_ERRORS:
+                    self._decode_records(head, final=False)
+        rest = body[end:]
+        start = end + len(rest) - len(rest.lstrip())
+        record = rest.strip()
+        if record:
+            ev = self._record(body, start, record, True)
+            if ev is not None:
+                self.record_decoded(record, ev)
+                self.add_records([ev])
 
 
 # -- whole files, in parallel when large --------------------------------------------------------

@@ -8,9 +8,13 @@ through :class:`_EventsStream`, which ends the stream at the array's ``]`` and k
 follows (the trailing metadata: ``traceName``, and ``distributedInfo`` in some writers).
 
 The array's end is found as ``}`` ``]`` followed by ``, "key"`` (more metadata) or by the
-object's last ``}``: Kineto's events hold no list of objects, so an event never holds that
-sequence. A file that ends inside the array (a job killed while the profiler wrote) is read
-up to its last whole event and flagged with a problem naming the file.
+object's last ``}``, outside any string (the quotes before it are counted as the bytes
+pass: a kernel name may hold anything): Kineto's events hold no list of objects, so an
+event never holds that sequence. The events are cut into blocks wherever a record ends by
+the JSON's structure, never inside a string or a nested ``args`` (:mod:`.._chrome`), so a
+valid trace reads whole whatever its size. A file that ends inside the array (a job killed
+while the profiler wrote) is read up to its last whole event and flagged with a problem
+naming the file.
 
 What each event is to the breakdown (``role``) follows HolisticTraceAnalysis: a GPU kernel
 whose name holds ``nccl`` is communication, memcpy/memset are memory, other kernels are
@@ -201,6 +205,10 @@ class _EventsStream:
         self.done = False
         self.eof = False
         self.trailer = b""
+        #: quotes counted in pending[:counted] and before it: odd when a string is open
+        self.odd = 0
+        self.counted = 0
+        self.lead = 0          # backslashes at the end of what was handed out
         empty = _EMPTY.match(first)
         if empty:                               # "traceEvents": [] (nothing was recorded)
             self.pending = bytearray(first[:empty.end()])
@@ -217,23 +225,42 @@ class _EventsStream:
                 self.pending += chunk
         if not self.done:
             self._find_end()
-        if self.done or self.eof:
+        if self.done:
             out = bytes(self.pending[:want])
             del self.pending[:want]
             return out
-        give = min(want, max(len(self.pending) - _KEEP, 0))
+        give = min(want, len(self.pending) if self.eof else max(len(self.pending) - _KEEP, 0))
         out = bytes(self.pending[:give])
+        self._count_to(give)
+        run = len(out) - len(out.rstrip(b"\\"))
+        self.lead = run + self.lead if run == len(out) else run
         del self.pending[:give]
+        self.counted -= give
         self.searched = max(self.searched - give, 0)
         return out
+
+    def _count_to(self, i: int) -> None:
+        if i > self.counted:
+            self.odd ^= _chrome.quote_parity(self.pending, self.counted, i, self.lead)
+            self.counted = i
+
+    def _in_string(self, i: int) -> bool:
+        """Whether ``pending[i]`` is inside a string (the quotes before it are odd)."""
+        if i >= self.counted:
+            self._count_to(i)
+            return bool(self.odd)
+        return bool(self.odd ^ _chrome.quote_parity(self.pending, i, self.counted, self.lead))
 
     read1 = read
 
     def _find_end(self) -> None:
         end = len(self.pending) if self.eof else len(self.pending) - _KEEP
-        m = _END_MORE.search(self.pending, max(self.searched - _KEEP, 0), max(end, 0) + 8)
+        start = max(self.searched - _KEEP, 0)
+        m = next((m for m in _END_MORE.finditer(self.pending, start, max(end, 0) + 8)
+                  if not self._in_string(m.start())), None)
         if m is None and self.eof:
-            m = _END_LAST.search(self.pending, max(self.searched - _KEEP, 0))
+            m = _END_LAST.search(self.pending, start)
+            m = None if m is None or self._in_string(m.start()) else m
         self.searched = max(end, 0)
         if m is None:
             return
