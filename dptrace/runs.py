@@ -444,6 +444,7 @@ def runs_table(run_of: Mapping[str, str], labels: Mapping[str, str],
     _from_nccl(rows, _cols(tables.get("nccl_setup"), "host", "nranks", "nodes"),
                _cols(tables.get("nccl_env"), "name", "nodes"))
     _from_mllog(rows, _cols(tables.get("mllog"), "key", "value", "rank"))
+    _checked_counts(rows)
     return schema.conform(pd.DataFrame(list(rows.values()),
                                        columns=[c.name for c in RUNS.columns]), RUNS)
 
@@ -517,9 +518,45 @@ def _distinct(values: pd.Series) -> list:
 _CHUNK, _SMALL = 1 << 20, 1 << 16
 
 
+#: the largest world size or node count the runs table takes: a count read from an input
+#: is checked like any parsed value (a log's 'Total img/sec on 99999999999999999999 GPU(s)'
+#: is no world size, and must not cost the report)
+MAX_COUNT = (1 << 31) - 1
+
+
+def _count(n: object) -> int | None:
+    """``n`` as a count the runs table can hold: a whole number from 1 to :data:`MAX_COUNT`,
+    else None."""
+    try:
+        f = float(n)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if not (f == f and 1 <= f <= MAX_COUNT) or not f.is_integer():
+        return None
+    return int(f)
+
+
 def _set_world(row: dict[str, object], n: object, why: str) -> None:
-    if row["world_size"] is None and n is not None:
-        row["world_size"], row["world_size_from"] = int(n), why  # type: ignore[call-overload]
+    if row["world_size"] is not None or n is None:
+        return
+    count = _count(n)
+    if count is None:   # said, but not a world size: where it came from says so
+        if row["world_size_from"] is None:
+            row["world_size_from"] = f"{why}: {_short(n)} is not a world size"
+        return
+    row["world_size"], row["world_size_from"] = count, why
+
+
+def _short(n: object) -> str:
+    text = str(n)
+    return text if len(text) <= 24 else f"{text[:12]}...({len(text)} characters)"
+
+
+def _checked_counts(rows: dict[str, dict[str, object]]) -> None:
+    """Node counts that are no counts (a platform string's huge N) are left out."""
+    for row in rows.values():
+        if row["nodes"] is not None and _count(row["nodes"]) is None:
+            row["nodes"] = None
 
 
 def _from_mpitrace(rows: dict[str, dict[str, object]], jobs: pd.DataFrame | None,
