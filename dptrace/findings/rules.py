@@ -1068,7 +1068,7 @@ def _startup_only(src: str, startup: pd.DataFrame, steady_n: int, min_steady: in
         f"the timeline cannot name the rank the others wait for. Its "
         f"{_plural(n, 'compared negotiation')} {'is' if n == 1 else 'are'} start-up: "
         f"{' and '.join(kinds)}, {at}.{cache} {lead}",
-        f"horovod.stragglers source={src} phase={hv.STARTUP}",
+        f"horovod.stragglers source={src}",
         "To see who the others wait for in the steady state, profile a run with "
         "HOROVOD_CACHE_CAPACITY=0 (every negotiation then carries ticks), or compare the "
         "ranks' step times.",
@@ -1110,7 +1110,7 @@ def negotiation_stragglers(stragglers: pd.DataFrame, runs: pd.DataFrame | None =
                 "info", "unjudged_negotiations", "input", named[0][0],
                 f"The timelines of this run name different ranks as the one the others wait "
                 f"for in the steady state ({said}), so none is named.",
-                "; ".join(f"horovod.stragglers source={src} phase={hv.STEADY} rank={r['rank']}"
+                "; ".join(f"horovod.stragglers source={src} rank={r['rank']}"
                           for src, r, _ in named),
                 "Give each job's timeline a run of its own (LABEL=PATH), or check that the "
                 "files come from one job."))
@@ -1125,7 +1125,7 @@ def negotiation_stragglers(stragglers: pd.DataFrame, runs: pd.DataFrame | None =
                 "on (a tensor's second negotiation or later; start-up is left out); its ticks "
                 f"came {_time_us(r['mean_lag_us'])} after the first rank's on average (max "
                 f"{_time_us(r['max_lag_us'])}).",
-                f"horovod.stragglers source={src} phase={hv.STEADY} rank={r['rank']}",
+                f"horovod.stragglers source={src} rank={r['rank']}",
                 f"The other ranks wait for rank {r['rank']} before each collective: look at "
                 "what it does between steps (data loading, uneven work, a slower node).",
                 rank=int(r["rank"]), value=100 * float(r["waited_share"]),
