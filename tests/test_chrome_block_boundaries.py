@@ -443,3 +443,22 @@ def test_horovod_cut_inside_a_record_is_read_up_to_it(tmp_path, monkeypatch):
             got, out = _scan_array(data[:cut], 1009)
             assert got == json.loads(b"[" + data[spans[0][0]:spans[k - 1][1]] + b"]")
             assert out.torn and out.bad_records == 0, (k, cut)
+
+
+def test_sorted_keys_trace_nested_args_before_other_keys(tmp_path, monkeypatch):
+    """A real trace rewritten with sorted keys (``args`` first: ``},`` after every nested
+    args object) reads as the original, whatever the block."""
+    src = TORCH_FIX / "one_step" / "rank0.pt.trace.json"
+    doc = json.loads(src.read_bytes())
+    path = tmp_path / "sorted.pt.trace.json"
+    path.write_text(json.dumps(doc, sort_keys=True, indent=1))
+    assert b'"args": {' in path.read_bytes()
+    whole = dptrace.load(src)
+    for block in (257, 1009, 4099):
+        monkeypatch.setattr(chrome, "BLOCK", block)
+        got = dptrace.load(path)
+        assert got.sources["status"].item() == "ok", (block, got.problems)
+        a, b = whole["torch_events"], got["torch_events"]
+        assert len(a) == len(b) == _kept(doc["traceEvents"])
+        pd.testing.assert_frame_equal(a.drop(columns=["source", "run"]),
+                                      b.drop(columns=["source", "run"]))
