@@ -80,7 +80,8 @@ COLUMNS = ["run", "input", "metric", "value", "how", "rule", "ranks", "printers"
 def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
                 fraction: float = thr.WARMUP_FRACTION,
                 check_ranges: Mapping[tuple[str, str], float] | None = None,
-                metrics: pd.DataFrame | None = None) -> pd.DataFrame:
+                metrics: pd.DataFrame | None = None,
+                mllog: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per run, input and metric: the job figure (see the module's docstring).
 
     ``input`` is the training log the figure comes from, or the directory of a job's
@@ -89,6 +90,12 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
     checked only against them, with the world size its own lines state (the run's world
     size only when the run has that one log).
     """
+    if mllog is not None and len(mllog):
+        # MLPerf logs (the ``mllog`` table): each log's own figure is its run's headline, the
+        # training-log rows of the same log its check (dptrace.analysis.mllog)
+        from .mllog import with_job_figures
+        return with_job_figures(job_figures(tp, runs, fraction, check_ranges, metrics),
+                                mllog, tp, runs, fraction)
     tp = _by_input(tp)
     metrics = _by_input(metrics)
     groups_tp = _groups(tp)

@@ -40,6 +40,7 @@ import contextlib
 import json
 import os
 import re
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -412,6 +413,28 @@ def _close(a: float, b: float) -> bool:
     return bool(np.isfinite(a) and np.isfinite(b) and abs(a - b) <= AGREE * abs(b))
 
 
+def _epochs_check(fig: Mapping[str, object], batch: object, value: float,
+                  world: int | None) -> tuple[str, float]:
+    """(what, value) of the epochs' figure as a check of ``value``: train_samples x epochs /
+    their time; where that agrees with neither ``value`` nor ``value`` x the world size but
+    train_samples x the global batch does, the log's ``train_samples`` counts iterations
+    (Azure's v2.0 SSD logs: 4,572 = 1,170,432 OpenImages samples / 256), and that is the
+    check."""
+    samples = float(fig["epochs_value"])  # type: ignore[arg-type]
+    what = f"MLPerf :::MLLOG {fig['epochs_rule']}"
+    try:
+        gbs = float(batch)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return what, samples
+    scaled = [value] + ([value * world] if world and world > 1 else [])
+    if not (np.isfinite(gbs) and gbs > 1) or any(_close(v, samples) for v in scaled):
+        return what, samples
+    if any(_close(v, samples * gbs) for v in scaled):
+        return (f"{what} x global_batch_size {gbs:,.0f} (its train_samples counts "
+                "iterations)", samples * gbs)
+    return what, samples
+
+
 def job_rows(ev: pd.DataFrame, tp: pd.DataFrame | None = None,
              runs: pd.DataFrame | None = None, fraction: float = 0.1) -> pd.DataFrame:
     """One job-figure row (:data:`.job.COLUMNS`) per run and MLPerf log that gives its own
@@ -440,11 +463,10 @@ def job_rows(ev: pd.DataFrame, tp: pd.DataFrame | None = None,
             continue
         w = world.get(str(run)) if run is not None else None
         check = _trainlog_check(tp, run, source, fraction)
-        if check is None and fig["epochs_value"] is not None:
-            check = (f"MLPerf :::MLLOG {fig['epochs_rule']}",
-                     float(fig["epochs_value"]))  # type: ignore[arg-type]
         value, how, rule = float(fig["value"]), str(fig["how"]), str(fig["rule"])  # type: ignore[arg-type]
         value_all = float(fig["value_all_steps"])  # type: ignore[arg-type]
+        if check is None and fig["epochs_value"] is not None:
+            check = _epochs_check(fig, _first(g, "global_batch_size", "value_num"), value, w)
         if check is not None and w and w > 1 and not _close(value, check[1]) \
                 and _close(value * w, check[1]):
             rule = (f"{rule}, per device (x world size {w} agrees with {check[0]}: "

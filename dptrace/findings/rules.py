@@ -1499,11 +1499,12 @@ def tables(ds: Dataset, names: set[str], **opts: Any) -> dict[str, pd.DataFrame]
         out["throughput.instances"] = thr.per_instance(tp, fraction)
     if "throughput.ranks" in names and not tp.empty:
         out["throughput.ranks"] = tp[["source", "instance", "rank"]]
-    if "throughput.job" in names and not tp.empty:
+    mllog = ds["mllog"] if "mllog" in ds.tables else None
+    if "throughput.job" in names and not (tp.empty and mllog is None):
         fraction = float(opts.get("warmup", th.WARMUP_FRACTION))
         out["throughput.job"] = jobfig.job_figures(
             tp, ds.runs, fraction, jobfig.printed_ranges(ds["train_metrics"]),
-            ds["train_metrics"])
+            ds["train_metrics"], mllog)
     if "horovod.runs" in names and not ds["hvd_runs"].empty:
         out["horovod.runs"] = ds["hvd_runs"]
     if "horovod.small_allreduces" in names and not ds["hvd_runs"].empty:

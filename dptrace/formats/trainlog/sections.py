@@ -14,10 +14,13 @@ from ...reports.registry import SectionSpec, register_section
 
 def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
     tp = ds["throughput"]
-    if tp.empty:
-        return None
+    mllog = ds["mllog"] if "mllog" in ds.tables else None
     fraction = opts.get("warmup", thr.WARMUP_FRACTION)
     metrics = ds["train_metrics"]
+    figures = job.job_figures(tp, ds.runs, fraction, job.printed_ranges(metrics), metrics,
+                              mllog)
+    if tp.empty and figures.empty:   # an MLPerf log's own figure is a job figure too
+        return None
     summary = job.series_figures(thr.throughput_summary(tp, fraction), tp, ds.runs, fraction)
     return Section(
         SPEC.name, SPEC.title,
@@ -30,8 +33,7 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
         "closing redraw, a line printed twice) are not counted; bars of evaluation, loading "
         "and downloads are never the job figure.",
         {
-            "job": job.job_figures(tp, ds.runs, fraction, job.printed_ranges(metrics),
-                                   metrics),
+            "job": figures,
             "summary": summary,
             "instances": thr.per_instance(tp, fraction),
         },
