@@ -407,9 +407,10 @@ def runs_table(run_of: Mapping[str, str], labels: Mapping[str, str],
                   else [None] * len(sources))
         for name, run, st in zip(sources["source"].tolist(), sources["run"].tolist(), status,
                                  strict=True):
-            if isinstance(run, str) and run in rows and st != "skipped":
-                rows[run]["sources"] = int(rows[run]["sources"]) + 1  # type: ignore[call-overload]
-                names_of[run].append(name)
+            if isinstance(run, str) and run in rows:   # (a skipped rank file still names
+                names_of[run].append(name)              # its rank and job)
+                if st != "skipped":
+                    rows[run]["sources"] = int(rows[run]["sources"]) + 1  # type: ignore[call-overload]
     for run, names in names_of.items():
         found = {job_id(n) for n in names} - {(None, None)}
         ids = sorted({j for j, _ in found if j is not None})

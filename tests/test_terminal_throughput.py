@@ -100,8 +100,8 @@ def test_show_all_shows_every_series_setup_last():
     assert "... and" not in text
     setup = [k for k, t in enumerate(titles) if "· load" in t or "· download" in t]
     assert len(setup) == 11
-    # last in their run (the directory's); the two runs split off the docs come after it
-    assert setup == list(range(39, 50))
+    # last: every run's training series first (a folder of logs is one run per log)
+    assert setup == list(range(len(titles) - 11, len(titles)))
     assert any("Loading checkpoint shards" in t for t in titles)
     assert any("Downloading shards" in t for t in titles)
 

@@ -204,7 +204,11 @@ def test_traces_of_different_jobs_are_not_compared():
         "hta_sampled_rank-0_ws128.json.gz", "hta_sampled_rank-1_ws128.json.gz"]
     assert job["communication_us"].round(0).tolist() == [396199.0, 379053.0]
     assert build(ds).query("kind == 'collective_straggler'").empty
-    assert ds.runs["world_size_from"].item().startswith("PyTorch profiler traces disagree")
+    # one run per job: the two ranks of the 128-rank job are one run, each other trace its own
+    runs = ds.runs.set_index("run")
+    assert len(runs) == 6
+    pair = ds.sources.loc[ds.sources["source"].str.contains("hta_sampled_rank"), "run"]
+    assert pair.nunique() == 1 and runs.loc[pair.iloc[0], "world_size"] == 128
 
 
 # -- sniffing: torch traces vs Horovod timelines ------------------------------------------------
