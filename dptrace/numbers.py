@@ -172,7 +172,7 @@ def check_float(value: Any) -> float:
     try:
         f = float(value)
     except OverflowError:
-        raise NumberError(_int_text(value), "does not fit a 64-bit float") from None
+        raise NumberError(_int_text(int(value)), "does not fit a 64-bit float") from None
     if not math.isfinite(f):
         raise NumberError(repr(value), "is not finite")
     return f
