@@ -30,9 +30,13 @@ from typing import Any
 
 import pyparsing as pp
 
+from ...numbers import INT_PATTERN, int_or_error
 from . import LINE_PATTERN
 
-INT = pp.Regex(r"\d+").set_name("integer").set_parse_action(lambda t: int(t[0]))
+#: an integer field, read by :func:`dptrace.numbers.int_or_error`: a field shaped like one
+#: matches whatever its value, and a value that is not an int64 (5,000 digits, '2²') comes
+#: back as a NumberError for the reader to name (the line keeps its shape)
+INT = pp.Regex(INT_PATTERN).set_name("integer").set_parse_action(lambda t: int_or_error(t[0]))
 KW = pp.Keyword
 REST = pp.Regex(r".*").set_name("rest of line")
 
@@ -140,7 +144,7 @@ def _message(text: str) -> tuple[str, dict[str, Any]] | None:
     first = words[0]
     candidates = BY_FIRST_WORD.get(first)
     if candidates is None:
-        if first.isdigit():
+        if first[:1].isdigit():
             candidates = (("channels", CHANNELS),)
         elif first.startswith("NCCL_"):
             candidates = (("set_by_env", SET_BY_ENV),)

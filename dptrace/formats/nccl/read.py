@@ -29,6 +29,7 @@ from ...errors import Problem
 from ...executor import Executor
 from ...formats.trainlog import RE_ENGINE as _re_engine
 from ...formats.trainlog.general import _count_newlines, line_cuts, re2_match
+from ...numbers import NumberError, fit, note, parse_count, parse_float
 from ...registry import ParseResult
 from ...runs import rank_of_path
 from ...sources import Source
@@ -188,6 +189,11 @@ class _Reader:
         self.env: list[dict[str, Any]] = []
         self.version: str | None = None
         self.torn: list[int] = []
+        #: fields that are not numbers of their column (:func:`dptrace.numbers.fit`)
+        self.bad: list[Problem] = []
+        #: a file whose lines end with a lone CR (old Mac; a progress bar's whole output):
+        #: each CR starts a line, for the line numbers
+        self.cr_lines = False
         self.timeouts: set[tuple[int, str]] = set()
         self.seen: set[tuple[str, str]] = set()
         #: lines read so far whose repeat changes nothing but a count (:meth:`repeated`;
@@ -229,7 +235,8 @@ class _Reader:
         prefix_rank = None
         if text[:1] in _PREFIX_FIRST and (m := _PREFIX.match(text)) is not None:
             found = next(v for v in m.groupdict().values() if v is not None)
-            prefix_rank = int(found)
+            prefix_rank = self.count(found, "launcher prefix rank", lineno,
+                                     "the line is read, its rank is missing")
             text = text[m.end():]
         plain = True                # nothing but an NCCL INFO line (may be remembered)
         if "WorkNCCL" in text:
@@ -248,10 +255,13 @@ class _Reader:
         if found.start() and text[:found.start()].strip():   # another writer's text first
             self.torn.append(lineno)
             return
-        p = self.proc(found["host"], int(found["pid"]), lineno)
+        pid = self.count(found["pid"], "pid", lineno, "the line is skipped")
+        if pid is None:
+            return
+        p = self.proc(found["host"], pid, lineno)
         p.lines += 1
         if p.device is None:
-            p.device = int(found["device"])
+            p.device = self.count(found["device"], "device", lineno)
         if prefix_rank is not None and p.rank_from != "launcher prefix":
             p.rank, p.rank_from = prefix_rank, "launcher prefix"
         msg = (found["message"] or "").rstrip()
@@ -289,14 +299,19 @@ class _Reader:
         elif kind == "ofi_provider":
             p.provider = r["provider"]
         elif kind == "comm":
-            n = int(r["nranks"])
+            n = self.value(r["nranks"], "nranks", lineno, "the comm line is not read")
+            rank = self.value(r["rank"], "rank", lineno)
+            nodes = self.value(r.get("nodes"), "nNodes", lineno)
+            self.value(r.get("local_ranks"), "localRanks", lineno)
+            if n is None:
+                return
             if n > p.comm_nranks:
                 p.comm_nranks, p.nranks = n, n
-                p.nodes = int(r["nodes"]) if "nodes" in r else None
+                p.nodes = nodes
                 if p.rank_from != "launcher prefix":
-                    p.rank, p.rank_from = int(r["rank"]), "NCCL comm line"
-            elif n == p.comm_nranks and "nodes" in r and p.nodes is None:
-                p.nodes = int(r["nodes"])   # 2.18+ states it in a second line of the comm
+                    p.rank, p.rank_from = rank, "NCCL comm line" if rank is not None else None
+            elif n == p.comm_nranks and nodes is not None and p.nodes is None:
+                p.nodes = nodes   # 2.18+ states it in a second line of the comm
         elif kind == "channel":
             transport, gdr = _transport(r["via"])
             p.transports.add(transport)
@@ -305,7 +320,7 @@ class _Reader:
                 p.gdrdma = p.gdrdma or gdr
                 p.channel_net = transport[4:]
         elif kind == "channels":
-            p.coll_channels = int(r["coll"])
+            p.coll_channels = self.value(r["coll"], "coll channels", lineno)
         elif kind == "set_by_env":   # NCCL ends the sentence: 'set by environment to 1.'
             value = r["value"]
             self.setting(r["name"], value[:-1] if value.endswith(".") else value, None,
@@ -325,7 +340,30 @@ class _Reader:
             return
         if (m := _NNODES.search(text)) is not None:
             name, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-            self.setting(name, value, int(value), lineno)
+            self.setting(name, value, self.count(value, name, lineno, "the setting is kept, "
+                                                 "its number of nodes is missing"), lineno)
+
+    def count(self, text: str, column: str, lineno: int,
+              outcome: str = "the line is read, its value is missing") -> int | None:
+        """A count, rank, pid or device of a line (:func:`dptrace.numbers.parse_count`);
+        None with an error naming the line when the field is not one."""
+        try:
+            return parse_count(text)
+        except NumberError as exc:
+            return self.value(exc, column, lineno, outcome)
+
+    def number(self, text: str, column: str, lineno: int) -> float | None:
+        """A finite float of a line (:func:`dptrace.numbers.parse_float`), else None."""
+        try:
+            return parse_float(text)
+        except NumberError as exc:
+            return self.value(exc, column, lineno)
+
+    def value(self, v: Any, column: str, lineno: int,
+              outcome: str = "the line is read, its value is missing") -> Any:
+        """A parsed field (an int, a NumberError from the grammar, None) as its column holds
+        it: counts are never negative; a bad one is None with an error (:attr:`bad`)."""
+        return fit(v, column, lineno, self.name, self.bad, lo=0, outcome=outcome)
 
     def setting(self, name: str, value: str, nodes: int | None, lineno: int) -> None:
         """One row per setting and value of a source: every process prints its own."""
@@ -339,9 +377,11 @@ class _Reader:
         m = _WATCHDOG.search(text)
         if m is None:
             return
-        rank, work = int(m.group("rank")), m.group("work")
+        rank = self.count(m.group("rank"), "watchdog rank", lineno, "the timeout is kept, "
+                          "its rank is missing")
+        work = m.group("work")
         seq = re.search(r"SeqNum=(\d+)", work)
-        key = (rank, seq.group(1) if seq else work)
+        key = (-1 if rank is None else rank, seq.group(1) if seq else work)
         if key in self.timeouts:    # the same timeout again (the watchdog's exit message)
             return
         self.timeouts.add(key)
@@ -350,7 +390,7 @@ class _Reader:
         self.events.append({
             "source": self.name, "host": None, "pid": None, "rank": rank, "level": "ERROR",
             "kind": "timeout", "op": op.group(1) if op else None,
-            "timeout_ms": float(ms.group(1)) if ms else None,
+            "timeout_ms": self.number(ms.group(1), "Timeout(ms)", lineno) if ms else None,
             "message": text[m.start():].strip()[:MAX_MESSAGE], "lineno": lineno})
 
     def event(self, p: _Proc | None, rank: int | None, level: str, kind: str, msg: str,
@@ -534,14 +574,15 @@ def _read(r: _Reader, found: _Found, first: int) -> None:
 
 
 def _read_line(r: _Reader, raw: bytes, lineno: int) -> None:
-    """One line (its ``\\r`` pieces one by one)."""
+    """One line (its ``\\r`` pieces one by one; in a file of CR-only line ends, each piece
+    is a line of its own: :attr:`_Reader.cr_lines`)."""
     pieces = raw.split(b"\r")
     text = ""
-    for piece in pieces:
+    for k, piece in enumerate(pieces):
         if piece:
             text = piece.decode("utf-8", "replace")
             if not r.repeated(text):
-                r.line(text, lineno)
+                r.line(text, lineno + k if r.cr_lines else lineno)
     if len(pieces) == 1 and text in r.done:
         r.done_raw[raw] = r.done[text]
 
@@ -553,6 +594,7 @@ def parse(source: Source, *, executor: Executor | None = None) -> ParseResult:
     name = source.name
     r = _Reader(name)
     with source.buffer(problems) as buf:
+        r.cr_lines = buf.find(b"\n") < 0 and buf.find(b"\r") >= 0
         collecting = gc.isenabled()
         gc.disable()   # millions of short-lived lines and no cycles: no collections on the way
         try:
@@ -576,6 +618,7 @@ def parse(source: Source, *, executor: Executor | None = None) -> ParseResult:
             name, f"{len(r.torn)} NCCL line(s) torn by another writer (another process's "
             f"text inside the message; lines {', '.join(map(str, r.torn[:MAX_NOTED]))}"
             f"{', ...' if len(r.torn) > MAX_NOTED else ''}): skipped", r.torn[0], "error"))
+    note(r.bad, name, problems)
     setup = [p.row(name, r.version) for p in procs]
     tables = {
         "nccl_setup": schema.from_rows(setup, NCCL_SETUP),
