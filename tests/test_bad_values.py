@@ -211,7 +211,7 @@ def test_nccl_bad_comm_rank_leaves_the_rank_missing_not_wrong(tmp_path: Path) ->
 def test_nccltests_bad_row_values_keep_the_row(tmp_path: Path) -> None:
     data = _sub(NCCLTESTS, "0.35    0.62      0    371.6", "0.35     nan      0    371.6")
     t = _read(tmp_path, "t.dat", data, "nccltests", "a")["nccl_tests"]
-    row = t[(t["size_bytes"] == 131072) & (t["placement"] == "out_of_place")]
+    row = t[(t["size_bytes"] == 131072) & (t["placement"] == "out-of-place")]
     assert len(row) == 1 and row["busbw_gbps"].isna().all() and row["algbw_gbps"].item() == 0.35
     s = _read(tmp_path, "t.dat", _sub(NCCLTESTS, ": 9.76937", ": 1e999"), "nccltests", "b")
     msgs = " | ".join(s.problems["message"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dptrace.formats.nccltests import grammar as g
+from dptrace.numbers import NumberError
 
 NEW_COLUMNS = ("#       size         count      type   redop    root     time   algbw   busbw "
                "#wrong     time   algbw   busbw #wrong")
@@ -67,11 +68,25 @@ def test_rows_new_columns():
     "  1073741824  268435456  float  sum  -1  51310  20.93  36.62  0  51227  20.96  36.68  0  7",
     # the root missing: the times would shift one column left
     "  1073741824  268435456  float  sum  51310  20.93  36.62  0  51227  20.96  36.68  0",
-    "  1073741824  268435456  float  sum  -1  nan  20.93  36.62  0  51227  20.96  36.68  0",
 ])
 def test_rows_that_are_not_whole_do_not_match(line):
     row = g.row_grammar(g.columns(g.parse_line(g.COLUMNS, NEW_COLUMNS)))
     assert g.parse_line(row, line) is None
+
+
+def test_a_whole_row_with_a_bad_value_matches_and_names_it():
+    """A row with every field but one value that is not a number of its column (nan, 1e999,
+    a 5,000-digit count) is whole: it matches, and the field holds the NumberError the
+    reader names ('time nan is not finite'), never a value shifted from another column
+    (issue 30: it was 'not a whole row', '13 fields; the header asks for 12-13')."""
+    row = g.row_grammar(g.columns(g.parse_line(g.COLUMNS, NEW_COLUMNS)))
+    r = g.parse_line(row, "  1073741824  268435456  float  sum  -1  nan  20.93  36.62  0  "
+                     "51227  20.96  36.68  0")
+    assert isinstance(r["p0"]["time_us"], NumberError) and r["p0"]["algbw_gbps"] == 20.93
+    assert str(r["p0"]["time_us"]) == "nan is not finite"
+    r = g.parse_line(row, f"  1073741824  {'9' * 5000}  float  sum  -1  51310  20.93  36.62  0"
+                     "  51227  20.96  36.68  0")
+    assert isinstance(r["count"], NumberError) and "5,000 digits" in r["count"].reason
 
 
 def test_rows_old_columns_empty_redop_and_na():

@@ -22,13 +22,20 @@ the end of the file) does not match, and is never read into other columns.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import pyparsing as pp
 
-INT = pp.Regex(r"[-+]?\d+").set_name("integer").set_parse_action(lambda t: int(t[0]))
-FLOAT = pp.Regex(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?").set_name("number") \
-    .set_parse_action(lambda t: float(t[0]))
+from ...numbers import FLOAT_PATTERN, INT_PATTERN, NumberError, float_or_error, int_or_error
+
+#: number fields, read by :mod:`dptrace.numbers`: a field shaped like a number matches
+#: whatever its value, and a value that is not one of its column (5,000 digits, above 2^63,
+#: '1²', nan, 1e999) comes back as a NumberError that the reader names (the row keeps its
+#: shape: 'busbw nan is not finite', not 'not a whole row')
+INT = pp.Regex(INT_PATTERN).set_name("integer").set_parse_action(lambda t: int_or_error(t[0]))
+FLOAT = pp.Regex(FLOAT_PATTERN).set_name("number") \
+    .set_parse_action(lambda t: float_or_error(t[0]))
 HASH = pp.Suppress("#")
 KW = pp.Keyword
 
@@ -104,18 +111,22 @@ def row_grammar(cols: Columns) -> pp.ParserElement:
     for k, wrong in enumerate(cols.blocks):
         block = FLOAT("time_us") + FLOAT("algbw_gbps") + FLOAT("busbw_gbps")
         if wrong:
-            block += pp.Regex(r"N/A|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")("wrong")
+            block += pp.Regex(r"N/A|" + FLOAT_PATTERN)("wrong")
         g += pp.Group(block)(f"p{k}")
     return g + pp.StringEnd()
 
 
-def wrong_value(text: str) -> tuple[int | None, bool]:
+_WHOLE = re.compile(INT_PATTERN + r"\Z")
+
+
+def wrong_value(text: str) -> tuple[int | NumberError | None, bool]:
     """A row's #wrong text as (count, is_a_count): N/A -> (None, True); an integer -> (n,
-    True); the old error column's float (0e+00) -> (None, False)."""
+    True), or a NumberError when it is not an int64 (5,000 digits); the old error column's
+    float (0e+00) -> (None, False)."""
     if text == "N/A":
         return None, True
-    if text.lstrip("+-").isdigit():
-        return int(text), True
+    if _WHOLE.match(text):
+        return int_or_error(text), True
     return None, False
 
 

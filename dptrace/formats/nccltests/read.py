@@ -17,7 +17,6 @@ with ``# Avg bus bandwidth`` (a run cut short) is named.
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -25,9 +24,10 @@ import pandas as pd
 
 from ... import schema
 from ...errors import Problem
+from ...numbers import FLOAT_PATTERN, INT_PATTERN, NumberError, fit, note
 from ...registry import ParseResult
 from ...sources import Source
-from .._problems import fits, note_skipped
+from .._problems import note_skipped
 from . import grammar as g
 from .tables import NCCL_TESTS, NCCL_TESTS_SUMMARY, PLACEMENTS
 
@@ -42,8 +42,15 @@ _NAMES = (("reducescatter", "reduce_scatter"), ("allreduce", "all_reduce"),
           ("allgather", "all_gather"), ("alltoall", "alltoall"), ("broadcast", "broadcast"),
           ("sendrecv", "sendrecv"), ("hypercube", "hypercube"), ("gather", "gather"),
           ("scatter", "scatter"), ("reduce", "reduce"))
-#: a line inside a table whose first field is a number is a row, or a piece of one
-_NUMBER = re.compile(r"\d+(?:\.\d*)?(?:[eE][-+]?\d+)?$")
+#: a line inside a table whose first field is a number is a row, or a piece of one: a field
+#: shaped like a number, valid or not (a 5,000-digit or '1310²2' size is a row whose size is
+#: bad, named as such; '8603225c1c76:3111:3237 [0] NCCL INFO' is not a row)
+_NUMBER = re.compile(rf"(?:{INT_PATTERN}|{FLOAT_PATTERN})\Z")
+#: the header's fields as the header names them, for messages
+_HEADER_NAMES = {"nthread": "nThread", "ngpus": "nGpus", "min_bytes": "minBytes",
+                 "max_bytes": "maxBytes", "step": "step", "warmup_iters": "warmup iters",
+                 "iters": "iters", "agg_iters": "agg iters", "validation": "validation",
+                 "graph": "graph"}
 
 
 def test_from_name(name: str) -> str | None:
@@ -71,6 +78,7 @@ class _Block:
         self.closed = False         # its Avg bus bandwidth was read
         self.out_of_bounds: int | None = None
         self.avg: float | None = None
+        self.avg_read = False       # its Avg bus bandwidth line was there (valid or not)
 
     @property
     def nranks(self) -> int | None:
@@ -108,6 +116,7 @@ def parse(source: Source) -> ParseResult:
     command: str | None = None
     blocks: list[_Block] = []
     bad: list[tuple[int, str]] = []
+    numbers: list[Problem] = []     # fields that are not numbers of their column
     tagged = False
 
     def current(lineno: int) -> _Block:
@@ -127,7 +136,7 @@ def parse(source: Source) -> ParseResult:
         if not body:
             continue
         if body[0] == "#":
-            _hash_line(body, lineno, blocks, current, command or from_name, name, problems)
+            _hash_line(body, lineno, blocks, current, command or from_name, name, numbers)
             continue
         if not body[0].isdigit() or not blocks or blocks[-1].columns is None \
                 or blocks[-1].closed:
@@ -149,11 +158,12 @@ def parse(source: Source) -> ParseResult:
             bad.append((lineno, f"not a whole nccl-tests row ({n} fields; the column header "
                                 f"asks for {want - 1}-{want}): torn or cut; skipped"))
             continue
-        _add_rows(block, parsed, lineno, name, problems)
+        _add_rows(block, parsed, lineno, name, numbers)
         tagged = tagged or line != text
     note_skipped(bad, name, problems, "nccl-tests rows")
+    note(numbers, name, problems)
     for b in blocks:
-        if b.columns is not None and b.rows and b.avg is None:
+        if b.columns is not None and b.rows and not b.avg_read:
             problems.append(Problem(name, "the test's table does not end with '# Avg bus "
                                     "bandwidth' (the run was cut short?): its rows so far "
                                     "were read", b.lineno))
@@ -179,13 +189,22 @@ def _hash_line(body: str, lineno: int, blocks: list[_Block], current: Any,
     if key == "nThread":
         parsed = g.parse_line(g.HEADER, body)
         if parsed is not None:
-            blocks.append(_Block(len(blocks), test, lineno, parsed.as_dict()))
+            header = {k: fit(v, _HEADER_NAMES.get(k, k), lineno, name, problems, lo=0,
+                             outcome="the test is read, this value is missing")
+                      for k, v in parsed.as_dict().items()}
+            blocks.append(_Block(len(blocks), test, lineno, header))
     elif key == "Rank":
         parsed = g.parse_line(g.DEVICE, body)
         if parsed is not None:
             block = current(lineno)
             if block.columns is None:
-                block.devices.append(parsed.as_dict())
+                device = parsed.as_dict()
+                for k, v in device.items():
+                    if isinstance(v, NumberError):   # the device still counts (its host)
+                        device[k] = fit(v, k.capitalize(), lineno, name, problems,
+                                        outcome="the device is counted, this value is "
+                                        "missing")
+                block.devices.append(device)
     elif key == "size":
         parsed = g.parse_line(g.COLUMNS, body)
         if parsed is not None:
@@ -198,13 +217,15 @@ def _hash_line(body: str, lineno: int, blocks: list[_Block], current: Any,
     elif key == "Out" and blocks:
         parsed = g.parse_line(g.OUT_OF_BOUNDS, body)
         if parsed is not None:
-            blocks[-1].out_of_bounds = parsed["out_of_bounds"]
+            blocks[-1].out_of_bounds = fit(parsed["out_of_bounds"], "Out of bounds values",
+                                           lineno, name, problems, lo=0,
+                                           outcome="its value is missing")
     elif key == "Avg" and blocks and not blocks[-1].closed:
         parsed = g.parse_line(g.AVG_BUSBW, body)
         if parsed is not None:
-            avg = parsed["avg_busbw_gbps"]
-            blocks[-1].avg = avg if math.isfinite(avg) else None
-            blocks[-1].closed = True
+            blocks[-1].avg = fit(parsed["avg_busbw_gbps"], "Avg bus bandwidth", lineno, name,
+                                 problems, outcome="the test's average is missing")
+            blocks[-1].avg_read = blocks[-1].closed = True
 
 
 def _fields(block: _Block) -> int:
@@ -218,10 +239,10 @@ def _add_rows(block: _Block, parsed: Any, lineno: int, name: str,
     assert cols is not None
     common = {
         "source": name, "block": block.index, "test": block.test,
-        "size_bytes": fits(parsed["size_bytes"], "size", lineno, name, problems),
-        "count": fits(parsed["count"], "count", lineno, name, problems),
+        "size_bytes": fit(parsed["size_bytes"], "size", lineno, name, problems),
+        "count": fit(parsed["count"], "count", lineno, name, problems),
         "type": parsed["type"], "redop": parsed.get("redop") or None,
-        "root": fits(parsed["root"], "root", lineno, name, problems) if cols.root else None,
+        "root": fit(parsed["root"], "root", lineno, name, problems) if cols.root else None,
         "nranks": block.nranks, "lineno": lineno,
     }
     for k, placement in enumerate(PLACEMENTS[:len(cols.blocks)]):
@@ -229,12 +250,12 @@ def _add_rows(block: _Block, parsed: Any, lineno: int, name: str,
         wrong = None
         if cols.blocks[k]:
             count, is_count = g.wrong_value(part["wrong"])
-            wrong = fits(count, "#wrong", lineno, name, problems) if is_count else None
+            wrong = fit(count, "#wrong", lineno, name, problems) if is_count else None
         block.rows.append({
             **common, "placement": placement,
-            "time_us": fits(part["time_us"], "time", lineno, name, problems),
-            "algbw_gbps": fits(part["algbw_gbps"], "algbw", lineno, name, problems),
-            "busbw_gbps": fits(part["busbw_gbps"], "busbw", lineno, name, problems),
+            "time_us": fit(part["time_us"], "time", lineno, name, problems),
+            "algbw_gbps": fit(part["algbw_gbps"], "algbw", lineno, name, problems),
+            "busbw_gbps": fit(part["busbw_gbps"], "busbw", lineno, name, problems),
             "wrong": wrong,
         })
 
