@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import dptrace
@@ -194,3 +195,29 @@ def test_trace_units_by_world_ranks_and_spans():
     paths = [f"/d/t{i}.json" for i in range(5)]
     units = jobs.group(paths, range(5), "/d", lambda n: None, lambda n: None, facts)
     assert sorted(sorted(u.members) for u in units) == [[0, 1], [2, 3], [4]]
+
+
+TORCHRUN = FIX / "trainlog" / "generated" / "torchrun_2nodes"
+
+
+@pytest.mark.parametrize(("name", "line"), [("node0.log", 35), ("node1.log", 36)])
+def test_torchrun_states_the_world_its_prefixes_do_not(name, line):
+    """One node's torchrun log of a 2-node, 4-process job: '[default0]:' and '[default1]:'
+    are local ranks; the agent's 'global_world_sizes=[4, 4]' is the world (issue 29, 2.3)."""
+    text = (TORCHRUN / name).read_text().splitlines()
+    assert text[line - 1].endswith("global_world_sizes=[4, 4]")
+    ds = dptrace.load(TORCHRUN / name)
+    r = ds.runs.iloc[0]
+    assert r["world_size"] == 4 and r["launcher"] == "torchrun"
+    assert f"{name} line {line}" in r["world_size_from"]
+
+
+def test_a_launch_line_gives_nproc_per_node_times_nnodes(tmp_path):
+    """bigscience's Megatron-DeepSpeed run on 16 nodes: '+ export 'LAUNCHER=python -u -m
+    torch.distributed.launch --nproc_per_node 4 --nnodes 16 ...' (line 1241): 64."""
+    log = FIX / "trainlog" / "bigscience_meg_ds_zero_n16.out"
+    assert "--nproc_per_node 4     --nnodes 16" in log.read_text().splitlines()[1240]
+    assert dptrace.load(log).runs.iloc[0]["world_size"] == 64
+    f = tmp_path / "elastic.log"
+    f.write_text("+ torchrun --nnodes 1:4 --nproc_per_node 8 train.py\n")   # a range: no world
+    assert pd.isna(dptrace.load(f).runs.iloc[0]["world_size"])

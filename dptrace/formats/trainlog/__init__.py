@@ -37,6 +37,8 @@ KEYWORDS: tuple[bytes, ...] = (
     b"Instantaneous batch size|Total train batch size|Gradient Accumulation steps",  # HF
     # 'I am worker 3 of 8', 'MEMBER: 15/16', torch's 'store-based barrier ... with 16 nodes'
     b"worker [0-9]+ of [0-9]|MEMBER: [0-9]|store-based barrier",
+    # torchrun's agent ('global_world_sizes=[4, 4]') and launch lines ('--nproc_per_node 4')
+    b"global_world_sizes=\\[|--nproc[_-]per[_-]node",
     b"  tps: [0-9]",             # torchtitan's step line (tokens per second per device)
 )
 SCAN = _re_engine.compile(b"|".join(KEYWORDS))

@@ -394,6 +394,8 @@ WORLD_SIZE_FROM: dict[str, str] = {
     "rank_of": "'worker N of M' / 'MEMBER: N/M' / store-based barrier 'with N nodes'",
     "generic": "a rate's own line: 'Num of GPUs: N' / 'num_gpus=N' / 'on N GPUs' / "
                "'world size: N' beside the figure",
+    "torchrun": "torchrun: its agent's 'global_world_sizes=[N, ...]' / a launch line's "
+                "'--nproc_per_node N --nnodes M'",
 }
 
 _HF_RUN = re.compile(r"\*{3,}\s*Running training\s*\*{3,}")
@@ -409,6 +411,14 @@ _ENV_WORLD = re.compile(r"(?<![\w.])(?:(?:OMPI_COMM_)?WORLD_SIZE|world_size|SLUR
                         r"|SLURM_NPROCS)=(\d+)\b")
 _WORDS_WORLD = re.compile(r"(?<![\w.])(?<!local )world size\s*[:=]\s*(\d+)\b", re.IGNORECASE)
 _NUM_PROCS = re.compile(r"\bNum processes\s*[:=]\s*(\d+)\b")
+#: torchrun's elastic agent at LOGLEVEL=INFO (torch 1.9+): its 'Rendezvous complete for
+#: workers. Result:' block lists 'global_world_sizes=[4, 4]' (the job's world for each local
+#: worker; '[defaultN]:' prefixes are local ranks)
+_ELASTIC_WORLD = re.compile(r"\bglobal_world_sizes=\[(\d+)[,\]]")
+#: a torchrun / torch.distributed.launch command line: '--nproc_per_node 4 ... --nnodes 16'
+#: (both on the line; an elastic range '--nnodes 1:4' says no world)
+_LAUNCH_PROCS = re.compile(r"--nproc[_-]per[_-]node[= ](\d+)\b")
+_LAUNCH_NODES = re.compile(r"--nnodes[= ](\d+)\b(?!:)")
 #: 'Horovod: I am worker 3 of 8.', 'Global Rank: 0 / 16', 'GLOBAL_RANK: 14, MEMBER: 15/16'
 #: (not 'Global Rank: 6 / 15': mlprof prints the last rank there, not the world size);
 #: torch.distributed's 'Rank 9: Completed store-based barrier for key:... with 16 nodes.'
@@ -440,6 +450,12 @@ def run_facts(text: str, rows: Rows) -> bool:
     if m := _MEG_WORLD.search(text):
         rows.header("megatron")
         rows.metric("env", "world_size", _F(m.group(1)))
+        return True
+    if m := _ELASTIC_WORLD.search(text):
+        rows.metric("torchrun", "world_size", _F(m.group(1)))
+        return True
+    if (m := _LAUNCH_PROCS.search(text)) and (n := _LAUNCH_NODES.search(text)):
+        rows.metric("torchrun", "world_size", _F(m.group(1)) * _F(n.group(1)))
         return True
     for rx, pattern in ((_DS_WORLD, "deepspeed"), (_TASKS, "launcher"), (_NUM_PROCS, "hf_trainer"),
                         (_ENV_WORLD, "env"), (_WORDS_WORLD, "env"), (_RANK_OF, "rank_of")):
@@ -926,7 +942,8 @@ SPECIFIC: tuple[tuple[tuple[str, ...], Recogniser], ...] = (
     (("tps: ",), torchtitan),
     (("ms, mfu", "step_avg:"), nanogpt),
     (("Running ", "Number of ", "orld size", "orld_size=", "WORLD_SIZE=", "SLURM_N", "Num proc",
-      "batch size", "Accumulation steps", "worker ", "MEMBER:", "store-based"), run_facts),
+      "batch size", "Accumulation steps", "worker ", "MEMBER:", "store-based",
+      "world_sizes=[", "per_node"), run_facts),
     (("Loss:",), example_losses),
     (("oss=",), key_value),
 )
