@@ -237,14 +237,42 @@ def test_the_others_extra_time_must_be_in_collectives(where, fires):
 
 # -- one rank named by several sources ------------------------------------------------------------
 
+def _steady_waits(timeline: Path, rank: int) -> tuple[int, int]:
+    """(steady-state negotiations with ticks of 2+ ranks, of those where ``rank``'s tick came
+    last, 1 ms or more after the first rank's), read with json: a tensor's (pid's) second
+    NEGOTIATE_* interval or later, the X events named by rank inside it."""
+    text = timeline.read_text().rstrip().rstrip(",")
+    events = json.loads(text if text.endswith("]") else text + "]")
+    open_: dict[int, list[tuple[float, int]]] = {}
+    seen: dict[int, int] = {}
+    compared = waited = 0
+    for e in events:
+        pid = e.get("pid")
+        if e.get("ph") == "B" and str(e.get("name", "")).startswith("NEGOTIATE_"):
+            open_[pid] = []
+        elif e.get("ph") == "X" and pid in open_ and str(e.get("name", "")).isdigit():
+            open_[pid].append((e["ts"], int(e["name"])))
+        elif e.get("ph") == "E" and pid in open_:
+            ticks = open_.pop(pid)
+            seen[pid] = seen.get(pid, -1) + 1
+            if seen[pid] >= 1 and len({r for _, r in ticks}) >= 2:
+                compared += 1
+                last, first = max(ticks), min(ticks)
+                waited += last[1] == rank and last[0] - first[0] >= 1000
+    return compared, waited
+
+
 def test_cross_source_merges_one_rank_of_one_job_size():
     """No real run on this machine has two sources that name one rank (Horovod is not
     installed here, and lockstep throughput lines never single out a rank). So the run is
     staged: the real 4-rank mpitrace job whose rank 3 computes longer, labelled as one run with
     a 4-rank Horovod timeline (synthetic, from tests/fixtures/horovod) whose rank 3 is last in
-    every negotiation; each finding comes from the rules, the merge is what is tested."""
-    ds = dptrace.load({"staged": [MPI / "ibm_mpitrace_callstack_4rank",
-                                  HERE / "fixtures" / "horovod" / "synthetic_v0201_packed.json"]})
+    every negotiation (1 ms or more after the first in most of the steady state); each
+    finding comes from the rules, the merge is what is tested."""
+    timeline = HERE / "fixtures" / "horovod" / "synthetic_v0201_packed.json"
+    compared, waited = _steady_waits(timeline, 3)
+    assert (compared, waited) == (150, 113)          # read from the file above
+    ds = dptrace.load({"staged": [MPI / "ibm_mpitrace_callstack_4rank", timeline]})
     found = build(ds)
     assert not set(found["kind"]) & {"compute_straggler", "negotiation_straggler"}
     f = found.iloc[0]
@@ -252,7 +280,8 @@ def test_cross_source_merges_one_rank_of_one_job_size():
         ("cross_source_straggler", "critical", 3, 2.0)
     assert f["message"].startswith("Rank 3 is the straggler by 2 sources, the MPI profiles and "
                                    "the Horovod timeline. Rank 3 spent 0.06 s less in MPI")
-    assert "last to report ready in 216 of 216" in f["message"]
+    assert (f"in {waited} of {compared} steady-state negotiations "
+            f"({100 * waited / compared:.1f}%)") in f["message"]
     assert f["evidence"].startswith("communication.ranks job=4242 rank=3; ")
     assert "; horovod.stragglers source=" in f["evidence"]
     small = _of(found, "small_message_allreduce").iloc[0]
@@ -336,11 +365,23 @@ def test_cross_source_needs_one_job_or_file_per_source():
 
 
 def test_no_lockstep_note_when_the_run_has_several_logs():
-    """tests/fixtures/straggler as one input is one run with six jobs and six logs: the
+    """tests/fixtures/straggler's six jobs labelled as one run: six jobs and six logs, so the
     delayed rank's finding cannot say which log is its job's."""
-    found = _of(_found(STRAG), "compute_straggler")
+    ds = dptrace.load({"six": sorted(p for p in STRAG.iterdir() if p.is_dir())})
+    assert ds.run_ids == ["six"]
+    found = _of(build(ds), "compute_straggler")
     assert found["rank"].tolist() == [2, 1]
     assert not found["message"].str.contains("throughput lines").any()
+
+
+def test_a_folder_of_jobs_gives_each_its_own_log():
+    """tests/fixtures/straggler as one input is one run per job (its job id, its own log):
+    each delayed rank's finding speaks of its own job's throughput lines."""
+    found = _of(_found(STRAG), "compute_straggler")
+    assert found["rank"].tolist() == [2, 1]
+    assert found["run"].astype(str).tolist() == ["delayed_r2", "small_delay_r1"]
+    assert found["message"].str.contains("The per-rank throughput lines cannot show it: the "
+                                         "4 ranks' 'img/sec per CPU'").all()
 
 
 def test_thresholds_sit_between_the_measured_noise_and_the_delays():

@@ -109,12 +109,15 @@ def test_one_run_three_sources(run):
     assert "truncated_input" not in set(dptrace.findings(ds)["kind"])
 
 
-def _last_ready(timeline: Path) -> tuple[int, int]:
-    """(negotiations with ticks of 2+ ranks, of those where rank 2's tick came last), read
-    with json: the X events named by rank inside each NEGOTIATE_* interval of a tensor."""
+def _last_ready(timeline: Path) -> tuple[int, int, int]:
+    """(negotiations with ticks of 2+ ranks, of those where rank 2's tick came last, of those
+    that are not their tensor's first negotiation), read with json: the X events named by
+    rank inside each NEGOTIATE_* interval of a tensor (pid), negotiations counted per tensor
+    in file order."""
     events = json.loads(timeline.read_text())
     open_: dict[int, list[tuple[float, int]]] = {}
-    compared = last2 = 0
+    seen: dict[int, int] = {}
+    compared = last2 = later = 0
     for e in events:
         pid = e.get("pid")
         if e.get("ph") == "B" and str(e.get("name", "")).startswith("NEGOTIATE_"):
@@ -123,27 +126,35 @@ def _last_ready(timeline: Path) -> tuple[int, int]:
             open_[pid].append((e["ts"], int(e["name"])))
         elif e.get("ph") == "E" and pid in open_:
             ticks = open_.pop(pid)
+            nth = seen[pid] = seen.get(pid, -1) + 1
             if len({r for _, r in ticks}) >= 2:
                 compared += 1
                 last2 += max(ticks)[1] == 2
-    return compared, last2
+                later += nth >= 1
+    return compared, last2, later
 
 
 def test_delayed_rank_named_by_the_timeline_only():
-    """Rank 2 of 3 sleeps 30 ms in each step's compute. The timeline names it (the others'
-    tensors wait for its ready tick); mpitrace cannot: Horovod's background thread sits in
-    MPI on every rank, the straggler's too, so all ranks show the same MPI share; the
-    per-rank throughput lines are equal (synchronous steps). The report names rank 2 first
-    and no other rank."""
+    """Rank 2 of 3 sleeps 30 ms in each step's compute. mpitrace cannot name it: Horovod's
+    background thread sits in MPI on every rank, the straggler's too, so all ranks show the
+    same MPI share; the per-rank throughput lines are equal (synchronous steps). The
+    timeline's ticks cannot either (issue 29): with the response cache on, only each tensor's
+    first negotiation carries ticks (the broadcasts and the first step: start-up), where
+    rank 2 is last in most but a balanced run's start-up has one rank last too. So no rank
+    is named: an info finding says what the ticks show and why they are not judged."""
     d = FIX / "delayed_r2"
-    compared, last2 = _last_ready(d / "timeline.json")
-    assert compared >= 10 and last2 / compared > 0.5
+    compared, last2, later = _last_ready(d / "timeline.json")
+    assert (compared, last2, later) == (21, 15, 0)   # read from the file above
     ds = dptrace.load(d)
     f = dptrace.findings(ds)
-    first = f.iloc[0]
-    assert (first["kind"], int(first["rank"])) == ("negotiation_straggler", 2)
-    assert f"in {last2} of {compared} compared negotiations" in first["message"]
-    assert set(f["rank"].dropna().astype(int)) == {2}
+    assert "negotiation_straggler" not in set(f["kind"])
+    unjudged = f[f["kind"] == "unjudged_negotiations"]
+    assert len(unjudged) == 1 and unjudged["severity"].iloc[0] == "info"
+    msg = unjudged["message"].iloc[0]
+    assert msg.startswith("No steady-state negotiation of ")
+    assert f"Its {compared} compared negotiations are start-up" in msg
+    assert f"rank 2 was last in {last2} of {compared}" in msg
+    assert f["rank"].dropna().empty          # no rank is named by any source
     assert "compute_straggler" not in set(f["kind"])
     shares = dptrace.report(ds).tables["communication.ranks"]["comm_share"].astype(float)
     assert len(shares) == 3 and shares.max() - shares.min() < 0.02
