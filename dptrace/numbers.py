@@ -44,6 +44,9 @@ SHOW_CHARS = 24
 #: a character that is a digit to a reader that does not know better: ASCII and other
 #: decimal digits (``\d``), superscripts and subscripts (``'²'``: ``str.isdigit()`` is True)
 _DIGITISH = "\\d\u00b2\u00b3\u00b9\u2070-\u2079\u2080-\u2089"
+#: a character class of :data:`_DIGITISH`: what a reader's "does this look like a row"
+#: test should take for a digit, so a row with '¹' is named, not passed over
+DIGIT = f"[{_DIGITISH}]"
 #: a field shaped like an integer, valid or not: a sign, a digit of any script, then letters
 #: and digits, and not followed by a letter, digit or '.' (so not the start of ``0.25`` or
 #: ``1e+04``): '12', '-1', '1²', '٣', '12abc' and a 5,000-digit run all match

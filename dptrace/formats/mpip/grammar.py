@@ -30,10 +30,15 @@ from __future__ import annotations
 
 import pyparsing as pp
 
-#: an integer that is a whole field (not the start of 0.25 or 1e+04)
-INT = pp.Regex(r"[-+]?\d+(?![\w.])").set_name("integer").set_parse_action(lambda t: int(t[0]))
-FLOAT = pp.Regex(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])").set_name("number") \
-    .set_parse_action(lambda t: float(t[0]))
+from ...numbers import FLOAT_PATTERN, INT_PATTERN, float_or_error, int_or_error
+
+#: an integer that is a whole field (not the start of 0.25 or 1e+04), read by
+#: :mod:`dptrace.numbers`: a field shaped like one matches whatever its value, and a value
+#: that is not an int64 (5,000 digits, above 2^63, '¹') is a NumberError the reader names
+INT = pp.Regex(INT_PATTERN).set_name("integer").set_parse_action(lambda t: int_or_error(t[0]))
+#: a number field (nan, inf, 1e999 come back as a NumberError: not finite)
+FLOAT = pp.Regex(FLOAT_PATTERN).set_name("number") \
+    .set_parse_action(lambda t: float_or_error(t[0]))
 #: an MPI routine as mpiP prints it, without MPI_: Allreduce, File_read, Type_commit
 NAME = pp.Regex(r"[A-Z][A-Za-z0-9_]*").set_name("MPI routine")
 #: a rank, or ``*`` for the line that aggregates every rank

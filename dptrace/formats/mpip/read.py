@@ -43,9 +43,11 @@ import pandas as pd
 
 from ... import schema
 from ...errors import Problem
+from ...numbers import DIGIT as D
+from ...numbers import KEPT, SKIPPED, NumberError, fit, note, parse_count
 from ...registry import ParseResult
 from ...sources import Source
-from .._problems import INT64, note_skipped
+from .._problems import note_skipped
 from ..mpitrace.tables import MPI_RANKS, MPI_ROUTINES
 from . import grammar as g
 from .tables import MPI_CALLSITES
@@ -56,11 +58,12 @@ _TAGS = re.compile(r"<[^>]*>")
 #: ``<exe>.<ntasks>.<pid>.<k>.mpiP``: the number of tasks from the file name
 _FILE_TASKS = re.compile(r"\.(\d+)\.\d+\.\d+\.mpiP$")
 #: rows are named by their first field: what a row of each kind starts with
-_NAMED = re.compile(r"^[A-Z][A-Za-z0-9_]*\s+\d")
+_NAMED = re.compile(rf"^[A-Z][A-Za-z0-9_]*\s+{D}")
 _KINDS: dict[str, tuple[Any, re.Pattern[str]]] = {
-    "mpi_time": (g.MPI_TIME, re.compile(r"^(?:\d+|\*)\s+[-+.\d]")),
-    "task_stats": (g.TASK_STATS, re.compile(r"^(?:Max|Min|Mean|Stddev|Aggregate)\s+[-+.\d]")),
-    "callsites": (g.CALLSITE, re.compile(r"^\d+\s+\d+\s")),
+    "mpi_time": (g.MPI_TIME, re.compile(rf"^(?:{D}+|\*)\s+(?:[-+.]|{D})")),
+    "task_stats": (g.TASK_STATS,
+                   re.compile(rf"^(?:Max|Min|Mean|Stddev|Aggregate)\s+(?:[-+.]|{D})")),
+    "callsites": (g.CALLSITE, re.compile(rf"^{D}+\s+{D}+\s")),
     "aggregate_time": (g.AGGREGATE_TIME, _NAMED),
     "aggregate_sent": (g.AGGREGATE_SENT, _NAMED),
     "callsite_time": (g.CALLSITE_TIME, _NAMED),
@@ -142,6 +145,7 @@ def parse(source: Source) -> ParseResult:
     last = len(lines) if ends_cut else len(lines) - 1   # the file's last line number
     reports: list[_Report] = []
     bad: list[tuple[int, str]] = []
+    numbers: list[Problem] = []     # fields that are not numbers of their column
     kind: str | None = None
 
     def start(lineno: int) -> _Report:
@@ -156,7 +160,7 @@ def parse(source: Source) -> ParseResult:
             continue
         if body[0] == "@":
             if body.startswith("@---"):
-                kind = _section(body, lineno, reports, start)
+                kind = _section(body, lineno, reports, start, name, numbers)
             elif g.parse_line(g.TOOL, body) is not None:
                 if reports and not reports[-1].seen:
                     reports[-1] = _Report(reports[-1].index, lineno)
@@ -169,8 +173,11 @@ def parse(source: Source) -> ParseResult:
                 key, value = str(h["key"]).strip(), str(h["value"])
                 if key == "MPI Task Assignment":
                     t = g.parse_line(g.TASK_ASSIGNMENT, value)
-                    if t is not None:
-                        rep.hosts[int(t["rank"])] = str(t["host"])
+                    rank = None if t is None else fit(
+                        t["rank"], key, lineno, name, numbers, lo=0,
+                        outcome="the line is skipped")
+                    if t is not None and rank is not None:
+                        rep.hosts[rank] = str(t["host"])
                 else:
                     rep.header.setdefault(key, value)
             continue
@@ -197,7 +204,7 @@ def parse(source: Source) -> ParseResult:
             bad.append((lineno, f"not a whole mpiP row of '{kind.replace('_', ' ')}' "
                                 f"({len(body.split())} fields): torn or cut; skipped"))
             continue
-        row = _fit(parsed.as_dict(), lineno, name, problems)
+        row = _fit(parsed.as_dict(), lineno, name, numbers)
         if row is not None:
             rep.add(kind, lineno, row)
     note_skipped(bad, name, problems, "mpiP rows")
@@ -208,7 +215,8 @@ def parse(source: Source) -> ParseResult:
             problems.append(Problem(name, "the report stops before '@--- End of Report' (cut "
                                     "short, or an excerpt): read up to there", where,
                                     "warning"))
-    tables = _tables(reports, name, problems)
+    tables = _tables(reports, name, numbers)
+    note(numbers, name, problems)
     variant = ("concise" if any("task_stats" in r.seen for r in reports) else "full") \
         if reports else None
     return ParseResult(tables, problems, variant)
@@ -216,27 +224,21 @@ def parse(source: Source) -> ParseResult:
 
 #: fields that say which row it is: a row whose one of these does not fit is not read
 _IDS = ("task", "rank", "site", "level", "app_task", "mpi_task")
-_INT64 = INT64
 
 
 def _fit(row: dict[str, Any], lineno: int, name: str, problems: list[Problem]
          ) -> dict[str, Any] | None:
-    """``row`` with each number that does not fit its column (an integer beyond int64, a
-    float that is inf or nan) made missing, with an error; None (with an error) when such a
-    number is one that says which row it is (a task, rank, site)."""
-    for k, v in row.items():
-        bad = isinstance(v, int) and not -_INT64 <= v < _INT64 or \
-            isinstance(v, float) and not math.isfinite(v)
-        if not bad:
+    """``row`` with each number that is not one of its column (a NumberError of the grammar:
+    5,000 digits, beyond int64, '¹', nan, inf) made missing, with an error
+    (:func:`dptrace.numbers.fit`); None (with an error) when such a number is one that says
+    which row it is (a task, rank, site)."""
+    for k in [k for k in _IDS if k in row] + [k for k in row if k not in _IDS]:
+        v = row[k]
+        if k in _IDS and v != "*":
+            if fit(v, k, lineno, name, problems, lo=0, outcome=SKIPPED) is None:
+                return None
             continue
-        if k in _IDS:
-            problems.append(Problem(name, f"{k} {str(v)[:24]} does not fit a 64-bit number: "
-                                    "the row is skipped", lineno, "error"))
-            return None
-        what = "does not fit a 64-bit number" if isinstance(v, int) else "is not finite"
-        problems.append(Problem(name, f"{k} {str(v)[:24]} {what}: the row is kept, its value "
-                                "is missing", lineno, "error"))
-        row[k] = None
+        row[k] = fit(v, k, lineno, name, problems, outcome=KEPT)
     return row
 
 
@@ -251,7 +253,8 @@ def _mul(*xs: Any) -> float | None:
 
 
 def _section(body: str, lineno: int, reports: list[_Report],
-             start: Callable[[int], _Report]) -> str | None:
+             start: Callable[[int], _Report], name: str, numbers: list[Problem]
+             ) -> str | None:
     s = g.parse_line(g.SECTION, body)
     if s is None:
         return None
@@ -271,7 +274,10 @@ def _section(body: str, lineno: int, reports: list[_Report],
     if kind is not None:
         rep.seen.add(kind)
         if "count" in s:
-            rep.counts[kind] = int(s["count"])
+            count = fit(s["count"], f"{title}:", lineno, name, numbers, lo=0,
+                        outcome="the section is read, its count is missing")
+            if count is not None:
+                rep.counts[kind] = count
     else:
         rep.seen.add(f"other: {title}")
     return kind
@@ -283,7 +289,7 @@ def _job(name: str, rep: _Report, n: int) -> str:
     return f"{base}#{rep.index + 1}" if n > 1 else base
 
 
-def _nranks(name: str, rep: _Report) -> int | None:
+def _nranks(name: str, rep: _Report, problems: list[Problem]) -> int | None:
     if rep.hosts:
         return max(rep.hosts) + 1
     tasks = [r["task"] for _, r in rep.get("mpi_time") if r["task"] != "*"]
@@ -291,7 +297,11 @@ def _nranks(name: str, rep: _Report) -> int | None:
         return max(tasks) + 1
     m = _FILE_TASKS.search(name)
     if m:
-        return int(m.group(1))
+        try:
+            return parse_count(m.group(1))
+        except NumberError as exc:
+            fit(exc, "the file name's number of tasks", None, name, problems,
+                outcome="the report's number of tasks is missing")
     stats = {r["stat"]: r for _, r in rep.get("task_stats")}
     if "Aggregate" in stats and "Mean" in stats and stats["Mean"]["app_s"] > 0:
         n = stats["Aggregate"]["app_s"] / stats["Mean"]["app_s"]
@@ -313,7 +323,7 @@ def _tables(reports: list[_Report], name: str, problems: list[Problem]
     for rep in reports:
         if not rep.seen:
             continue
-        job, nranks = _job(name, rep, n), _nranks(name, rep)
+        job, nranks = _job(name, rep, n), _nranks(name, rep, problems)
         common = {"source": name, "job": job, "nranks": nranks}
         ranks += _ranks(rep, common, name, problems)
         rep_sites = _callsites(rep, common)
