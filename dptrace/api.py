@@ -66,8 +66,10 @@ def expand_arguments(paths: PathArg | Mapping[str, PathArg] | Sequence[runs.Argu
     the sources, the problems, the arguments and, per source, the argument that found it."""
     args = runs.arguments(paths)
     origins: list[int] = []
+    repeats: list[tuple[int, int]] = []
     sources, problems = expand([a.path for a in args], max_decompressed=max_decompressed,
-                               origins=origins)
+                               origins=origins, repeats=repeats)
+    problems.extend(runs.given_twice(sources, origins, repeats, args))
     return sources, problems, args, origins
 
 

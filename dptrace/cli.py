@@ -16,7 +16,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .errors import DptraceError
@@ -281,18 +281,39 @@ def _runs_report(args: argparse.Namespace, console: Console, err: Console) -> in
         base, cand = (labels[0], labels[1]) if set(labels[:2]) <= set(ids) else (None, None)
         if base is None:
             lost = [a for a in labels[:2] if a not in ids]
-            why = ("; " + ", ".join(f"{a} gave no data" for a in lost)) if lost else ""
+            why = ("; " + "; ".join(_why_lost(a, arguments, ds) for a in lost)) if lost else ""
             raise DptraceError(
                 f"a comparison needs one run per argument; the inputs make {len(ids)} run(s)"
-                + (f": {', '.join(ids)}" if ids else "") + why + " (a file that holds "
-                "several runs: split it, or compare its runs with dptrace.compare in a "
-                "notebook)")
+                + (f": {', '.join(ids)}" if ids else "") + why
+                + ("" if lost else " (a file that holds several runs: split it, or compare "
+                   "its runs with dptrace.compare in a notebook)"))
         report = model.build(ds, "compare", warmup=args.warmup, thresholds=thresholds,
                              base=base, candidate=cand)
     else:
         report = model.build(ds, "scaling", warmup=args.warmup, thresholds=thresholds,
                              by=args.by, strong=args.strong, expected=labels)
     return _write(args, report, model.exit_code(ds), console)
+
+
+def _why_lost(label: str, arguments: Sequence[object], ds: Any) -> str:
+    """Why the run ``label`` of a comparison has no data: its paths do not exist, its files
+    are another run's (a file is read once, for the first run that names it), or nothing in
+    them was read."""
+    from .sources import expand
+
+    paths = [str(getattr(a, "path", "")) for a in arguments if getattr(a, "label", None) == label]
+    missing = [p for p in paths if not os.path.lexists(p)]
+    if missing and len(missing) == len(paths):
+        return f"{label}: no such file or directory: {', '.join(missing)}"
+    found, _ = expand(paths)
+    run_of = {os.path.abspath(str(s)): str(r) for s, r in
+              zip(ds.sources["source"], ds.sources["run"], strict=True)}
+    others = sorted({run_of[k] for src in found
+                     if (k := os.path.abspath(src.path)) in run_of and run_of[k] != label})
+    if found and others:
+        return (f"{label}: its files are the files of run {', '.join(others)} (a file is read "
+                "once, for the first run that names it)")
+    return f"{label} gave no data (see Problems)"
 
 
 def _checked(args: argparse.Namespace) -> dict[str, float]:

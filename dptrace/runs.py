@@ -37,7 +37,8 @@ import numpy as np
 import pandas as pd
 
 from . import jobs, schema
-from .sources import display_name
+from .errors import Problem
+from .sources import Source, display_name
 
 #: job ids in file names: slurm-<id>.out, slurm-<id>_<task>.out, mpi_profile.<id>[.<ts>].<rank>,
 #: PBS <name>.o<id> / <name>.e<id>
@@ -97,6 +98,23 @@ def arguments(paths: object) -> list[Argument]:
         return [Argument(os.fsdecode(paths))]
     return [p if isinstance(p, Argument) else Argument(os.fsdecode(p))
             for p in paths]  # type: ignore[attr-defined]
+
+
+def given_twice(sources: Sequence[Source], origins: Sequence[int],
+                repeats: Sequence[tuple[int, int]], args: Sequence[Argument]) -> list[Problem]:
+    """A warning for each file that two runs the user labelled differently both name
+    (``compare x=base y=base/train.log,cand``): a file is read once, for the first run that
+    names it, and the other run goes without it."""
+    out: list[Problem] = []
+    for i, arg in repeats:
+        first = args[origins[i]].label if origins[i] < len(args) else None
+        again = args[arg].label if arg < len(args) else None
+        if again is None or first is None or again == first:
+            continue
+        out.append(Problem(sources[i].name, f"given for run {again!r} too, but read once, "
+                           f"for run {first!r} (the first that names it): run {again!r} goes "
+                           "without it", severity="warning"))
+    return out
 
 
 def job_id(name: str) -> tuple[str | None, str | None]:
@@ -192,14 +210,22 @@ def assign(names: Sequence[str], origins: Sequence[int], args: Sequence[Argument
             for i in u.members:
                 keys[i] = key
     ids: dict[tuple[str, ...], str] = {}
-    taken: dict[str, int] = {}
     labels = {k: display_name(v) for k, v in labels.items()}  # undecodable bytes: U+FFFD
+    # the user's labels are theirs as given ('a#2=DIR' stays a#2); other runs' names are
+    # made unique around them with #2, #3, ...
+    used = {labels[k] for k in keys if k[0] == "label"}
     for key in keys:
         if key not in ids:
             label = labels[key]
-            n = taken.get(label, 0) + 1
-            taken[label] = n
-            ids[key] = label if n == 1 else f"{label}#{n}"
+            if key[0] == "label":
+                ids[key] = label
+                continue
+            rid, n = label, 1
+            while rid in used:
+                n += 1
+                rid = f"{label}#{n}"
+            used.add(rid)
+            ids[key] = rid
     runs = [ids[k] for k in keys]
     return runs, {ids[k]: labels[k] for k in ids}
 

@@ -824,7 +824,8 @@ def _human(n: int) -> str:
 
 def expand(paths: str | bytes | os.PathLike[str] | Iterable[str | bytes | os.PathLike[str]],
            *, max_decompressed: int | None = None,
-           origins: list[int] | None = None) -> tuple[list[Source], list[Problem]]:
+           origins: list[int] | None = None,
+           repeats: list[tuple[int, int]] | None = None) -> tuple[list[Source], list[Problem]]:
     """Expand files, globs and directories (recursively) into sources, in a stable order.
 
     Returns the sources and the problems found: an argument that matched nothing (an
@@ -839,7 +840,8 @@ def expand(paths: str | bytes | os.PathLike[str] | Iterable[str | bytes | os.Pat
     followed; each real directory (device and inode) is read once per argument, and a link
     back to one already read is noted once and not followed again. ``max_decompressed`` is
     given to every source. ``origins``, when given, receives for each source the index of
-    the argument that first found it (runs are grouped by argument).
+    the argument that first found it (runs are grouped by argument); ``repeats``, when given,
+    receives (source index, argument) for each later argument that found a source again.
     """
     items = ([paths] if isinstance(paths, (str, bytes, os.PathLike)) else list(paths))
     ex = _Expander(max_decompressed)
@@ -859,7 +861,10 @@ def expand(paths: str | bytes | os.PathLike[str] | Iterable[str | bytes | os.Pat
                 sources.append(src)
                 if origins is not None:
                     origins.append(arg)
-            elif src.explicit and not sources[seen[key]].explicit:  # also named on its own
+                continue
+            if repeats is not None:
+                repeats.append((seen[key], arg))
+            if src.explicit and not sources[seen[key]].explicit:  # also named on its own
                 old = sources[seen[key]]
                 sources[seen[key]] = Source(src.name, src.path, True, old.unreadable,
                                             old.special, old.max_decompressed)
