@@ -147,7 +147,7 @@ CASES = [
     ("dscomms_count_superscript", "dscomms", "c.md", DSDOCS, "2.0 KB              {} ", "146",
      "14⁶", 0, r"count 14⁶ is not a number", "2.0 KB              14"),
     ("dscomms_size_1e300_yb", "dscomms", "c.md", DSDOCS, "{}            1   ", "98.25 MB",
-     "1e300 YB", 1, r"message size 1e300 YB does not fit .*row is skipped", "1e300 YB"),
+     "1e300 YB", 1, r"message size '1e300 YB' does not fit .*row is skipped", "1e300 YB"),
     # --- MLPerf logs -----------------------------------------------------------------------
     ("mllog_srun_prefix_5000_digits", "mllog", "m.txt", MLBERT, '{}: :::MLLOG {{"namespace": '
      '"", "time_ms": 1621399928038', "0", BIG, 0, r"launcher prefix rank .*5,000 digits",

@@ -20,9 +20,14 @@ from __future__ import annotations
 
 import pyparsing as pp
 
-INT = pp.Regex(r"\d+").set_name("integer").set_parse_action(lambda t: int(t[0]))
-FLOAT = pp.Regex(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf").set_name("number") \
-    .set_parse_action(lambda t: float(t[0]))
+from ...numbers import FLOAT_PATTERN, INT_PATTERN, NumberError, float_or_error, int_or_error
+
+#: number fields, read by :mod:`dptrace.numbers`: a field shaped like a number matches
+#: whatever its value, and one that is not a number of its column (5,000 digits, '14⁶', nan,
+#: inf) comes back as a NumberError that the reader names (the row keeps its shape)
+INT = pp.Regex(INT_PATTERN).set_name("integer").set_parse_action(lambda t: int_or_error(t[0]))
+FLOAT = pp.Regex(FLOAT_PATTERN).set_name("number") \
+    .set_parse_action(lambda t: float_or_error(t[0]))
 KW = pp.Keyword
 
 #: the units of DeepSpeed's convert_size, in powers of 1024
@@ -35,11 +40,14 @@ HEADER = (pp.Literal("Comm.") + KW("Op") + KW("Message") + KW("Size") + KW("Coun
           + KW("tput_avg") + pp.Literal("(Gbps)") + KW("busbw_avg") + pp.Literal("(Gbps)")
           + pp.StringEnd())
 
-_NAME = pp.Word(pp.alphas + "_", pp.alphanums + "_")
-#: ``all_reduce`` or ``broadcast | [Caller Func: _broadcast_model]`` (debug mode)
+#: an op as printed: one word (DeepSpeed prints the name of the function it timed, so any
+#: name reads as given: ``broad-cast``, ``all_to_all_single``)
+_NAME = pp.Regex(r"[^\s|\[\]]+")
+#: ``all_reduce`` or ``broadcast | [Caller Func: _broadcast_model]`` (debug mode; a caller
+#: may hold spaces: ``<lambda> at 0x7f``)
 OP = (_NAME("op") + pp.Optional(pp.Suppress("|") + pp.Suppress("[") + KW("Caller")
                                  + KW("Func") + pp.Suppress(":")
-                                 + pp.Regex(r"[^\]\s]+")("caller") + pp.Suppress("]"))
+                                 + pp.Regex(r"[^\]]*[^\]\s]")("caller") + pp.Suppress("]"))
       + pp.StringEnd())
 
 #: ``0B`` or ``1.12 KB``: the number and the unit
@@ -50,11 +58,22 @@ ROW = (SIZE("size") + INT("count") + FLOAT("total_latency_ms") + FLOAT("avg_late
        + FLOAT("tput_gbps") + FLOAT("busbw_gbps") + pp.StringEnd())
 
 
-def size_bytes(value: float, unit: str) -> int:
+def size_bytes(value: float | NumberError, unit: str, printed: str | None = None) -> int:
     """Bytes of a printed size: ``value`` times 1024 to the unit's power, to the nearest
     byte. DeepSpeed rounded ``value`` to 2 decimals, so from KB on this is the size to
-    within 0.005 of its unit (``1.12 KB`` -> 1147: the size was 1142-1152 bytes)."""
-    return round(value * 1024 ** UNITS.index(unit))
+    within 0.005 of its unit (``1.12 KB`` -> 1147: the size was 1142-1152 bytes).
+    :class:`~dptrace.numbers.NumberError` when it is not a size: not a finite number,
+    negative, or not an int64 of bytes (``1e300 YB``); ``printed``: the size as the line
+    has it, for the message."""
+    text = printed or f"{getattr(value, 'text', value)} {unit}"
+    if isinstance(value, NumberError):
+        raise NumberError(text, value.reason)
+    if value < 0:
+        raise NumberError(text, "is negative")
+    size = value * 1024 ** UNITS.index(unit)
+    if not size < 2 ** 63:
+        raise NumberError(text, "does not fit a 64-bit number of bytes")
+    return round(size)
 
 
 def parse_line(element: pp.ParserElement, line: str) -> pp.ParseResults | None:
