@@ -59,6 +59,24 @@ def visible_frame(df: pd.DataFrame) -> pd.DataFrame:
             out = out if out is not df else df.copy()
             out[col] = s.map(lambda v: visible(v) if isinstance(v, str) else v,
                              na_action="ignore")
+    return _visible_labels(out, df)
+
+
+def _visible_labels(out: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
+    """Column labels made visible too: pivot tables name their columns after runs, whose
+    names come from directories and labels the user gave (``ESC]0;...BEL`` in a run's
+    folder name must not reach a terminal or a page's ``<th>`` raw)."""
+    labels = [str(c) if not isinstance(c, tuple) else " ".join(map(str, c)) for c in out.columns]
+    if _UNSAFE.search("\n".join(labels)) is None:
+        return out
+    fixed = [visible(c) if isinstance(c, str) else
+             tuple(visible(x) if isinstance(x, str) else x for x in c) if isinstance(c, tuple)
+             else c for c in out.columns]
+    out = out if out is not df else df.copy()
+    if isinstance(out.columns, pd.MultiIndex):
+        out.columns = pd.MultiIndex.from_tuples(fixed, names=out.columns.names)
+    else:
+        out.columns = pd.Index(fixed, name=out.columns.name)
     return out
 
 
