@@ -41,7 +41,7 @@ FIX = HERE / "fixtures"
 REAL = HERE.parent.parent / "shared" / "realdata"
 
 DIRS = [FIX / "mpitrace", FIX / "horovod", FIX / "sntilestat", FIX / "trainlog", FIX / "straggler",
-        REAL / "mpitrace", REAL / "horovod_timeline", REAL / "sntilestat", REAL / "trainlog",
+        FIX / "mpip", REAL / "mpitrace", REAL / "horovod_timeline", REAL / "sntilestat", REAL / "trainlog",
         REAL / "perrank"]
 
 _LOADED: dict[Path, dptrace.Dataset] = {}
@@ -107,18 +107,14 @@ def _today(ds: dptrace.Dataset) -> list[tuple[str, str, str, str]]:
                         f"{j.elapsed_max_s:.2f} s"))
     if not ranks.empty:
         out += _compute_stragglers(ds)
+        out += _waiting_ranks(ds)
     if not ds["mpi_messages"].empty:
         out += _low_busbw(ds)
     runs = ds["hvd_runs"]
     if not runs.empty:
         for w in hv.timeline_warnings(runs).itertuples(index=False):
             out.append((WARNING_KINDS[w.kind], w.source, f"source={w.source}", w.detail))
-        strag = hv.straggler_ranks(ds["hvd_ready"])
-        for src, g in strag.groupby("source"):
-            # the Horovod drawer: "bold red" when last_share >= 0.5 and 2+ ranks are listed
-            for r in g[(g["last_share"] >= 0.5) & (len(g) > 1)].itertuples(index=False):
-                out.append(("negotiation_straggler", f"rank {r.rank}", f"source={src} "
-                            f"rank={r.rank}", f"{r.last:,} ({100 * r.last_share:.1f}%)"))
+        out += _negotiation_stragglers(ds["hvd_ready"])
     tp = ds["throughput"]
     if not tp.empty:
         summary = thr.throughput_summary(tp)
@@ -179,6 +175,72 @@ def _today(ds: dptrace.Dataset) -> list[tuple[str, str, str, str]]:
     tiles = ds["tiles"]
     if not tiles.empty:
         out += _tile_warnings(tiles)
+    return out
+
+
+def _negotiation_stragglers(ready: pd.DataFrame) -> list[tuple[str, str, str, str]]:
+    """The negotiation-straggler rule written out plainly from the rank-ready ticks (issue 29;
+    thresholds as numbers): a negotiation is compared when 2+ ranks ticked in it, steady when
+    it is its tensor's second or later (``op_index`` >= 1); its last rank was waited for when
+    its tick came 1 ms or more after the first rank's. A timeline with 10+ compared steady
+    negotiations names the rank waited for in >= 50% of them, strictly more often than any
+    other rank; one with fewer, and start-up ones, gets ``unjudged_negotiations``; a run whose
+    timelines name different ranks names none (``unjudged_negotiations`` too). The Horovod
+    drawer marks the same rank in red (tests/test_horovod_report.py)."""
+    out: list[tuple[str, str, str, str]] = []
+    last = ready[(ready["ranks_ready"] >= 2) & ready["last_ready"]]
+    keys = [last["run"].astype(str), last["source"].astype(str)]
+    named: dict[str, list[tuple[str, int, str]]] = {}
+    for (run, src), g in last.groupby(keys, sort=True):
+        later = (g["op_index"] >= 1).fillna(False).to_numpy(bool)
+        steady, startup = g[later], g[~later]
+        n = len(steady)
+        if n >= 10:
+            waited = steady.loc[steady["lag_us"] >= 1000, "rank"].value_counts()
+            if len(waited) and waited.iloc[0] >= 0.5 * n and (
+                    len(waited) == 1 or waited.iloc[0] > waited.iloc[1]):
+                r, w = int(waited.index[0]), int(waited.iloc[0])
+                named.setdefault(run, []).append(
+                    (src, r, f"{w:,} of {n:,} steady-state negotiations ({100 * w / n:.1f}%)"))
+        elif len(startup):
+            top = int(startup["rank"].value_counts().iloc[0])
+            few = f"Only {n} " if n else ""
+            out.append(("unjudged_negotiations", src, f"source={src}",
+                        f"{few}{len(startup):,} {top:,} of {len(startup):,}"))
+    for run_named in named.values():
+        if len({r for _, r, _ in run_named}) > 1:
+            src = run_named[0][0]
+            out.append(("unjudged_negotiations", src, f"source={src}",
+                        " ".join(f"rank {r}" for _, r, _ in run_named)))
+            continue
+        out += [("negotiation_straggler", f"rank {r}", f"source={src} rank={r}", facts)
+                for src, r, facts in run_named]
+    return out
+
+
+def _waiting_ranks(ds: dptrace.Dataset) -> list[tuple[str, str, str, str]]:
+    """The waiting-rank rule written out plainly (issue 29; thresholds as numbers): in a job of
+    3+ ranks, the rank with the most MPI time, above the next rank's by >= 2% of the elapsed
+    time, above the others' median by >= 2% of it and >= 4 median absolute deviations of
+    theirs (floored at 0.005 s), with that median at most half its own."""
+    out = []
+    rt = comm.rank_times(ds["mpi_ranks"])
+    for key, g in rt.groupby(["run", "job"] if "run" in rt else ["job"], observed=True):
+        g = g[g["comm_time_s"].notna() & g["elapsed_s"].notna()]
+        if len(g) < 3:
+            continue
+        elapsed = g["elapsed_s"].max()
+        top = g.loc[g["comm_time_s"].idxmax()]
+        r, mine = int(top["rank"]), float(top["comm_time_s"])
+        others = g.loc[g["rank"] != r, "comm_time_s"]
+        med = others.median()
+        spread = max((others - med).abs().median(), 0.005)
+        gap = mine - med
+        if (mine - others.max() >= 0.02 * elapsed and gap >= 0.02 * elapsed
+                and gap >= 4 * spread and med <= 0.5 * mine):
+            out.append(("waiting_rank", f"rank {r}", f"job={key[-1]} rank={r}",
+                        f"rank {r} job {key[-1]} {100 * mine / elapsed:.1f}% "
+                        f"{100 * med / elapsed:.1f}%"))
     return out
 
 
@@ -342,10 +404,14 @@ def test_findings_table_is_in_the_schema():
 
 
 def test_build_returns_the_schema_dtypes_in_order():
-    found = build(_load(FIX / "horovod"))
+    ds = _load(FIX / "horovod")
+    found = build(ds)
     want = {c.name: c.dtype for c in schema.TABLES["findings"].columns}
     assert {c: str(d) for c, d in found.dtypes.items()} == want
-    assert set(found["run"]) == {"horovod"}   # the directory is the run
+    # a folder of unrelated timelines is one run per job: each file is its own run
+    assert set(found["run"].astype(str)) <= set(ds.run_ids)
+    rank0 = found[found["kind"] == "negotiation_straggler"]
+    assert "andrewor14_horovod_timeline_2019_4rank.json" in set(rank0["run"].astype(str))
     sev = found["severity"].map({"critical": 0, "warning": 1, "info": 2}).tolist()
     assert sev == sorted(sev)
     for (_, _), g in found.groupby(["severity", "kind"], observed=True):
@@ -566,19 +632,49 @@ def test_timeline_rules(rule, fire, quiet, kind, severity):
     _holds(found[0].message, detail)
 
 
-@pytest.mark.parametrize("shares,fires", [([0.5, 0.5], [0, 1]), ([0.49, 0.51], [1]),
+def _phases(shares: list[float], n: int = 100, phase: str = "steady") -> pd.DataFrame:
+    """A timeline's ``horovod.stragglers`` rows (``phase_stragglers``) of one phase: rank i
+    waited for in ``shares[i]`` of ``n`` compared negotiations."""
+    waited = [round(s * n) for s in shares]
+    return pd.DataFrame({"source": "t.json", "phase": phase, "rank": range(len(shares)),
+                         "negotiations": n, "compared": n, "broadcasts": 0, "last": waited,
+                         "waited": waited, "waited_share": [w / n for w in waited],
+                         "mean_lag_us": 1500.0, "p95_lag_us": 2000.0, "max_lag_us": 2.5e6,
+                         "steady_from_us": 1.2e6})
+
+
+@pytest.mark.parametrize("shares,fires", [([0.5, 0.5], []), ([0.49, 0.51], [1]),
+                                          ([0.5, 0.2, 0.3], [0]), ([0.49, 0.2, 0.31], []),
                                           ([1.0], [])])
-def test_negotiation_straggler_last_in_half_with_two_ranks(shares, fires):
-    n = 100
-    strag = pd.DataFrame({"source": "t.json", "rank": range(len(shares)),
-                          "negotiations": n, "last": [round(s * n) for s in shares],
-                          "last_share": shares, "mean_lag_us": 1500.0, "p95_lag_us": 2000.0,
-                          "max_lag_us": 2.5e6})
-    found = rules.negotiation_stragglers(strag)
+def test_negotiation_straggler_waited_for_in_half_and_alone(shares, fires):
+    """A rank waited for in >= 50% of the steady state and more often than any other: a 0.5
+    / 0.5 tie names neither (one run never names two ranks), one rank compared names none."""
+    found = rules.negotiation_stragglers(_phases(shares))
     assert [f.rank for f in found] == fires
     for f in found:
-        assert f.scope == "rank" and f.threshold == 50.0
+        assert (f.kind, f.scope, f.threshold) == ("negotiation_straggler", "rank", 50.0)
+        assert f"in {round(shares[f.rank] * 100)} of 100 steady-state negotiations" in f.message
         assert "1.5 ms after the first rank's on average (max 2.50 s)" in f.message
+
+
+@pytest.mark.parametrize("n,fires", [(10, True), (9, False)])
+def test_negotiation_straggler_needs_10_steady_negotiations(n, fires):
+    """Fewer than 10 compared steady-state negotiations name nobody; with start-up ticks
+    beside them, the timeline is said to be unjudged."""
+    steady = _phases([1.0, 0.0], n)
+    found = rules.negotiation_stragglers(steady)
+    assert [f.kind for f in found] == (["negotiation_straggler"] if fires else [])
+    both = pd.concat([_phases([1.0, 0.0], 21, "startup"), steady], ignore_index=True)
+    kinds = [f.kind for f in rules.negotiation_stragglers(both)]
+    assert kinds == (["negotiation_straggler"] if fires else ["unjudged_negotiations"])
+
+
+def test_start_up_alone_is_never_judged():
+    """Rank 0 last in every start-up negotiation: no straggler, an info finding that says so."""
+    found = rules.negotiation_stragglers(_phases([1.0, 0.0], 21, "startup"))
+    assert [(f.kind, f.severity, f.scope, f.subject) for f in found] == [
+        ("unjudged_negotiations", "info", "input", "t.json")]
+    assert "At start-up rank 0 was last in 21 of 21" in found[0].message
 
 
 def _tiles(rows: list[dict]) -> pd.DataFrame:
@@ -615,7 +711,7 @@ def test_lowest_exec_instance_needs_two_instances(pids, fires):
 
 
 def test_every_rule_is_listed_once():
-    assert len(rules.KINDS) == len(set(rules.KINDS)) == 30
+    assert len(rules.KINDS) == len(set(rules.KINDS)) == 32
     doc = rules.__doc__ or ""
     readme = (HERE.parent / "README.md").read_text(encoding="utf-8")
     for kind in rules.KINDS:
