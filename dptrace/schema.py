@@ -519,13 +519,15 @@ FINDINGS = register_table(Table(
         _c("kind", "category", "stable identifier of the rule that fired: throughput_straggler, "
            "small_message_allreduce, files_disagree, role_claimed_twice, ranks_missing, "
            "truncated_input, open_intervals, unmatched_ends, cached_negotiations, "
-           "negotiation_straggler, idle_tiles, lowest_exec_instance, job_copies_disagree, "
-           "job_check_failed, comm_share_high, throughput_drift, unknown_world_size, low_exec, "
-           "load_overhead, compute_straggler, cross_source_straggler, low_busbw, long_warmup, "
-           "nccl_socket_fallback, nccl_mixed_networks, nccl_no_gdrdma, nccl_timeout, "
-           "nccl_error, collective_straggler, below_system_busbw; "
-           "in the compare and scaling reports: throughput_change, dominant_change, "
-           "comm_time_change, negative_scaling, scaling_efficiency, scaling_incomplete"),
+           "negotiation_straggler, unjudged_negotiations, idle_tiles, lowest_exec_instance, "
+           "job_copies_disagree, job_check_failed, comm_share_high, throughput_drift, "
+           "unknown_world_size, low_exec, load_overhead, compute_straggler, waiting_rank, "
+           "cross_source_straggler, low_busbw, long_warmup, nccl_socket_fallback, "
+           "nccl_mixed_networks, nccl_no_gdrdma, nccl_timeout, nccl_error, "
+           "collective_straggler, below_system_busbw; "
+           "in the compare and scaling reports: throughput_change, setup_change, "
+           "dominant_change, comm_time_change, negative_scaling, scaling_efficiency, "
+           "scaling_incomplete"),
         _c("scope", "category", "what the finding is about: job, rank, instance, tensor, tile "
            "or input"),
         _c("subject", "string", "who: 'rank 2', 'instance 0', 'PID 1234', a job id or a file "

@@ -714,9 +714,16 @@ def test_every_rule_is_listed_once():
     assert len(rules.KINDS) == len(set(rules.KINDS)) == 32
     doc = rules.__doc__ or ""
     readme = (HERE.parent / "README.md").read_text(encoding="utf-8")
+    kinds_doc = next(c.doc for c in schema.TABLES["findings"].columns if c.name == "kind")
     for kind in rules.KINDS:
-        kinds_doc = next(c.doc for c in schema.TABLES["findings"].columns if c.name == "kind")
         assert kind in doc and kind in kinds_doc and f"| `{kind}` |" in readme, kind
+    # the compare and scaling rules: in the kind column's text and the README's table of
+    # the Compare and scaling section
+    from dptrace.findings import runs as run_rules
+
+    views = readme[readme.index("## Compare and scaling"):]
+    for kind in run_rules.KINDS:
+        assert kind in kinds_doc and f"| `{kind}` |" in views, kind
 
 
 def test_rules_skip_missing_values():
