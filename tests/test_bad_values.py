@@ -152,8 +152,10 @@ CASES = [
     ("mllog_srun_prefix_5000_digits", "mllog", "m.txt", MLBERT, '{}: :::MLLOG {{"namespace": '
      '"", "time_ms": 1621399928038', "0", BIG, 0, r"launcher prefix rank .*5,000 digits",
      '"time_ms": 1621399928038'),
-    ("mllog_tag_prefix_above_int64", "mllog", "m.txt", MLBERT, '[1,{}]<stdout>: :::MLLOG '
-     '{{"namespace": "", "time_ms": 1621399928038', "0", E20, 0,
+    ("mllog_tag_prefix_above_int64", "mllog", "m.txt", _sub(
+        MLBERT, '0: :::MLLOG {"namespace": "", "time_ms": 1621399928038',
+        '[1,@]<stdout>: :::MLLOG {"namespace": "", "time_ms": 1621399928038'),
+     '[1,{}]<stdout>: :::MLLOG {{"namespace": "", "time_ms": 1621399928038', "0", E20, 0,
      r"launcher prefix rank 9{20}", '"time_ms": 1621399928038'),
     ("mllog_epoch_num_2_63", "mllog", "m.txt", MLBERT, '"epoch_num": {}}}', "1",
      "9223372036854775808", 0, r"epoch_num 9223372036854775808 does not fit a 64-bit",
@@ -167,7 +169,7 @@ CASES = [
      '"INTERVAL_START", "key": "epoch_start"', "1621399928038", BIG, 0,
      r"time_ms .*5,000 digits", '"time_ms": 99'),
     ("mllog_srun_ntasks_superscript", "mllog", "m.txt", MLBERT, "--ntasks={} --ntasks-per",
-     "8", "8²", 1, r"--ntasks=8² is not a number", "--ntasks=8²"),
+     "8", "8²", 1, r"srun --ntasks 8² is not a number", "--ntasks=8²"),
     ("mllog_slurm_nnodes_5000_digits", "mllog", "m.txt", MLBERT + b"SLURM_NNODES=@\n",
      "SLURM_NNODES={}", "1", BIG, 1, r"SLURM_NNODES .*5,000 digits", "SLURM_NNODES=9"),
 ]
@@ -247,3 +249,15 @@ def test_nccl_torn_line_in_a_cr_only_log_is_named_at_its_line(tmp_path: Path) ->
     got = _read(tmp_path, "n.log", bad, "nccl", "cr2")
     hit = got.problems[got.problems["message"].str.contains("nNodes 9")]
     assert hit["line"].tolist() == [_line(NCCL, "nRanks 8 nNodes 2")]
+
+
+def test_mllog_deep_record_says_so(tmp_path: Path) -> None:
+    """A record nested 1,000 deep is skipped as what it is, not as 'torn or cut'."""
+    data = _sub(MLBERT, '"epoch_num": 1}', '"epoch_num": 1, "x": ' + "[" * 1000 + "]" * 1000
+                + "}")
+    got = _read(tmp_path, "m.txt", data, "mllog", "deep")
+    msg = got.problems[got.problems["line"] == _line(data, '"x": [[')]["message"]
+    assert msg.str.contains("nested deeper than Python decodes").any()
+    assert not msg.str.contains("torn or cut").any()
+    assert int(got.sources["rows"].iloc[0]) == int(
+        _read(tmp_path, "m.txt", MLBERT, "mllog", "base").sources["rows"].iloc[0]) - 1
