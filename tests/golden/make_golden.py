@@ -69,7 +69,7 @@ def _diff(old: object, new: object, where: str = "", out: list[str] | None = Non
     elif isinstance(old, list) and isinstance(new, list):
         if len(old) != len(new):
             out.append(f"~ {where}: {len(old)} -> {len(new)} items")
-        for i, (a, b) in enumerate(zip(old, new)):
+        for i, (a, b) in enumerate(zip(old, new, strict=False)):
             _diff(a, b, f"{where}[{i}]", out, limit)
     elif old != new:
         out.append(f"~ {where}: {str(old)[:80]!r} -> {str(new)[:80]!r}")
