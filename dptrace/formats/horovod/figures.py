@@ -75,13 +75,17 @@ def straggler_ranks(ranks: pd.DataFrame, *, title: str = "") -> go.Figure:
     """One file's rows of ``analysis.horovod.straggler_ranks``: who everyone waited for.
 
     Top: share of compared negotiations in which the rank was the last to report ready
-    (%; red when 50 % or more). Bottom: mean and p95 lag behind the first rank ready (ms).
-    x: rank (category), in rank order; at most :data:`MAX_RANKS` (most often last first).
+    (%; red: the rank the ``negotiation_straggler`` finding names from the steady state, the
+    section's ``straggler`` column, and no other). Bottom: mean and p95 lag behind the first
+    rank ready (ms). x: rank (category), in rank order; at most :data:`MAX_RANKS` (the
+    section's order: the straggler, then the most often waited for and last first).
     """
     keep = ranks.head(MAX_RANKS).sort_values("rank", kind="stable")
     x = [str(int(r)) for r in keep["rank"]]
     share = 100 * keep["last_share"].astype("float64").fillna(0.0)
-    colors = [STRAGGLER if s >= 50 and len(ranks) > 1 else BAR for s in share]
+    named = (keep["straggler"].astype(bool) if "straggler" in keep.columns
+             else pd.Series(False, index=keep.index))
+    colors = [STRAGGLER if n else BAR for n in named]
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12)
     fig.add_trace(go.Bar(x=x, y=share, name="last to be ready", marker_color=colors,
                          customdata=np.column_stack([keep["last"].astype("int64"),
@@ -96,7 +100,7 @@ def straggler_ranks(ranks: pd.DataFrame, *, title: str = "") -> go.Figure:
                              "<extra></extra>"), 2, 1)
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=x)
     if len(ranks) > MAX_RANKS:
-        title += f" ({MAX_RANKS} of {len(ranks)} ranks: the most often last)"
+        title += f" ({MAX_RANKS} of {len(ranks)} ranks: the straggler and the most often last)"
     layout(fig, title, "", "", height=460)
     fig.update_xaxes(title_text="rank", row=2, col=1)
     fig.update_yaxes(title_text="last ready (%)", row=1, col=1)

@@ -14,6 +14,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ...analysis import horovod as hv
 from ...reports.fit import BAR, KEY, SHORT, TEXT, BarCell, Col, FitTable, common_dir, shorten_left
 from ...reports.fmt import bin_label, human_bytes, human_rate, human_time, missing, pct, span
 from ...reports.model import Section
@@ -29,8 +30,9 @@ NAME_WIDTH = 38
 # size columns never are, and no cell is cut. A dim line names what was hidden.
 #: activities per op: the bar repeats "of span"; mean = wall / count
 ACTIVITY_DROP = ("bar", "mean", "open", "tensor time", "count")
-#: straggler ranks: how often last, and by how much, stay longest
-STRAGGLER_DROP = ("bar", "p95 lag", "reported", "mean lag")
+#: straggler ranks: how often waited for in the steady state, how often last, and by how
+#: much, stay longest
+STRAGGLER_DROP = ("bar", "p95 lag", "reported", "mean lag", "last share")
 #: throughput by op size: the times behind the rates go first
 THROUGHPUT_DROP = ("op time", "comm time", "ops", "bytes")
 #: top tensors: the tensor name (shortened from the left) keeps the room
@@ -175,6 +177,10 @@ def _tree(acts: pd.DataFrame) -> list[tuple[str, Any]]:
 
 
 def _stragglers(ranks: pd.DataFrame, run: pd.Series) -> RenderableType | None:
+    """Who the others waited for: every compared negotiation (last, last share), and the
+    steady state the finding judges (waited: last by 1 ms or more in a tensor's second
+    negotiation or later). Red: the rank the ``negotiation_straggler`` finding names (the
+    section's ``straggler`` column), and no other; start-up alone is never red."""
     n, ticked = int(run["negotiations"]), int(run["negotiations_with_ticks"])
     if not n:
         return None
@@ -183,21 +189,51 @@ def _stragglers(ranks: pd.DataFrame, run: pd.Series) -> RenderableType | None:
         head.append("; none from 2+ ranks, so no rank can be called late", style="dim")
         return _labelled(("negotiation", head))
     compared = int(ranks["last"].sum())
+    steady = int(ranks["steady_compared"].max())
     head.append(f"; {compared:,} with 2+ ranks are compared below")
-    table = _table("", [Col("rank", KEY, "right"), Col("reported"), Col("last"),
-                        Col("last share"), Col("bar", BAR, width=16, header=""),
-                        Col("mean lag"), Col("p95 lag"), Col("max lag")], STRAGGLER_DROP)
+    rows = [("negotiation", head), ("steady state", _steady_text(ranks, compared, steady))]
+    cols = [Col("rank", KEY, "right"), Col("reported"), Col("last"), Col("last share")]
+    if steady:
+        cols += [Col("waited"), Col("waited share")]
+    cols += [Col("bar", BAR, width=16, header=""), Col("mean lag"), Col("p95 lag"),
+             Col("max lag")]
+    table = _table("", cols, STRAGGLER_DROP)
     for r in _extremes(ranks).itertuples(index=False):
         if missing(r.rank):
             table.add_row("…")
             continue
-        style = "bold red" if r.last_share >= 0.5 and len(ranks) > 1 else ""
-        table.add_row(Text(str(r.rank), style=style), f"{r.negotiations:,}",
-                      Text(f"{r.last:,}", style=style), pct(r.last_share),
-                      BarCell(1.0, float(r.last_share), "red" if style else "green"),
-                      human_time(r.mean_lag_us), human_time(r.p95_lag_us),
-                      human_time(r.max_lag_us))
-    return Group(_labelled(("negotiation", head)), table)
+        style = "bold red" if r.straggler is True else ""
+        share = float(r.steady_waited_share) if steady else float(r.last_share)
+        cells: list[str | Text | BarCell] = [Text(str(r.rank), style=style),
+                                             f"{r.negotiations:,}", f"{r.last:,}",
+                                             pct(r.last_share)]
+        if steady:
+            cells += [Text(f"{r.steady_waited:,}", style=style), pct(r.steady_waited_share)]
+        cells += [BarCell(1.0, 0.0 if missing(share) else share, "red" if style else "green"),
+                  human_time(r.mean_lag_us), human_time(r.p95_lag_us), human_time(r.max_lag_us)]
+        table.add_row(*cells)
+    return Group(_labelled(*rows), table)
+
+
+def _steady_text(ranks: pd.DataFrame, compared: int, steady: int) -> Text:
+    """What the steady state holds, and who it names (the finding's rank), in one line."""
+    if not steady:
+        return Text(f"none ticked: all {compared:,} are start-up (each tensor's first "
+                    "negotiation: the broadcasts, the first step), warm-up that names no rank",
+                    style="dim")
+    since = ranks["steady_from_us"].dropna()
+    text = Text(f"{steady:,} of them from {human_time(since.iloc[0])} on (a tensor's second "
+                if len(since) else f"{steady:,} of them (a tensor's second ")
+    text.append(f"negotiation or later); waited: last by {human_time(hv.WAIT_US)} or more "
+                "there; ")
+    named = ranks[ranks["straggler"].astype(bool)]
+    if len(named):
+        r = named.iloc[0]
+        text.append(f"rank {r['rank']} is the straggler ({int(r['steady_waited']):,} of "
+                    f"{steady:,})", style="bold red")
+    else:
+        text.append("no rank named (see the findings)", style="dim")
+    return text
 
 
 def _extremes(ranks: pd.DataFrame) -> pd.DataFrame:
