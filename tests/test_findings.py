@@ -186,7 +186,7 @@ def _negotiation_stragglers(ready: pd.DataFrame) -> list[tuple[str, str, str, st
     negotiations names the rank waited for in >= 50% of them, strictly more often than any
     other rank; one with fewer, and start-up ones, gets ``unjudged_negotiations``; a run whose
     timelines name different ranks names none (``unjudged_negotiations`` too). The Horovod
-    drawer marks the same rank in red (tests/test_horovod_report.py)."""
+    drawer marks the same rank in red (tests/test_horovod_steady_section.py)."""
     out: list[tuple[str, str, str, str]] = []
     last = ready[(ready["ranks_ready"] >= 2) & ready["last_ready"]]
     keys = [last["run"].astype(str), last["source"].astype(str)]
