@@ -156,10 +156,10 @@ def test_the_compare_and_scaling_views_have_their_own_sections():
     compare and scaling belong to their view only, declared once in
     dptrace/reports/sections/runs.py with their drawers and figures."""
     assert [s.name for s in registry.sections("compare")] == [
-        "findings", "inputs", "compare", "problems"]
+        "findings", "inputs", "setup", "compare", "problems"]
     assert [s.name for s in registry.sections("scaling")] == [
-        "findings", "inputs", "scaling", "problems"]
-    assert {s.name for s in registry.sections(None)} == set(HOMES) | {"compare", "scaling"}
+        "findings", "inputs", "setup", "scaling", "problems"]
+    assert {s.name for s in registry.sections(None)} == set(HOMES) | {"setup", "compare", "scaling"}
     for name in ("compare", "scaling"):
         spec = registry.section_spec(name)
         assert spec is not None and spec.views == (name,)

@@ -39,8 +39,8 @@ TABLE_TOLERANCE_S: float = comm.TABLE_TOLERANCE_S
 MIN_RANKS: int = hv.MIN_RANKS
 #: Horovod: a rank the others waited for (last to report, NEGOTIATION_WAIT_US or more after
 #: the first) in at least this share of the compared steady-state negotiations is a straggler
-#: (the share the Horovod drawer highlights in red, ``formats/horovod/terminal.py``
-#: ``_stragglers``: ``last_share >= 0.5`` when the file compares more than one rank)
+#: (the Horovod section marks that rank, and only it, in its ``straggler`` column: the
+#: drawer's red is the rule's own judgement)
 LAST_SHARE: float = 0.5
 #: Horovod: a last tick less than this after the first rank's is the coordinator's reading
 #: order within one cycle, not a wait (``analysis.horovod.WAIT_US``)
@@ -272,7 +272,8 @@ OVERRIDABLE: dict[str, Threshold] = {t.kind: t for t in (
               "an instance's tiles loading program or arguments or checkpointing more than "
               "this share of the time"),
     Threshold("negotiation_straggler", "share", 100.0 * LAST_SHARE, "%",
-              "a rank last ready in at least this share of the compared Horovod negotiations",
+              "share of a timeline's compared steady-state Horovod negotiations in which the "
+              "others waited 1 ms or more for a rank",
               scale=0.01),
     Threshold("low_busbw", "fraction", 100.0 * BUSBW_FRACTION, "%",
               f"a bin of collectives of more than {LARGE_BYTES:,} bytes reaching less than "
