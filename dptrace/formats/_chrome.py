@@ -20,9 +20,19 @@ record straddling two blocks, wherever it is cut, is read whole from the next bl
 A block that does not decode is retried after replacing invalid UTF-8 and then record
 by record, so one bad record costs only itself; the problems name the byte offset and
 line; a last record that does not decode is kept for the next block (it may be cut by the
-block's end) and judged there. Plain files of :data:`PARALLEL_BYTES` or more are split
-into byte ranges at event boundaries (checked as above) and decoded by the loader's
-executor when it has several workers (:func:`decode_file`, :mod:`dptrace.executor`).
+block's end) and judged there. A record nested deeper than the decoder reads (about 1,000
+levels: msgspec raises RecursionError) is one such record, and its problem says so.
+
+A record longer than :data:`MAX_RECORD` (64 MiB: a name or args of that size is damage, no
+writer makes one) is skipped whole, with an error naming its byte offset and line: once the
+bytes waiting for a record's end pass the cap, they are dropped and the rest of the record
+is passed over by the JSON's structure (:class:`_Skip`: strings skipped, brackets counted),
+holding one block at a time. So a file with a 1 GiB name is read in linear time and
+:data:`MAX_RECORD` + :data:`BLOCK` of buffer.
+
+Plain files of :data:`PARALLEL_BYTES` or more are split into byte ranges at event
+boundaries (checked as above) and decoded by the loader's executor when it has several
+workers (:func:`decode_file`, :mod:`dptrace.executor`).
 
 This module knows the container only: what an event holds, and which events a format
 keeps, is the format's (a subclass of :class:`BlockScanner` and its output, a
@@ -51,8 +61,8 @@ from ..executor import Executor, resolve
 BLOCK = 16 << 20
 #: bytes asked of the input per read
 READ = 1 << 20
-#: a record is waited for (its block kept growing) up to this many bytes; beyond, the block
-#: is read record by record
+#: the longest record read (its block kept growing while it is waited for): a record
+#: longer than this is skipped with an error naming its offset (read when a scanner starts)
 MAX_RECORD = 64 << 20
 #: plain files at least this large are decoded in byte ranges when the executor has
 #: several workers
@@ -62,8 +72,10 @@ RANGE_BYTES = 64 << 20
 #: problems reported one by one before the rest are only counted
 MAX_PROBLEMS = 20
 _RECORD_END = re.compile(rb"\}\s*,?\s*(?=\{)")
-#: what a failed decoding raises
-DECODE_ERRORS = (msgspec.DecodeError, UnicodeDecodeError)
+#: what a failed decoding raises (RecursionError: nested deeper than msgspec decodes)
+DECODE_ERRORS = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
+#: what a problem says of a record nested too deep
+TOO_DEEP = "nested deeper than the decoder reads (about 1,000 levels)"
 #: one JSON structural character outside strings, with the bytes before it (strings
 #: skipped whole; possessive, so a string left open by the block's end fails at once)
 _STRUCTURE = re.compile(rb'(?:[^"{}\[\]]++|"(?:[^"\\]++|\\[\s\S])*+")*+[{}\[\]]')
@@ -101,6 +113,58 @@ def last_record_end(data: bytes | bytearray, start: int, end: int) -> int | None
                 found = comma.end() - 1
         else:                               # the array's ] (or a stray one)
             return found
+
+
+#: the bytes of a string up to its closing quote (or a backslash cut by the data's end)
+_IN_STRING = re.compile(rb'(?:[^"\\]++|\\[\s\S])*+')
+#: bytes outside strings up to the next structural character
+_OUTSIDE = re.compile(rb'[^"{}\[\]]*+')
+_SEPARATOR = re.compile(rb"\s*,?")
+_BLANKS = re.compile(rb"\s*")
+
+
+class _Skip:
+    """Passes over one record by the JSON's structure, fed piece by piece (nothing kept):
+    strings skipped whole (escapes across pieces too), brackets counted from the record's
+    start; :meth:`feed` says where the record ends. Linear, at the speed of ``re``."""
+
+    def __init__(self, start: int, line: int) -> None:
+        self.start, self.line = start, line     # where the record starts (byte, line)
+        self.depth = 0
+        self.in_string = False
+        self.escaped = False
+        self.seen = 0                           # bytes of the record passed over
+
+    def feed(self, data: bytes | bytearray, pos: int, end: int) -> int | None:
+        """The index after the record's closing brace in ``data[pos:end]``, or None when
+        the record goes on past ``end``."""
+        begin = pos
+        while pos < end:
+            if self.escaped:
+                self.escaped = False
+                pos += 1
+            elif self.in_string:
+                pos = _IN_STRING.match(data, pos, end).end()  # type: ignore[union-attr]
+                if pos < end:
+                    self.in_string = data[pos] != 0x22     # a '"' closes it; else a '\'
+                    self.escaped = self.in_string          # a cut after it: it escapes the next
+                    pos += 1
+            else:
+                pos = _OUTSIDE.match(data, pos, end).end()  # type: ignore[union-attr]
+                if pos < end:
+                    c = data[pos]
+                    pos += 1
+                    if c == 0x22:
+                        self.in_string = True
+                    elif c == 0x7B or c == 0x5B:      # { [
+                        self.depth += 1
+                    else:
+                        self.depth -= 1
+                        if self.depth <= 0:
+                            self.seen += pos - begin
+                            return pos
+        self.seen += pos - begin
+        return None
 
 
 def quote_parity(data: bytes | bytearray, start: int, end: int, lead: int = 0) -> int:
@@ -190,6 +254,8 @@ class BlockScanner:
     def __init__(self, fh: IO[bytes], source: str, rng: Range, out: Sink) -> None:
         self.fh, self.source, self.rng, self.out = fh, source, rng, out
         self.block = BLOCK
+        self.cap = MAX_RECORD         # the longest record read (see _over_cap)
+        self.sep_pending = False      # a ',' after a record read alone is still to drop
         self.pos = rng.start          # absolute offset of buf[1]
         self.left = None if rng.end is None else rng.end - rng.start
 
@@ -224,17 +290,83 @@ class BlockScanner:
     def run(self) -> None:
         buf = bytearray(b"[")
         first = self.rng.first
+        skip: _Skip | None = None
         for chunk in self._chunks():
             if first:
                 chunk = self._skip_opening(chunk)
                 first = not chunk
+            if skip is not None:                # inside a record over the cap: pass it
+                end = skip.feed(chunk, 0, len(chunk))
+                self._consume(chunk, 0, len(chunk) if end is None else end)
+                if end is None:
+                    continue
+                self._too_long(skip, cut=False)
+                skip, self.sep_pending, chunk = None, True, chunk[end:]
             buf += chunk
+            if self.sep_pending:
+                buf = self._drop_separator(buf)
+            if len(buf) > self.cap + 1:
+                buf, skip = self._over_cap(buf)
+                if skip is not None:
+                    continue
             i = buf.rfind(b"},")
             if i > 0:
                 buf = self._decode_prefix(buf, i + 1)
             elif len(buf) > 2 * max(self.block, READ):  # no separator: record by record
                 buf = self._records_prefix(buf)
+        if skip is not None:
+            self._too_long(skip, cut=True)
+            return
         self._tail(bytes(buf[1:]))
+
+    def _over_cap(self, buf: bytearray) -> tuple[bytearray, _Skip | None]:
+        """A buffer past :data:`MAX_RECORD` (it starts at a record boundary): its records
+        up to the cap read one by one, a record longer than the cap skipped; a record that
+        goes on past the buffer is passed over from here on (the :class:`_Skip` returned;
+        the buffer dropped). Each step consumes a record: linear in the buffer."""
+        while len(buf) > self.cap + 1:
+            ws = _BLANKS.match(buf, 1).end() - 1  # type: ignore[union-attr]
+            skip = _Skip(self.pos + ws, self.out.newlines + buf.count(b"\n", 1, 1 + ws) + 1)
+            end = skip.feed(buf, 1 + ws, len(buf))
+            if end is None:
+                self._consume(buf, 1)
+                return bytearray(b"["), skip
+            if end - 1 - ws > self.cap:
+                self._too_long(skip, cut=False)
+            else:
+                self._decode_records(bytes(buf[1:end]), final=False)
+            self._consume(buf, 1, end)
+            buf = self._drop_separator(bytearray(b"[") + buf[end:])
+        return buf, None
+
+    def _drop_separator(self, buf: bytearray) -> bytearray:
+        """``buf`` without the ``,`` that follows a record read or skipped alone;
+        :attr:`sep_pending` stays set while ``buf`` holds only blanks (the ``,`` may come
+        in the next block)."""
+        m = _SEPARATOR.match(buf, 1)
+        assert m is not None
+        self.sep_pending = m.end() == len(buf) and buf[m.end() - 1:m.end()] != b","
+        if self.sep_pending:
+            return buf
+        self._consume(buf, 1, m.end())
+        return bytearray(b"[") + buf[m.end():]
+
+    def _too_long(self, skip: _Skip, cut: bool) -> None:
+        """The problem of a record skipped for its length (``cut``: the file ends in it)."""
+        out = self.out
+        cap = f"{self.cap / (1 << 20):g} MiB"
+        if cut:
+            out.torn = True
+            out.problem(self.source, f"the file ends inside a record at byte {skip.start:,} "
+                        f"that is longer than {cap} ({skip.seen:,} bytes so far; the most a "
+                        "record may hold): skipped; the events before it were kept",
+                        skip.line)
+            return
+        out.bad_records += 1
+        if out.bad_records <= MAX_PROBLEMS:
+            out.problem(self.source, f"skipped a record at byte {skip.start:,}: it is "
+                        f"{skip.seen:,} bytes long, longer than {cap} (the most a record may "
+                        "hold; a name or args that long is damage)", skip.line)
 
     def _chunks(self) -> Iterator[bytes]:
         read = getattr(self.fh, "read1", self.fh.read) if self.left is None else self.fh.read
@@ -309,6 +441,8 @@ class BlockScanner:
         left = self._decode_slow(bytes(buf[1:cut]), carry=True)
         if left == cut - 1:
             return buf
+        if not left:                          # all read: the ',' at the cut goes too
+            return self._keep_after(buf, cut)
         self._consume(buf, 1, cut - left)
         return bytearray(b"[") + buf[cut - left:]
 
@@ -438,6 +572,10 @@ class BlockScanner:
             return
         out.bad_records += 1
         if out.bad_records <= MAX_PROBLEMS:
+            if isinstance(exc, RecursionError):
+                out.problem(self.source, f"skipped a record at {where}: it is {TOO_DEEP}",
+                            line)
+                return
             why = str(exc)
             if "`$.pid`" in why and ("<=" in why or ">=" in why):
                 why = "its pid does not fit a 64-bit integer"

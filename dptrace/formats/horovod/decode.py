@@ -141,7 +141,7 @@ class _Vocab:
         start, end = head.find(b"{"), head.rfind(b"},")
         vocab = cls()
         if 0 <= start < end:
-            with contextlib.suppress(msgspec.DecodeError, UnicodeDecodeError):
+            with contextlib.suppress(*_chrome.DECODE_ERRORS):
                 vocab._learn(_DECODE_MANY(b"[" + head[start:end + 1] + b"]"))
         return vocab
 
@@ -369,7 +369,7 @@ class _Scanner(_chrome.BlockScanner):
         something else was wrong with it."""
         try:
             ev = _DECODE_LAX(record)
-        except msgspec.DecodeError:
+        except _chrome.DECODE_ERRORS:
             return None
         bad = []
         if not 0 <= ev.ts < TS_LIMIT:

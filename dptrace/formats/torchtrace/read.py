@@ -25,8 +25,14 @@ are its communication, the CPU ops its computation.
 
 from __future__ import annotations
 
+import itertools
 import math
+import os
 import re
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import IO, Any
 
 import msgspec
@@ -35,7 +41,18 @@ import pandas as pd
 
 from ... import schema
 from ...errors import Problem
-from ...registry import ParseResult
+from ...numbers import (
+    INT64_MAX,
+    INT64_MIN,
+    INT_PATTERN,
+    NumberError,
+    check_float,
+    check_int,
+    parse_count,
+    parse_float,
+    parse_int,
+)
+from ...registry import CRASH, ParseResult
 from ...sources import Source
 from .. import _chrome
 from .tables import TORCH_EVENTS, TORCH_TRACES
@@ -67,7 +84,12 @@ _NCCL_KERNEL = re.compile(r"nccl(?:Dev)?Kernel_([A-Za-z]+)")
 _BACKEND = re.compile(r"^(?:nccl|gloo|xccl|mpi|ucc|hccl):(\w+)")
 #: the c10d op that enqueues one: c10d::allreduce_, c10d::_allgather_base_
 _C10D = re.compile(r"^c10d::(\w+)")
-_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+#: a ProfilerStep#N name (N read by :func:`_step_number`: digits of any script match here)
+_STEP = re.compile(r"^ProfilerStep#([-+]?\d\w*)$")
+#: times are microseconds of the profiler's clock, int64 nanoseconds: |ts| and dur below
+TIME_LIMIT_US = 2.0 ** 63 / 1000
+#: c10d holds a rank and a world size as a C int
+MAX_WORLD = 2 ** 31 - 1
 _DTYPE_BYTES = {"float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2,
                 "float16": 2, "bfloat16": 2, "c10::half": 2, "c10::bfloat16": 2, "int": 4,
                 "int32": 4, "long": 8, "int64": 8, "short": 2, "int16": 2, "int8": 1,
@@ -125,6 +147,8 @@ class _Out:
         #: (row, args) of the events that may be collectives (see :func:`_maybe_comm`)
         self.comm_args: list[tuple[int, _Args | None]] = []
         self.maybe_comm: dict[tuple[int, int], bool] = {}
+        self.bad_values = 0                     # values named (up to MAX_PROBLEMS) or counted
+        self.more_lines: tuple[int, int] | None = None
 
     def problem(self, source: str, message: str, line: int | None,
                 severity: str = "error") -> None:
@@ -137,25 +161,55 @@ class _Out:
             ok = self.cat_ok[cat] = cat.lower() not in _SKIP_CATS
         return ok
 
-    def add(self, evs: list[_Event]) -> None:
+    def add(self, evs: list[_Event], strict: bool = True) -> None:
+        """Keep the events of one block (``strict``) or of records read one by one (their
+        values already checked by :meth:`checked`). A block holding a value that is not a
+        number of its column (:func:`_int_field`, :func:`_time_field`, a ProfilerStep#N
+        whose N is not a count, an args count) raises :class:`_BadValue`, keeping
+        nothing: the container then reads it record by record, each record through
+        :meth:`checked`, so each bad value is named with its byte and line."""
         ok = self._cat_ok
         keep = [e for e in evs if e.ph == "X" and type(e.cat) is str and type(e.name) is str
-                and ok(e.cat) and (type(e.pid) is int or _int(e.pid) is not None)]
+                and ok(e.cat) and (type(e.pid) is int or _int_field(e.pid) is not None)]
         if not keep:
             return
+        pid, bad = _int64s([e.pid for e in keep])
+        tid, bad_tid = _int64s([e.tid for e in keep])
+        ts, bad_ts = _float64s([e.ts for e in keep], -TIME_LIMIT_US)
+        dur, bad_dur = _float64s([e.dur for e in keep], 0.0)
+        bad = bad or bad_tid or bad_ts or bad_dur
         cats, names = self.cats, self.names
+        n_cats, n_names = len(cats), len(names)
         cat_text = [e.cat for e in keep]
         cat = [cats[c] if c in cats else cats.setdefault(c, len(cats)) for c in cat_text]
         name = [names[n] if n in names else names.setdefault(n, len(names))
                 for n in [e.name for e in keep]]
-        pid = _int64s([e.pid for e in keep])
+        if len(names) > n_names:          # a new ProfilerStep#N whose N is not a count
+            bad = bad or any(isinstance(_step_number(n), NumberError)
+                             for n in itertools.islice(names, n_names, None))
         device = np.array([c in _DEVICE_CATS for c in cat_text], dtype=bool)
-        tid = _int64s([e.tid for e in keep])
         stream = np.full(len(keep), _NULL, dtype="int64")
         for i in np.flatnonzero(device).tolist():
             args = keep[i].args
-            s = _int(args.stream) if args is not None else None
-            stream[i] = s if s is not None and -_BIG < s < _BIG else tid[i]
+            s = _int_field(args.stream) if args is not None else None
+            bad = bad or isinstance(s, NumberError)
+            stream[i] = s if isinstance(s, int) else tid[i]
+        seen, base = self.maybe_comm, self.kept
+        comm: list[tuple[int, _Args | None]] = []
+        for i, key in enumerate(zip(cat, name, strict=True)):
+            m = seen.get(key)
+            if m is None:
+                e = keep[i]
+                m = seen[key] = _maybe_comm(e.cat, e.name)
+            if m:
+                args = keep[i].args
+                bad = bad or (args is not None and isinstance(_count_field(args.nelems),
+                                                              NumberError))
+                comm.append((base + i, args))
+        if bad and strict:
+            _forget(cats, n_cats)
+            _forget(names, n_names)
+            raise _BadValue("a value that is not a number of its column")
         tid[device] = _NULL
         pid[~device] = _NULL
         parts = self.parts
@@ -164,17 +218,88 @@ class _Out:
         parts["pid"].append(pid)
         parts["tid"].append(tid)
         parts["stream"].append(stream)
-        parts["ts"].append(_float64s([e.ts for e in keep]))
-        parts["dur"].append(_float64s([e.dur for e in keep]))
-        seen, base = self.maybe_comm, self.kept
-        for i, key in enumerate(zip(cat, name, strict=True)):
-            m = seen.get(key)
-            if m is None:
-                e = keep[i]
-                m = seen[key] = _maybe_comm(e.cat, e.name)
-            if m:
-                self.comm_args.append((base + i, keep[i].args))
+        parts["ts"].append(ts)
+        parts["dur"].append(dur)
+        self.comm_args.extend(comm)
         self.kept += len(keep)
+
+    def checked(self, ev: _Event, source: str, at: Callable[[], tuple[int, int]]
+                ) -> _Event | None:
+        """One record's event with each value that is not a number of its column named
+        (file, byte and line: ``at()``, asked only then) and made missing; None (the record
+        skipped, named) when its pid is such a value: a process that cannot be told is no
+        place for an event."""
+        if not (ev.ph == "X" and type(ev.cat) is str and type(ev.name) is str
+                and self._cat_ok(ev.cat)) or not self._suspect(ev):
+            return ev                        # not kept (its values are not read), or sound
+        said: list[tuple[str, str]] = []     # (what is wrong, what is lost)
+        kept = "the event is kept, its value is missing"
+        pid = _int_field(ev.pid)
+        if isinstance(pid, NumberError):
+            said.append((f"pid {pid}", "the record is skipped"))
+        tid = _int_field(ev.tid)
+        if isinstance(tid, NumberError):
+            said.append((f"tid {tid}", kept))
+            ev.tid = None
+        for field, lo in (("ts", -TIME_LIMIT_US), ("dur", 0.0)):
+            t = _time_field(getattr(ev, field), lo)
+            if isinstance(t, NumberError):
+                said.append((f"{field} {t}", kept))
+                setattr(ev, field, None)
+        step = _step_number(ev.name)
+        if isinstance(step, NumberError):
+            said.append((f"ProfilerStep# number {step}",
+                         "the event is kept, not read as a step"))
+        args = ev.args
+        if args is not None:
+            s = _int_field(args.stream)
+            if isinstance(s, NumberError):
+                said.append((f"args stream {s}", kept))
+                args.stream = None
+            k = _count_field(args.nelems)
+            if isinstance(k, NumberError):
+                said.append((f"args In msg nelems {k}", kept))
+                args.nelems = None
+        if said:
+            offset, line = at()
+            for what, lost in said[:1] if isinstance(pid, NumberError) else said:
+                self.value_problem(source, f"{what} (the record at byte {offset:,}): {lost}",
+                                   line)
+        return None if isinstance(pid, NumberError) else ev
+
+    @staticmethod
+    def _suspect(ev: _Event) -> bool:
+        """Whether a value of ``ev`` may not be a number of its column (cheap: the
+        :meth:`checked` of most records ends here)."""
+        if not (type(ev.pid) is int and type(ev.tid) is int and type(ev.ts) in (int, float)
+                and type(ev.dur) in (int, float)):
+            return True
+        if not (INT64_MIN <= ev.pid <= INT64_MAX and INT64_MIN <= ev.tid <= INT64_MAX
+                and -TIME_LIMIT_US <= ev.ts < TIME_LIMIT_US and 0 <= ev.dur < TIME_LIMIT_US):
+            return True
+        args = ev.args
+        return ev.name.startswith("ProfilerStep#") or args is not None and (
+            args.stream is not None or args.nelems is not None)
+
+    def value_problem(self, source: str, message: str, line: int | None) -> None:
+        """An error about a value, named one by one up to :data:`MAX_PROBLEMS`; the rest
+        counted (:attr:`more_values`, lines :attr:`more_lines`)."""
+        self.bad_values += 1
+        if self.bad_values <= MAX_PROBLEMS:
+            self.problem(source, message, line)
+        elif line is not None:
+            lo, hi = self.more_lines or (line, line)
+            self.more_lines = (min(lo, line), max(hi, line))
+
+
+def _forget(interned: dict[str, int], n: int) -> None:
+    """Undo the codes given after the first ``n`` (the last ones, in order)."""
+    while len(interned) > n:
+        interned.popitem()
+
+
+class _BadValue(msgspec.DecodeError):
+    """A block holds a value that is not a number of its column: read it record by record."""
 
 
 class _Scanner(_chrome.BlockScanner):
@@ -188,10 +313,11 @@ class _Scanner(_chrome.BlockScanner):
         self.kept.add(_DECODE_MANY(data))
 
     def validated(self, piece: bytes, start: int, record: bytes) -> Any:
-        return _DECODE_ONE(record)
+        return self.kept.checked(_DECODE_ONE(record), self.source,
+                                 lambda: (self.pos + start, self.line(piece, start)))
 
     def add_records(self, events: list[Any]) -> None:
-        self.kept.add(events)
+        self.kept.add(events, strict=False)
 
 
 class _EventsStream:
@@ -209,6 +335,7 @@ class _EventsStream:
         self.odd = 0
         self.counted = 0
         self.lead = 0          # backslashes at the end of what was handed out
+        self.newlines = 0      # in what was handed out (the trailer's lines follow them)
         empty = _EMPTY.match(first)
         if empty:                               # "traceEvents": [] (nothing was recorded)
             self.pending = bytearray(first[:empty.end()])
@@ -228,9 +355,11 @@ class _EventsStream:
         if self.done:
             out = bytes(self.pending[:want])
             del self.pending[:want]
+            self.newlines += out.count(b"\n")
             return out
         give = min(want, len(self.pending) if self.eof else max(len(self.pending) - _KEEP, 0))
         out = bytes(self.pending[:give])
+        self.newlines += out.count(b"\n")
         self._count_to(give)
         run = len(out) - len(out.rstrip(b"\\"))
         self.lead = run + self.lead if run == len(out) else run
@@ -280,6 +409,8 @@ def _meta_before(prefix: bytes) -> tuple[dict[str, Any], str | None]:
     body = body[3:] if body.startswith(b"\xef\xbb\xbf") else body
     try:
         meta = msgspec.json.decode(body + b"}")
+    except RecursionError:
+        return _meta_loose(prefix), _chrome.TOO_DEEP
     except (msgspec.DecodeError, UnicodeDecodeError) as e:   # invalid UTF-8: the latter
         return _meta_loose(prefix), str(e).split("\n")[0][:120]
     return (meta, None) if isinstance(meta, dict) else ({}, "not a JSON object")
@@ -292,7 +423,7 @@ def _meta_after(trailer: bytes) -> dict[str, Any]:
         return {}
     try:
         meta = msgspec.json.decode(b"{" + body)
-    except (msgspec.DecodeError, UnicodeDecodeError):   # invalid UTF-8 raises the latter
+    except _chrome.DECODE_ERRORS:   # invalid UTF-8: UnicodeDecodeError; too deep: Recursion
         return _meta_loose(trailer)
     return meta if isinstance(meta, dict) else {}
 
@@ -317,7 +448,7 @@ def _meta_loose(text: bytes) -> dict[str, Any]:
             break
         try:
             info = msgspec.json.decode(text[start:end + 1])
-        except (msgspec.DecodeError, UnicodeDecodeError):   # invalid UTF-8: the latter
+        except _chrome.DECODE_ERRORS:   # invalid UTF-8, nested too deep: the latter two
             continue
         return {"distributedInfo": info} if isinstance(info, dict) else {}
     return {}
@@ -349,11 +480,20 @@ def parse(source: Source) -> ParseResult:
         with _chrome.paused_gc():
             _Scanner(stream, name, out, offset).run()   # type: ignore[arg-type]
         trailer = stream.trailer
+        trailer_line = prefix.count(b"\n", 0, offset) + stream.newlines + 1
     meta.update({k: v for k, v in _meta_after(trailer).items() if k not in meta})
     problems.extend(out.problems)
     if out.bad_records > MAX_PROBLEMS:
         problems.append(Problem(name, f"{out.bad_records - MAX_PROBLEMS:,} more malformed "
                                 "record(s) skipped", severity="error"))
+    if out.bad_values > MAX_PROBLEMS:
+        lo, hi = out.more_lines or (None, None)
+        problems.append(Problem(name, f"{out.bad_values - MAX_PROBLEMS:,} more values that "
+                                "are not numbers of their column" + (
+                                    f" (lines {lo}-{hi})" if lo is not None else "")
+                                + ": each made missing or its record skipped", lo, "error"))
+    stated = _meta_numbers(meta, name, _dist_line(prefix[:start.start()], trailer,
+                                                  trailer_line), problems)
     cut = not out.closed
     if cut and not out.torn:
         problems.append(Problem(name, "the trace ends inside traceEvents (the job was "
@@ -363,9 +503,19 @@ def parse(source: Source) -> ParseResult:
         problems.append(Problem(name, "the trace holds no events (the profiler recorded "
                                 "nothing: a schedule that never reached an active step?)",
                                 None, "warning"))
-    events, traces = _tables(out, meta, name, cut)
+    events, traces = _tables(out, meta, stated, name, cut)
     return ParseResult({"torch_events": events, "torch_traces": traces}, problems,
                        "kineto (cut)" if cut else "kineto")
+
+
+def _dist_line(before: bytes, trailer: bytes, trailer_line: int) -> int | None:
+    """The line where distributedInfo starts: in the metadata before the events, else in
+    the trailer (whose first byte is on ``trailer_line``)."""
+    m = _DIST.search(before)
+    if m is not None:
+        return before.count(b"\n", 0, m.start()) + 1
+    m = _DIST.search(trailer)
+    return None if m is None else trailer_line + trailer.count(b"\n", 0, m.start())
 
 
 def _read_prefix(fh: IO[bytes]) -> tuple[bytes, re.Match[bytes] | None]:
@@ -382,25 +532,75 @@ def _read_prefix(fh: IO[bytes]) -> tuple[bytes, re.Match[bytes] | None]:
     return buf, None
 
 
-def _int(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
-        return int(v)
+_INTISH = re.compile(INT_PATTERN)
+
+
+def _int_field(v: Any) -> int | NumberError | None:
+    """An integer field of an event (pid, tid, args stream): its value when it is an int64
+    (a JSON integer, or a string of one: ``"12"``), a :class:`NumberError` when it is a
+    number that is not one (2^63, 30 digits, ``"1²"``), None when absent or not a number at
+    all (Kineto's ``"pid": "Spans"`` labels its own spans)."""
+    if type(v) is int:
+        return v if INT64_MIN <= v <= INT64_MAX else _error(check_int, v)
+    if isinstance(v, str) and _INTISH.fullmatch(v.strip()):
+        try:
+            return parse_int(v)
+        except NumberError as exc:
+            return exc
     return None
 
 
-def _float(v: Any) -> float:
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return float(v)
-    if isinstance(v, str):
-        try:
-            return float(v)
-        except ValueError:
-            return math.nan
-    return math.nan
+def _count_field(v: Any) -> int | NumberError | None:
+    """A count of args (``In msg nelems``): 0..int64, as :func:`_int_field`; text that is
+    not shaped like a number is no count (None)."""
+    n = _int_field(v)
+    if isinstance(n, int) and n < 0:
+        return NumberError(str(n), "is negative")
+    return n
+
+
+def _error(check: Any, v: Any) -> NumberError:
+    try:
+        check(v)
+    except NumberError as exc:
+        return exc
+    return NumberError(str(v)[:48], "is not a number")
+
+
+def _time_field(v: Any, lo: float) -> float | NumberError | None:
+    """A time of an event (``ts``, ``dur``; microseconds): a finite number (a string of one
+    too: ``"12.5"``) in ``lo`` .. :data:`TIME_LIMIT_US`; None when absent; else a
+    :class:`NumberError` (``"inf"``, ``1e300``, ``-5`` for a duration)."""
+    if v is None:
+        return None
+    try:
+        if isinstance(v, str):
+            f = parse_float(v)
+        elif type(v) is int or type(v) is float:
+            f = check_float(v)
+        else:
+            return NumberError(str(v)[:48], "is not a number")
+    except NumberError as exc:
+        return exc
+    if lo <= f < TIME_LIMIT_US:
+        return f
+    text = repr(v) if isinstance(v, float) else str(v)
+    if f < 0 and lo == 0:
+        return NumberError(text, "is negative")
+    return NumberError(text, "is out of range (a time of the profiler's 64-bit nanosecond "
+                             f"clock is within +-{TIME_LIMIT_US:.4g} us)")
+
+
+def _step_number(name: str) -> int | NumberError | None:
+    """N of a ``ProfilerStep#N`` name (a count); a NumberError when N is shaped like a
+    number but is not a count (30 digits, ``'٣'``); None for other names."""
+    m = _STEP.match(name)
+    if m is None:
+        return None
+    try:
+        return parse_count(m.group(1))
+    except NumberError as exc:
+        return exc
 
 
 def collective_of(name: str, args: _Args | None = None) -> str | None:
@@ -420,8 +620,8 @@ def collective_of(name: str, args: _Args | None = None) -> str | None:
 def _elements(args: _Args | None) -> int | None:
     if args is None:
         return None
-    n = _int(args.nelems)
-    if n is not None:
+    n = _count_field(args.nelems)
+    if isinstance(n, int):
         return n
     dims = args.input_dims
     if not isinstance(dims, list) or not dims:
@@ -450,26 +650,34 @@ _NULL = np.iinfo("int64").min
 _BIG = 1 << 63
 
 
-def _int64s(values: list[Any]) -> np.ndarray:
-    """Integers as int64, :data:`_NULL` where a value is not one (as :func:`_int`)."""
+def _int64s(values: list[Any]) -> tuple[np.ndarray, bool]:
+    """Integers as int64, :data:`_NULL` where a value is not one (:func:`_int_field`), and
+    whether one was a number that does not fit."""
     if set(map(type, values)) <= {int}:
         try:
-            return np.array(values, dtype="int64")
+            return np.array(values, dtype="int64"), False
         except OverflowError:
             pass
-    out = [_int(v) for v in values]
-    return np.array([v if v is not None and -_BIG < v < _BIG else _NULL for v in out],
-                    dtype="int64")
+    out = [_int_field(v) for v in values]
+    bad = any(isinstance(v, NumberError) for v in out)
+    return np.array([v if isinstance(v, int) else _NULL for v in out], dtype="int64"), bad
 
 
-def _float64s(values: list[Any]) -> np.ndarray:
-    """Numbers as float64, NaN where a value is not one (as :func:`_float`)."""
+def _float64s(values: list[Any], lo: float) -> tuple[np.ndarray, bool]:
+    """Times as float64, NaN where a value is absent or not one (:func:`_time_field`), and
+    whether one was present and not a time."""
     if set(map(type, values)) <= {int, float}:
         try:
-            return np.array(values, dtype="float64")
+            arr = np.array(values, dtype="float64")
         except OverflowError:
             pass
-    return np.array([_float(v) for v in values], dtype="float64")
+        else:
+            if bool(((arr >= lo) & (arr < TIME_LIMIT_US)).all()):   # NaN: not
+                return arr, False
+    out = [_time_field(v, lo) for v in values]
+    bad = any(isinstance(v, NumberError) for v in out)
+    return np.array([v if isinstance(v, float) else math.nan for v in out],
+                    dtype="float64"), bad
 
 
 def _maybe_comm(cat: str, name: str) -> bool:
@@ -504,7 +712,7 @@ def _role(cat: str, name: str, gpu_trace: bool) -> str:
         return device
     if cat in ("cuda_runtime", "cuda_driver", "runtime"):
         return "runtime"
-    if _STEP.match(name):
+    if isinstance(_step_number(name), int):
         return "step"
     if _BACKEND.match(name):
         return "comm_op" if gpu_trace else "communication"
@@ -515,11 +723,45 @@ def _role(cat: str, name: str, gpu_trace: bool) -> str:
     return "annotation"
 
 
-def _tables(out: _Out, meta: dict[str, Any], source: str, cut: bool
-            ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _meta_numbers(meta: dict[str, Any], source: str, line: int | None,
+                  problems: list[Problem]) -> dict[str, int | None]:
+    """``rank``, ``world_size`` (distributedInfo) and ``schema_version`` as the trace states
+    them; a value that is not one (c10d holds rank and world size as a C int: a world of
+    1..2^31-1, a rank of 0..world_size-1; 10^30, -3, ``"0²"``) is None, with an error
+    naming the file and ``line`` (where distributedInfo starts)."""
     dist = meta.get("distributedInfo")
     dist = dist if isinstance(dist, dict) else {}
-    rank = _int(dist.get("rank"))
+    out: dict[str, int | None] = {}
+
+    def read(key: str, v: Any, lo: int, hi: int, what: str, suffix: str = "") -> int | None:
+        if v is None:
+            return None
+        try:
+            if isinstance(v, str):
+                return parse_int(v, lo=lo, hi=hi)
+            return check_int(v, lo=lo, hi=hi)
+        except NumberError as exc:
+            suffix = suffix if exc.reason.startswith("is out of range") else ""
+            problems.append(Problem(source, f"{what} {exc}{suffix}: the trace's {key} is "
+                                    "missing", line, "error"))
+            return None
+
+    world = read("world_size", dist.get("world_size"), 1, MAX_WORLD,
+                 "distributedInfo world_size")
+    out["world_size"] = world
+    out["rank"] = read("rank", dist.get("rank"), 0, MAX_WORLD if world is None else world - 1,
+                       "distributedInfo rank",
+                       "" if world is None else f": not a rank of world_size {world}")
+    out["schema_version"] = read("schema_version", meta.get("schemaVersion"), INT64_MIN,
+                                 INT64_MAX, "schemaVersion")
+    return out
+
+
+def _tables(out: _Out, meta: dict[str, Any], stated: dict[str, int | None], source: str,
+            cut: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    dist = meta.get("distributedInfo")
+    dist = dist if isinstance(dist, dict) else {}
+    rank = stated["rank"]
     parts = out.parts
     col = {k: (np.concatenate(v) if v else np.empty(0, dtype="int32" if k in ("cat", "name")
                                                    else "float64" if k in ("ts", "dur")
@@ -583,10 +825,10 @@ def _tables(out: _Out, meta: dict[str, Any], source: str, cut: bool
     gpu = gpus[0].get("name") if isinstance(gpus, list) and gpus and \
         isinstance(gpus[0], dict) else None
     traces = schema.conform(pd.DataFrame({
-        "source": [source], "rank": [rank], "world_size": [_int(dist.get("world_size"))],
+        "source": [source], "rank": [rank], "world_size": [stated["world_size"]],
         "backend": [dist.get("backend") if isinstance(dist.get("backend"), str) else None],
         "gpu": [gpu if isinstance(gpu, str) else None],
-        "schema_version": [_int(meta.get("schemaVersion"))],
+        "schema_version": [stated["schema_version"]],
         "events": [len(events)], "kernels": [int((events["cat"] == "kernel").sum())],
         "first_us": [ts.min() if len(ts) else math.nan],
         "last_us": [end.max() if len(end) else math.nan], "cut": [cut]}), TORCH_TRACES)
@@ -599,7 +841,7 @@ def _steps(frame: pd.DataFrame) -> pd.Series:
     steps = frame[frame["role"] == "step"]
     if steps.empty:
         return out
-    numbers = steps["name"].str.extract(_STEP.pattern)[0].astype("int64").to_numpy()
+    numbers = np.array([_step_number(n) for n in steps["name"].astype(str)], dtype="int64")
     starts = steps["ts_us"].to_numpy(dtype="float64")
     ends = starts + steps["dur_us"].to_numpy(dtype="float64")
     order = np.argsort(starts, kind="stable")
@@ -609,3 +851,88 @@ def _steps(frame: pd.DataFrame) -> pd.Series:
     ok = (k >= 0) & (ts < ends[np.clip(k, 0, None)])
     vals = np.where(ok, numbers[np.clip(k, 0, None)], 0)
     return pd.Series(pd.arrays.IntegerArray(vals.astype("int64"), ~ok))
+
+
+# -- several traces ------------------------------------------------------------------------------
+
+@dataclass
+class Parsed:
+    """What :func:`parse_many` tells about one source (:class:`dptrace.registry.SourceReport`)."""
+
+    source: Source
+    variant: str | None
+    rows: int
+    problems: list[Problem]
+    failed: str | None = None
+
+
+#: an input that takes this long to read and parse gets an info row with its time (as the
+#: loader notes inputs read alone)
+SLOW_S = 30.0
+
+
+def parse_many(sources: Sequence[Source], problems: list[Problem],
+               progress: Callable[[Source, int, int], None] | None = None
+               ) -> tuple[dict[str, pd.DataFrame], list[Parsed]]:
+    """Parse several traces, each as :func:`parse` (a crash costs that trace only), then
+    name the traces that claim one rank of one job (:func:`same_rank`): a warning on the
+    later one. Returns the tables and one report per source, in order."""
+    parts: dict[str, list[pd.DataFrame]] = {}
+    out: list[Parsed] = []
+    for i, src in enumerate(sources):
+        if progress is not None:
+            progress(src, i, len(sources))
+        started = time.perf_counter()
+        try:
+            result = parse(src)
+        except Exception as exc:   # a reader's bug must not cost the other traces
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            result = ParseResult(problems=[Problem(
+                src.name, f"torchtrace {CRASH}{type(exc).__name__}: {exc} (at "
+                f"{os.path.basename(where.filename)}:{where.lineno}; please report)",
+                severity="error")], variant="failed")
+        seconds = time.perf_counter() - started
+        mine = list(result.problems)
+        if seconds >= SLOW_S:
+            mine.append(Problem(src.name, f"took {seconds:,.0f} s to read and parse",
+                                severity="info"))
+        for name, df in result.tables.items():
+            parts.setdefault(name, []).append(df)
+        out.append(Parsed(src, result.variant, result.rows, mine))
+    traces = parts.get("torch_traces", [])
+    if traces:
+        index = {p.source.name: p for p in out}
+        for p in same_rank(schema.concat(traces)):
+            index[p.source].problems.append(p)
+    for parsed in out:
+        problems.extend(parsed.problems)
+    tables = {k: v[0] if len(v) == 1 else schema.concat(v) for k, v in parts.items()}
+    return tables, out
+
+
+def same_rank(traces: pd.DataFrame) -> list[Problem]:
+    """A warning for each trace that claims the rank of an earlier one of the same job:
+    the same distributedInfo world size and backend, profiled at overlapping times. Two
+    processes of one job cannot both be rank 0: one trace's rank is wrong (a copy, a
+    rank read from the wrong variable), or they are two jobs' run side by side. The
+    collective comparison does not pair them (``analysis.torchtrace.rank_comm``)."""
+    found: list[Problem] = []
+    rows = traces.dropna(subset=["rank", "world_size"])
+    for _, g in rows.groupby(["world_size", "rank"], sort=False, dropna=False):
+        if len(g) < 2:
+            continue
+        seen: list[tuple[str, Any, float, float]] = []
+        for r in g.itertuples(index=False):
+            lo, hi = float(r.first_us), float(r.last_us)
+            backend = r.backend if isinstance(r.backend, str) else None
+            for other, b, olo, ohi in seen:
+                if b == backend and lo < ohi and olo < hi:
+                    found.append(Problem(
+                        str(r.source), f"this trace and {other} both claim rank {r.rank} of "
+                        f"a world of {r.world_size} (distributedInfo), profiled at "
+                        "overlapping times: one of them states a wrong rank, or they are "
+                        "two jobs' traces; their collectives are not compared with each "
+                        "other", None, "warning"))
+                    break
+            seen.append((str(r.source), backend, lo, hi))
+    return found
