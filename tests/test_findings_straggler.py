@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from horovod_ticks import negotiations
 
 import dptrace
 from dptrace import schema
@@ -241,24 +242,12 @@ def _steady_waits(timeline: Path, rank: int) -> tuple[int, int]:
     """(steady-state negotiations with ticks of 2+ ranks, of those where ``rank``'s tick came
     last, 1 ms or more after the first rank's), read with json: a tensor's (pid's) second
     NEGOTIATE_* interval or later, the X events named by rank inside it."""
-    text = timeline.read_text().rstrip().rstrip(",")
-    events = json.loads(text if text.endswith("]") else text + "]")
-    open_: dict[int, list[tuple[float, int]]] = {}
-    seen: dict[int, int] = {}
     compared = waited = 0
-    for e in events:
-        pid = e.get("pid")
-        if e.get("ph") == "B" and str(e.get("name", "")).startswith("NEGOTIATE_"):
-            open_[pid] = []
-        elif e.get("ph") == "X" and pid in open_ and str(e.get("name", "")).isdigit():
-            open_[pid].append((e["ts"], int(e["name"])))
-        elif e.get("ph") == "E" and pid in open_:
-            ticks = open_.pop(pid)
-            seen[pid] = seen.get(pid, -1) + 1
-            if seen[pid] >= 1 and len({r for _, r in ticks}) >= 2:
-                compared += 1
-                last, first = max(ticks), min(ticks)
-                waited += last[1] == rank and last[0] - first[0] >= 1000
+    for _, nth, ticks in negotiations(timeline):
+        if nth >= 1 and len({r for _, r in ticks}) >= 2:
+            compared += 1
+            last, first = max(ticks), min(ticks)
+            waited += last[1] == rank and last[0] - first[0] >= 1000
     return compared, waited
 
 

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+from horovod_ticks import negotiations
 
 import dptrace
 from dptrace.reports.evidence import locate
@@ -114,23 +115,12 @@ def _last_ready(timeline: Path) -> tuple[int, int, int]:
     that are not their tensor's first negotiation), read with json: the X events named by
     rank inside each NEGOTIATE_* interval of a tensor (pid), negotiations counted per tensor
     in file order."""
-    events = json.loads(timeline.read_text())
-    open_: dict[int, list[tuple[float, int]]] = {}
-    seen: dict[int, int] = {}
     compared = last2 = later = 0
-    for e in events:
-        pid = e.get("pid")
-        if e.get("ph") == "B" and str(e.get("name", "")).startswith("NEGOTIATE_"):
-            open_[pid] = []
-        elif e.get("ph") == "X" and pid in open_ and str(e.get("name", "")).isdigit():
-            open_[pid].append((e["ts"], int(e["name"])))
-        elif e.get("ph") == "E" and pid in open_:
-            ticks = open_.pop(pid)
-            nth = seen[pid] = seen.get(pid, -1) + 1
-            if len({r for _, r in ticks}) >= 2:
-                compared += 1
-                last2 += max(ticks)[1] == 2
-                later += nth >= 1
+    for _, nth, ticks in negotiations(timeline):
+        if len({r for _, r in ticks}) >= 2:
+            compared += 1
+            last2 += max(ticks)[1] == 2
+            later += nth >= 1
     return compared, last2, later
 
 

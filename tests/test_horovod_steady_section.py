@@ -6,11 +6,11 @@ red. Counts are read from the timelines with json here, not from dptrace's table
 from __future__ import annotations
 
 import io
-import json
 import re
 from pathlib import Path
 
 import pytest
+from horovod_ticks import negotiations
 from rich.console import Console
 
 import dptrace
@@ -32,31 +32,19 @@ def _ticks(path: Path) -> tuple[dict[int, int], dict[int, int], int]:
     timeline, from its events: one negotiation = a B NEGOTIATE_* of a pid and the X rank
     ticks before its E; compared with ticks of 2+ ranks; steady = the pid's second or later;
     waited = last, 1 ms or more after the first tick."""
-    text = path.read_text().strip().rstrip(",")
-    events = json.loads(text if text.endswith("]") else text + "]")
-    open_: dict[int, list[tuple[float, int]]] = {}
-    seen: dict[int, int] = {}
     startup: dict[int, int] = {}
     waited: dict[int, int] = {}
     steady = 0
-    for e in events:
-        pid = e.get("pid")
-        if e.get("ph") == "B" and str(e.get("name", "")).startswith("NEGOTIATE_"):
-            open_[pid] = []
-        elif e.get("ph") == "X" and pid in open_ and str(e.get("name", "")).isdigit():
-            open_[pid].append((e["ts"], int(e["name"])))
-        elif e.get("ph") == "E" and pid in open_:
-            ticks = open_.pop(pid)
-            seen[pid] = seen.get(pid, -1) + 1
-            if len({r for _, r in ticks}) < 2:
-                continue
-            (t_last, last), (t_first, _) = max(ticks), min(ticks)
-            if seen[pid] == 0:
-                startup[last] = startup.get(last, 0) + 1
-            else:
-                steady += 1
-                if t_last - t_first >= 1000:
-                    waited[last] = waited.get(last, 0) + 1
+    for _, nth, ticks in negotiations(path):
+        if len({r for _, r in ticks}) < 2:
+            continue
+        (t_last, last), (t_first, _) = max(ticks), min(ticks)
+        if nth == 0:
+            startup[last] = startup.get(last, 0) + 1
+        else:
+            steady += 1
+            if t_last - t_first >= 1000:
+                waited[last] = waited.get(last, 0) + 1
     return startup, waited, steady
 
 
