@@ -144,7 +144,11 @@ class _Skip:
                 self.escaped = False
                 pos += 1
             elif self.in_string:
-                pos = _IN_STRING.match(data, pos, end).end()  # type: ignore[union-attr]
+                q = data.find(b'"', pos, end)
+                if data.find(b"\\", pos, end if q < 0 else q) < 0:   # no escape: memchr
+                    pos = end if q < 0 else q
+                else:
+                    pos = _IN_STRING.match(data, pos, end).end()  # type: ignore[union-attr]
                 if pos < end:
                     self.in_string = data[pos] != 0x22     # a '"' closes it; else a '\'
                     self.escaped = self.in_string          # a cut after it: it escapes the next

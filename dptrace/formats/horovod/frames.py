@@ -41,8 +41,9 @@ class Names:
     def of(cls, ev: Events) -> Names:
         labels = [str(s) for s in ev.labels]
         neg = np.array([s.startswith(NEGOTIATE) for s in labels], bool)
-        rank = np.array([int(s) if s.isdigit() and len(s) < 10 else -1 for s in labels],
-                        np.int64)
+        # a tick names its rank in ASCII digits ('²'.isdigit() is True, int('²') fails)
+        rank = np.array([int(s) if s.isascii() and s.isdigit() and len(s) < 10 else -1
+                         for s in labels], np.int64)
         ops = [s[len(NEGOTIATE):] if s.startswith(NEGOTIATE) else s for s in labels]
         op_labels = list(dict.fromkeys(ops))
         where = {s: i for i, s in enumerate(op_labels)}
