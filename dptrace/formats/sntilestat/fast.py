@@ -218,8 +218,10 @@ INT64_END = 1 << 63
 
 def pid_fits(pid: bytes) -> bool:
     """Whether ``pid`` (ASCII digits, or empty for an idle tile) is a PID the ``pid`` column
-    holds: 20-digit ones are beyond Int64 and become missing (with a problem)."""
-    return bool(pid) and (len(pid) < 19 or int(pid) < INT64_END)
+    holds: 20-digit ones are beyond Int64 and become missing (with a problem). Only a
+    19-digit PID is converted to tell (a 5,000-digit one is past Python's int limit)."""
+    digits = pid.lstrip(b"0")
+    return bool(pid) and (len(digits) < 19 or len(digits) == 19 and int(digits) < INT64_END)
 
 
 def _owner(data: dict[str, object], buf: bytes, digest: np.ndarray, tails: np.ndarray,
@@ -239,7 +241,8 @@ def _owner(data: dict[str, object], buf: bytes, digest: np.ndarray, tails: np.nd
         raise ValueError("PID is not a number")
     fit = [pid_fits(p) for p in pids]
     missing = np.array([not f for f in fit], dtype=bool)[codes]
-    values = np.array([int(p) if f else 0 for p, f in zip(pids, fit, strict=True)],
+    values = np.array([int(p.lstrip(b"0") or b"0") if f else 0
+                       for p, f in zip(pids, fit, strict=True)],
                       dtype=np.int64)[codes]
     data["pid"] = pd.arrays.IntegerArray(values, missing)
     too_big = [c for c, (p, f) in enumerate(zip(pids, fit, strict=True)) if p and not f]

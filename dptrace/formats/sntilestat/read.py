@@ -212,8 +212,13 @@ def _nullable_ints(col: tuple[bytes, ...]) -> tuple[pd.arrays.IntegerArray,
     arr = np.array(col)
     missing = arr == b""
     long = np.flatnonzero(np.char.str_len(arr) > 18)  # numpy would fail on them: checked
-    too_big = [(int(i), bytes(arr[i])) for i in long.tolist()
-               if not _fixed.pid_fits(bytes(arr[i]))]
+    too_big = []
+    for i in long.tolist():
+        text = bytes(arr[i])
+        if _fixed.pid_fits(text):   # zero-padded: its digits (a 5,000-char one is past int())
+            arr[i] = text.lstrip(b"0") or b"0"
+        else:
+            too_big.append((int(i), text))
     for i, _ in too_big:
         missing[i] = True
     arr[missing] = b"0"
