@@ -328,19 +328,19 @@ def series_order(summary: pd.DataFrame) -> pd.DataFrame:
 
     The keys, in turn:
 
+    0. ``run``, when the frame has it: the runs in their order (a categorical's, else as
+       they first appear), each run's series together.
     1. ``phase``: train, then eval, then load (checkpoint loading, preprocessing bars),
        then download;
        a missing phase counts as train.
     2. the kind of line: job-level figures of known trainers (:data:`TRAINER_PATTERNS`),
        then other named lines (Keras, generic ``samples/sec``), then progress bars
        (:data:`BAR_PATTERNS`).
-    3. the best figure of each log (of each run) before a log's second figure of the same
-       phase and kind, so that a short view covers as many logs and runs as it can. A log's
-       best figure is its headline: samples, sequences or images per second before tokens
-       before steps or iterations, DeepSpeed's ``Curr`` rate before its running average,
-       Horovod's totals before per-GPU figures; then the larger series.
-    0. then ``run``, when the frame has it: the runs in their order (a categorical's, else
-       as they first appear): a folder of many jobs shows each job's headline first.
+    3. the best figure of each log before a log's second figure of the same phase and kind,
+       so that a short view covers as many logs as it can. A log's best figure is its
+       headline: samples, sequences or images per second before tokens before steps or
+       iterations, DeepSpeed's ``Curr`` rate before its running average, Horovod's totals
+       before per-GPU figures; then the larger series.
     4. the size of the job: more instances first, then more rows.
     5. the headline rank of (3) again, then where the series starts (source, then
        ``first_lineno`` when the frame has it), then the order given.
@@ -387,7 +387,7 @@ def _order(summary: pd.DataFrame) -> np.ndarray:
     best = order_keys.sort_values(["headline", "instances", "rows", "line", "pos"],
                                   kind="stable")
     order_keys["lead"] = best.groupby(["run", "source", "phase", "kind"], sort=False).cumcount()
-    order = order_keys.sort_values(["phase", "kind", "lead", "run", "instances", "rows",
+    order = order_keys.sort_values(["run", "phase", "kind", "lead", "instances", "rows",
                                     "headline", "source", "line", "pos"], kind="stable")
     return order["pos"].to_numpy()
 

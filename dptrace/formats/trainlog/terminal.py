@@ -34,7 +34,7 @@ def draw_throughput(section: Section, opts: Mapping[str, Any] | None = None) -> 
     option ``show_all``, every series, setup bars included."""
     show_all = bool((opts or {}).get("show_all", False))
     summary, inst = section.tables["summary"], section.tables["instances"]
-    order = thr.series_order(summary)
+    order = _across_runs(thr.series_order(summary))
     shown = order
     if not show_all:
         shown = order[~_phase(order).isin(SETUP_PHASES)].head(MAX_SERIES)
@@ -49,6 +49,24 @@ def draw_throughput(section: Section, opts: Mapping[str, Any] | None = None) -> 
     if len(hidden):
         parts.append(Text(_hidden_line(hidden), style="dim"))
     return Group(*parts)
+
+
+def _across_runs(order: pd.DataFrame) -> pd.DataFrame:
+    """The series of several runs (each run's in :func:`~dptrace.analysis.throughput.
+    series_order`) taken a run at a time: every run's first series, then every run's second,
+    ..., known trainers' lines before other named lines before progress bars, setup bars
+    last, so that a folder of many jobs shows each job's headline first."""
+    if "run" not in order or order["run"].nunique() < 2:
+        return order
+    setup = _phase(order).isin(SETUP_PHASES).to_numpy()
+    pattern = order["pattern"].astype("object")
+    kind = np.where(pattern.isin(thr.TRAINER_PATTERNS), 0,
+                    np.where(pattern.isin(thr.BAR_PATTERNS), 2, 1))
+    pos = order.groupby([order["run"].astype("object").to_numpy(), setup, kind],
+                        sort=False).cumcount().to_numpy()
+    keyed = order.assign(_setup=setup, _kind=kind, _pos=pos)
+    return keyed.sort_values(["_setup", "_kind", "_pos"], kind="stable") \
+        .drop(columns=["_setup", "_kind", "_pos"]).reset_index(drop=True)
 
 
 #: what ``how`` means, in a few words
