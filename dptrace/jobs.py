@@ -25,8 +25,12 @@ Joins, each only where the two sides do not state different world sizes:
    profiler traces, MPI profiles without a job id, mpiP reports, sntilestat listings,
    NCCL-only logs) joins the one *main* unit of its directory, else of the nearest parent
    directory that has exactly one, up to the argument's directory; there, the one main unit
-   anywhere under it. Main units: job-id units, per-rank layouts, and training, MLPerf and
-   nccl-tests logs.
+   anywhere under it. Main units: job-id units, per-rank layouts, and training and MLPerf
+   logs with rows of their own (figures, losses; a file whose only line is a launch
+   command is no log);
+8. nccl-tests output (the system's own benchmark: the reference a job's collectives are
+   held against) joins the one other unit of its directory or the nearest parent, whatever
+   the world sizes (a test of one node beside a 2-rank job's traces).
 
 Nothing else joins: two training logs with nothing linking them are two jobs, and a
 timeline in a folder of several logs is a run of its own. A directory whose files all end
@@ -62,8 +66,17 @@ class Facts:
 
     formats: Mapping[int, frozenset[str]] = field(default_factory=dict)
     traces: Mapping[int, Trace] = field(default_factory=dict)
+    #: sources that are a process's own output with rows of its own (a training or MLPerf
+    #: log's figures, losses): main units; None: by format alone (:data:`MAIN_FORMATS`)
+    mains: frozenset[int] | None = None
     worlds: Callable[[], Mapping[int, frozenset[int]]] | None = None
     _worlds: Mapping[int, frozenset[int]] | None = None
+
+    def is_main(self, i: int) -> bool:
+        """Source ``i`` is a process's own output (a main unit)."""
+        if self.mains is not None:
+            return i in self.mains
+        return bool(self.formats.get(i, frozenset()) & MAIN_FORMATS)
 
     def world(self, members: Sequence[int]) -> frozenset[int]:
         """The world sizes the sources ``members`` state (empty: none stated)."""
@@ -86,6 +99,7 @@ class Unit:
     key: str                       # job id, per-rank root, or the first member's path
     home: str                      # the directory holding its files (absolute)
     main: bool
+    system: bool = False           # nccl-tests output: the system's reference (rule 8)
 
     @property
     def first(self) -> int:
@@ -192,14 +206,16 @@ def _loose_units(paths: Sequence[str], loose: list[int], facts: Facts) -> list[U
         if tr is not None:
             traces.append((tr, i))
             continue
-        main = bool(facts.formats.get(i, frozenset()) & MAIN_FORMATS)
+        main = facts.is_main(i)
+        system = not main and "nccltests" in facts.formats.get(i, frozenset())
         key = _stream_key(path)
         u = streams.get(key)
         if u is not None and u.home == os.path.dirname(path):
             u.members.append(i)
             u.main = u.main or main
+            u.system = u.system and system and not u.main
             continue
-        u = Unit([i], "file", path, os.path.dirname(path), main)
+        u = Unit([i], "file", path, os.path.dirname(path), main, system)
         streams[key] = u
         out.append(u)
     out.extend(_trace_units(paths, traces))
@@ -253,7 +269,7 @@ def _compatible(a: Unit, b: Unit, facts: Facts) -> bool:
 
 
 def _has_log(u: Unit, facts: Facts) -> bool:
-    return any(facts.formats.get(i, frozenset()) & MAIN_FORMATS for i in u.members)
+    return any(facts.is_main(i) for i in u.members)
 
 
 def _merge(into: Unit, other: Unit) -> None:
@@ -281,16 +297,27 @@ def _join(units: list[Unit], root: str, facts: Facts) -> list[Unit]:
     units = [u for u in units if id(u) not in gone]
     mains = [u for u in units if u.main]
     for u in units:   # 7: companions join the one main unit of the nearest directory
-        if u.main:
+        if u.main or u.system:
             continue
-        target = _nearest_main(u, mains, root)
+        target = _nearest(u, mains, root)
         if target is not None and _compatible(target, u, facts):
+            _merge(target, u)
+            gone.add(id(u))
+    units = [u for u in units if id(u) not in gone]
+    jobs_ = [u for u in units if not u.system]
+    for u in units:   # 8: nccl-tests output, the system's reference, joins the one job near
+        if not u.system:   # it, whatever its world (a test of one node beside a job of 2)
+            continue
+        target = _nearest(u, jobs_, root)
+        if target is not None:
             _merge(target, u)
             gone.add(id(u))
     return [u for u in units if id(u) not in gone]
 
 
-def _nearest_main(u: Unit, mains: list[Unit], root: str) -> Unit | None:
+def _nearest(u: Unit, mains: list[Unit], root: str) -> Unit | None:
+    """The one unit of ``mains`` homed in ``u``'s directory, else in the nearest parent
+    that has exactly one, up to ``root``; there, the one of ``mains`` anywhere under it."""
     d = u.home
     while True:
         here = [m for m in mains if m.home == d]

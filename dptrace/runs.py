@@ -269,7 +269,23 @@ def source_facts(names: Sequence[str], sources: pd.DataFrame,
     def worlds() -> dict[int, frozenset[int]]:
         return _stated_worlds(names, sources, tables)
 
-    return jobs.Facts(formats, traces, worlds)
+    return jobs.Facts(formats, traces, worlds=worlds, mains=_own_rows(index, tables))
+
+
+def _own_rows(index: Mapping[str, int], tables: Mapping[str, pd.DataFrame]) -> frozenset[int]:
+    """The sources with rows of a process's own output: throughput figures, training
+    metrics other than a stated world size, MLPerf records."""
+    found: set[int] = set()
+    for name, keep in (("throughput", None), ("train_metrics", "world_size"), ("mllog", None)):
+        df = tables.get(name)
+        if df is None or not len(df) or "source" not in df:
+            continue
+        if keep is not None and "name" in df:
+            df = df[(df["name"].astype("object") != keep).to_numpy()]
+        for s in _distinct(df["source"]):
+            if (i := index.get(str(s))) is not None:
+                found.add(i)
+    return frozenset(found)
 
 
 def _int_or_none(v: object) -> int | None:

@@ -408,7 +408,7 @@ def test_hf_trainer_blocks_kept_per_printer(tmp_path, engine):
 
 def test_world_size_from_is_described():
     assert set(rules.WORLD_SIZE_FROM) == {"horovod_benchmark", "launcher", "env", "hf_trainer",
-                                          "deepspeed", "rank_of"}
+                                          "deepspeed", "rank_of", "generic", "torchrun"}
     assert all(isinstance(v, str) and v for v in rules.WORLD_SIZE_FROM.values())
 
 
