@@ -36,3 +36,16 @@ def test_counts():
     assert runs._count(8) == 8 and runs._count(8.0) == 8 and runs._count("16") == 16
     for bad in (0, -1, 2.5, float("nan"), float("inf"), 1e20, "x", None, 2 ** 31):
         assert runs._count(bad) is None, bad
+
+
+def test_a_log_with_step_times_and_no_rate_renders_every_face(tmp_path):
+    """The fuzzer's case (seed 12, trainlog 62): 16 NUL bytes inside the real ThetaGPU DDP
+    log; with its rate lines cut away, its only job figure is a step time, and the HTML's
+    facts asked the empty series summary for a count (ValueError: NaN to integer)."""
+    log = Path(__file__).parent / "fixtures" / "trainlog" / "mlprof_ddp_thetagpu_16gpu.log"
+    data = log.read_bytes()
+    bad = tmp_path / "nul.log"
+    bad.write_bytes(data[:9463] + b"\0" * 16 + data[9463:])
+    html, js = tmp_path / "r.html", tmp_path / "r.json"
+    assert main(["report", str(bad), "--html", str(html), "--json", str(js)]) == 1
+    assert html.stat().st_size and js.stat().st_size

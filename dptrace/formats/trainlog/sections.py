@@ -43,6 +43,8 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
 
 def facts(section: Section) -> dict[str, str]:
     s = section.tables["summary"]
+    if s.empty:   # only a job figure (an MLPerf log's own, a step time)
+        return {"instances": f"throughput: {len(section.tables['job'])} job figure(s)"}
     return {"instances": f"throughput: {len(s)} series, up to {int(s['instances'].max())} "
                          "instances in one"}
 
