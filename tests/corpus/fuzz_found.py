@@ -44,6 +44,15 @@ def classes() -> list[dict]:
         desc="a SambaFlow log with a 5,000-digit samples/s figure (too big: missing, with a "
         "problem) and a 5,000-digit number on a line with '/s' that is no rate (read in "
         "linear time; it hung the reader)")
+    # trainlog: a tqdm bar whose count has 400 digits (a step beyond a float: pandas'
+    # to_numeric raised OverflowError and the file failed)
+    bar = b"247/3247 [01:03<00:00, 50.76it/s]\n"
+    add("fuzz_trainlog_tqdm_step_beyond_float", "tqdm-step400.log",
+        mc.sub(mc.TQDM, bar, bar + b"9" * 400 + b"/3247 [01:04<00:00, 50.80it/s]\n"),
+        base=mc.TQDM, status="partial", rows="=base+1", problem="does not fit a 64-bit integer",
+        exit="1", check="na:throughput.step",
+        desc="a tqdm bar whose count has 400 digits: the row is kept, its step missing, with "
+        "a problem (the step, past a float's range, failed the file)")
     # sntilestat: a 5,000-digit PID (past Python's int() limit: the file failed) and a
     # zero-padded one of 5,000 characters that fits
     listing = mc.sub(mc.LISTING, b"0.0 2750333  vsastry", b"0.0 " + b"9" * 5000 + b"  vsastry")

@@ -18,6 +18,7 @@ step, epoch) in a source is instance ``k``.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -791,14 +792,16 @@ def _fit_numbers(df: pd.DataFrame, source: str, problems: list[Problem]) -> None
     fp16 overflow) is printed by trainers themselves (a warning). Vectorised, once per
     table and file."""
     step = df["step"]
-    numeric = pd.to_numeric(step, errors="coerce") if step.dtype == object else step
-    bad = (numeric.abs() >= _INT64_END).to_numpy()
+    if step.dtype == object:   # Python ints, compared as ints (one of 352 digits is no float)
+        bad = np.array([_beyond_int64(v) for v in step], dtype=bool)
+    else:
+        bad = (step.abs() >= _INT64_END).to_numpy()
     if bad.any():
         if step.dtype == object:  # Python ints: keep those that fit exactly
             df["step"] = pd.array([None if b else v for v, b in zip(step, bad, strict=True)],
                                   dtype="Int64")
         else:
-            df["step"] = numeric.where(~bad)
+            df["step"] = step.where(~bad)
         _bad_rows(df, bad, step, source, problems, "step {} does not fit a 64-bit integer: "
                   "the row is kept, its step is missing", "error")
     epoch = instances._floats(df["epoch"])
@@ -815,6 +818,15 @@ def _fit_numbers(df: pd.DataFrame, source: str, problems: list[Problem]) -> None
                   "{name} = {} is not a finite number (too large for a float?): the row is "
                   "kept, its value is missing", "error" if throughput else "warning")
         df["value"] = df["value"].where(~bad)
+
+
+def _beyond_int64(v: object) -> bool:
+    """A step (a Python or numpy int, a float, or missing) that Int64 cannot hold."""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return abs(int(v)) >= 2**63
+    if isinstance(v, (float, np.floating)):
+        return not math.isnan(v) and abs(v) >= _INT64_END
+    return False
 
 
 def _bad_rows(df: pd.DataFrame, bad: np.ndarray, col: pd.Series, source: str,
