@@ -63,6 +63,16 @@ def classes() -> list[dict]:
         check="na:tiles.pid",
         desc="an sntilestat listing with a 5,000-digit PID (missing, with a problem) and a "
         "PID zero-padded to 5,000 characters (its value); the file failed on int()")
+    # mpitrace: a count of 2^63 - 1 (fits int64, but the columns are float64 until conformed,
+    # and float64 rounds it to 2^63: the cast to Int64 raised out of dptrace.load)
+    add("fuzz_mpitrace_calls_int64_max", "mpitrace/mpi_profile.75877.0",
+        mc.sub(mc.KNL16, b"\n                              91          25.0          0.002\n",
+               b"\n             9223372036854775807          25.0          0.002\n"),
+        base=mc.KNL16, status="partial", rows="=base", problem="does not fit", exit="1",
+        check="na:mpi_messages.calls",
+        desc="an mpitrace profile whose MPI_Bcast size bin counts 9223372036854775807 calls "
+        "(int64's maximum, which float64 rounds past it): the count is missing, with a "
+        "problem; the load raised TypeError")
     # horovod: a rank-ready tick named '²' ('²'.isdigit() is True, int('²') failed the file)
     tick = b'"ph": "X", "name": "0"'
     add("fuzz_horovod_tick_superscript", "timeline-tick-sup2.json",
@@ -87,13 +97,14 @@ def main() -> None:
         want = k["rows"]
         if "base" in want:
             tmp.mkdir(exist_ok=True)
-            p = tmp / Path(k["file"]).name
+            p = tmp / Path(k["file"]).name   # the file's own name: mpitrace reads its rank
             p.write_bytes(k["base"])
             n = int(dptrace.load(str(p)).sources["rows"].iloc[0])
             shutil.rmtree(tmp)
             for tag, v in (("base+1", n + 1), ("base-1", n - 1), ("base", n)):
                 want = want.replace(tag, str(v))
         assert len(k["data"]) < mc.MAX_BYTES, (k["cls"], len(k["data"]))
+        (HERE / "files" / k["file"]).parent.mkdir(parents=True, exist_ok=True)
         (HERE / "files" / k["file"]).write_bytes(k["data"])
         rows.append([k["cls"], k["file"], k["format"], k["status"], want, k["problem"],
                      k["exit"], k["check"], k["known"], k["desc"]])
