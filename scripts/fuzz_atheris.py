@@ -399,7 +399,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         while time.time() - t0 < budget - 5 and restarts < 5:
             left = budget - (time.time() - t0)
             cmd = run_command(fmt, seconds=left, seed=args.seed + restarts, out=args.out,
-                              keep_going=True, timeout=args.timeout)
+                              keep_going=True, timeout=args.timeout,
+                              grow=Path(args.corpus) / fmt if args.corpus else None)
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT,
                                   timeout=left + 300)
             with open(log, "a", encoding="utf-8") as fh:
@@ -416,7 +417,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
                 break
             restarts += 1
         el = time.time() - t0
-        n = len(list((CORPUS / fmt).iterdir())) if (CORPUS / fmt).is_dir() else 0
+        grown = Path(args.corpus) / fmt if args.corpus else CORPUS / fmt
+        n = len(list(grown.iterdir())) if grown.is_dir() else 0
         summary.append((fmt, runs, runs / max(el, 1e-9), total.get("cov", 0),
                         total.get("ft", 0), n, len(failures)))
         print(f"{fmt}: {runs} cases in {el:.0f} s ({runs / max(el, 1e-9):.1f}/s), "
@@ -433,9 +435,55 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 
 # --- coverage.py: per reader, and the minimized corpus ---------------------------------------
 
-def _module_files(fmt: str) -> list[str]:
-    return [str(Path(importlib.import_module(m).__file__ or "").resolve())
-            for m in reader_modules(fmt)]
+def parse_files(fmt: str) -> list[str]:
+    """The files of ``fmt``'s parse modules (the package but its report side), found
+    without importing them."""
+    d = ROOT / "dptrace" / "formats" / fmt
+    return sorted(str(p.resolve()) for p in d.glob("*.py") if p.stem not in REPORT_SIDE)
+
+
+def cmd_measure(args: argparse.Namespace) -> int:
+    """(In a fresh interpreter, coverage started before dptrace is imported, so what runs
+    at import counts too.) Reads every file of the given directories through the target
+    and prints the line and branch coverage of the reader's parse modules as JSON."""
+    import json
+
+    import coverage
+
+    files = parse_files(args.format)
+    cov = coverage.Coverage(data_file=None, branch=True, include=files)
+    cov.start()
+    try:
+        target = Target(args.format, Path(tempfile.mkdtemp(prefix="dptrace-cov-")))
+        for d in args.dirs:
+            for path in sorted(Path(d).iterdir()):
+                # a crash is the fuzzer's to report, not coverage's
+                with contextlib.suppress(Exception):
+                    target.failures(path.read_bytes())
+    finally:
+        cov.stop()
+    lines = hit = branches = taken = 0
+    for f in files:
+        nums = cov._analyze(f).numbers  # noqa: SLF001 (per-file counts: no public API)
+        lines += nums.n_statements
+        hit += nums.n_statements - nums.n_missing
+        branches += nums.n_branches
+        taken += nums.n_branches - nums.n_missing_branches
+    print(json.dumps({"line": 100.0 * hit / max(lines, 1),
+                      "branch": 100.0 * taken / max(branches, 1)}))
+    return 0
+
+
+def measure(fmt: str, dirs: list[Path]) -> tuple[float, float]:
+    """Line and branch coverage (percent) of ``fmt``'s parse modules after reading every
+    input of ``dirs``, in a fresh interpreter."""
+    import json
+
+    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "measure",
+                          "--format", fmt, *map(str, dirs)], capture_output=True, text=True,
+                         check=True, cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": "0"})
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    return got["line"], got["branch"]
 
 
 def _arcs(cov, files: list[str]) -> set[tuple]:
@@ -447,45 +495,21 @@ def _arcs(cov, files: list[str]) -> set[tuple]:
     return out
 
 
-def measure(fmt: str, inputs: list[bytes]) -> tuple[float, float, set[tuple]]:
-    """Line and branch coverage (percent) of ``fmt``'s parse modules after reading every
-    input, and the arcs reached."""
-    import coverage
-
-    target = Target(fmt, Path(tempfile.mkdtemp(prefix="dptrace-cov-")))
-    files = _module_files(fmt)
-    cov = coverage.Coverage(data_file=None, branch=True, include=files)
-    cov.start()
-    try:
-        for data in inputs:
-            # a crash is the fuzzer's to report, not coverage's
-            with contextlib.suppress(Exception):
-                target.failures(data)
-    finally:
-        cov.stop()
-    lines_total = lines_hit = br_total = br_hit = 0
-    for f in files:
-        _, statements, _, missing, _ = cov.analysis2(f)
-        lines_total += len(statements)
-        lines_hit += len(statements) - len(missing)
-    analysis = cov._analyze  # noqa: SLF001 (branch counts are not in the public API)
-    for f in files:
-        nums = analysis(f).numbers
-        br_total += nums.n_branches
-        br_hit += nums.n_branches - nums.n_missing_branches
-    arcs = _arcs(cov, files)
-    return (100.0 * lines_hit / max(lines_total, 1), 100.0 * br_hit / max(br_total, 1), arcs)
-
-
 def cmd_coverage(args: argparse.Namespace) -> int:
     print(f"{'reader':11s} {'seeds':>6s} {'line%':>6s} {'branch%':>8s} | {'+fuzz':>6s} "
           f"{'line%':>6s} {'branch%':>8s}")
     for fmt in _formats(args.format):
-        seeds = seed_inputs(fmt)
-        grown = corpus_inputs(fmt)
-        l0, b0, _ = measure(fmt, seeds)
-        l1, b1, _ = measure(fmt, seeds + grown)
-        print(f"{fmt:11s} {len(seeds):6d} {l0:6.1f} {b0:8.1f} | {len(grown):6d} {l1:6.1f} "
+        tmp = Path(tempfile.mkdtemp(prefix=f"dptrace-cov-{fmt}-"))
+        try:
+            seeds = write_dir(seed_inputs(fmt), tmp / "seeds")
+            n_seeds = len(list(seeds.iterdir()))
+            grown = [CORPUS / fmt] if (CORPUS / fmt).is_dir() else []
+            n_grown = len(list(grown[0].iterdir())) if grown else 0
+            l0, b0 = measure(fmt, [seeds])
+            l1, b1 = measure(fmt, [seeds, *grown])
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print(f"{fmt:11s} {n_seeds:6d} {l0:6.1f} {b0:8.1f} | {n_grown:6d} {l1:6.1f} "
               f"{b1:8.1f}", flush=True)
     return 0
 
@@ -501,7 +525,7 @@ def cmd_minimize(args: argparse.Namespace) -> int:
         cands = sorted({cut(d, COMMIT_MAX) for d in seed_inputs(fmt) + corpus_inputs(fmt)},
                        key=lambda d: (len(d), d))
         target = Target(fmt, Path(tempfile.mkdtemp(prefix="dptrace-min-")))
-        files = _module_files(fmt)
+        files = parse_files(fmt)
         covered: set[tuple] = set()
         kept = []
         cov = coverage.Coverage(data_file=None, branch=True, include=files)
@@ -563,8 +587,13 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--seed", type=int, default=1)
     c.add_argument("--timeout", type=float, default=30)
     c.add_argument("--out", default="fuzz-failures")
+    c.add_argument("--corpus", help="grow <corpus>/<format>/ instead of tests/fuzz-corpus/ "
+                   "(which is then read as seeds)")
     v = sub.add_parser("coverage", help="coverage.py of each reader: seeds, then + corpus")
     v.add_argument("--format", default="all")
+    w = sub.add_parser("measure", help="(coverage's worker) one reader over directories")
+    w.add_argument("--format", required=True, choices=FORMATS)
+    w.add_argument("dirs", nargs="+")
     m = sub.add_parser("minimize", help="shrink tests/fuzz-corpus/<format>/ for a commit")
     m.add_argument("--format", default="all")
     e = sub.add_parser("rerun", help="run saved inputs through the target")
@@ -574,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "run":
         return cmd_run(args, extra)
     return {"campaign": cmd_campaign, "coverage": cmd_coverage, "minimize": cmd_minimize,
-            "rerun": cmd_rerun}[args.cmd](args)
+            "measure": cmd_measure, "rerun": cmd_rerun}[args.cmd](args)
 
 
 if __name__ == "__main__":
