@@ -78,10 +78,10 @@ def classes() -> list[dict]:
     add("fuzz_horovod_tick_superscript", "timeline-tick-sup2.json",
         mc.sub(mc.HVD_CPU, tick, tick.replace(b'"0"', '"\u00b2"'.encode())),
         base=mc.HVD_CPU, status="ok|partial", rows="=base-1", problem="tick|rank",
-        exit="0|1", known="issue30",
+        exit="0|1",
         desc="a Horovod timeline whose first rank-ready tick is named '²' (not a rank): that "
-        "tick is dropped, and a problem should say so (today: dropped unsaid); it failed the "
-        "file on int('²') until the reader took ASCII digits only")
+        "tick is dropped with a warning naming its line; it failed the file on int('²') "
+        "until the reader took ASCII digits only")
     return c
 
 

@@ -54,7 +54,7 @@ from ...registry import ParseResult
 from ...sources import Source
 from . import OBJECT_TRACE as _OBJECT_TRACE
 from . import STARTS_LIKE_EVENTS as _STARTS_LIKE_EVENTS
-from .build import Events, Stack
+from .build import Events, Stack, X
 from .decode import MAX_PROBLEMS, Columns, decode_file, merge
 from .frames import (
     Built,
@@ -116,11 +116,47 @@ def parse(source: Source, *, executor: Executor | None = None) -> ParseResult:
                                 "(e.g. two \"ts\" in one record): the last value of each was "
                                 "used. Only the first MB and records read one by one are "
                                 "checked, so there may be more", severity="warning"))
+    odd = _not_rank_ticks(ev, names)
+    if odd:
+        problems.append(Problem(source.name, f"{odd[0]:,} X event(s) named like a rank that "
+                                f"is none (e.g. {odd[1]!r}: a rank is ASCII digits): not read "
+                                "as rank-ready ticks", _line_of_name(source, odd[1]),
+                                severity="warning"))
     built = _build(ev, names, cols, source.name)
     del ev                                   # the frames need only what Built kept
     tables = _tables(built, head)
     problems.extend(_checks(built, tables))
     return ParseResult(tables, problems, _layout(head, cols))
+
+
+def _not_rank_ticks(ev: Events, names: Names) -> tuple[int, str] | None:
+    """(how many, the first name) of X events whose name reads as digits but names no
+    rank ('²', '٣', ten digits or more): ticks dropped, said."""
+    labels = [str(x) for x in ev.labels]
+    bad = np.array([names.rank[i] < 0 and s.isdigit() for i, s in enumerate(labels)], bool)
+    if not bad.any():
+        return None
+    hit = (ev.ph == X) & bad[ev.name]
+    n = int(hit.sum())
+    return (n, labels[int(ev.name[np.flatnonzero(hit)[0]])]) if n else None
+
+
+def _line_of_name(source: Source, name: str) -> int | None:
+    """The line of the first record named ``name`` (as written, or \\u-escaped), for a
+    rare problem's place: one search of the file."""
+    import json
+
+    try:
+        with source.buffer() as buf:
+            for text in (json.dumps(name, ensure_ascii=False), json.dumps(name)):
+                at = buf.find(b'"name": ' + text.encode("utf-8"))
+                if at < 0:
+                    at = buf.find(b'"name":' + text.encode("utf-8"))
+                if at >= 0:
+                    return bytes(buf[:at]).count(b"\n") + 1
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def _build(ev: Events, names: Names, cols: Columns, source: str) -> Built:
