@@ -77,8 +77,11 @@ DECODE_ERRORS = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
 #: what a problem says of a record nested too deep
 TOO_DEEP = "nested deeper than the decoder reads (about 1,000 levels)"
 #: one JSON structural character outside strings, with the bytes before it (strings
-#: skipped whole; possessive, so a string left open by the block's end fails at once)
-_STRUCTURE = re.compile(rb'(?:[^"{}\[\]]++|"(?:[^"\\]++|\\[\s\S])*+")*+[{}\[\]]')
+#: skipped whole). The bytes before it are taken in a lookahead, which Python never backtracks
+#: into (an atomic group that Python 3.10 can write; 3.11's possessive '*+' it cannot), so a
+#: string left open by the block's end fails at once
+_STRUCTURE = re.compile(
+    rb'(?=((?:[^"{}\[\]]+|"[^"\\]*(?:\\[\s\S][^"\\]*)*")*))\1[{}\[\]]')
 _COMMA = re.compile(rb"\s*,")
 #: where msgspec says a syntax error is
 _ERROR_BYTE = re.compile(r"\(byte (\d+)\)")
@@ -116,9 +119,9 @@ def last_record_end(data: bytes | bytearray, start: int, end: int) -> int | None
 
 
 #: the bytes of a string up to its closing quote (or a backslash cut by the data's end)
-_IN_STRING = re.compile(rb'(?:[^"\\]++|\\[\s\S])*+')
+_IN_STRING = re.compile(rb'[^"\\]*(?:\\[\s\S][^"\\]*)*')   # (unrolled: no nested repeat)
 #: bytes outside strings up to the next structural character
-_OUTSIDE = re.compile(rb'[^"{}\[\]]*+')
+_OUTSIDE = re.compile(rb'[^"{}\[\]]*')
 _SEPARATOR = re.compile(rb"\s*,?")
 _BLANKS = re.compile(rb"\s*")
 
