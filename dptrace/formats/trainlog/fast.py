@@ -94,7 +94,14 @@ def frame(found: Any, columns: tuple[str, ...]) -> pd.DataFrame:
     millions of times, and the frames are pickled back from the scan workers."""
     if isinstance(found, list) or not len(found):
         rows = found if isinstance(found, list) else []
-        return pd.DataFrame.from_records(rows, columns=list(columns))
+        try:
+            return pd.DataFrame.from_records(rows, columns=list(columns))
+        except OverflowError:   # pandas 2: a column of floats and an int past a float's
+            # range (a tqdm bar counting 400 digits) is not inferred: kept as objects, as
+            # pandas 3 keeps it, for the reader's checks to make missing with a problem
+            cols = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
+            return pd.DataFrame({name: pd.Series(list(col), dtype=object)
+                                 for name, col in zip(columns, cols, strict=True)})
     n = len(found)
     data = {name: _column(name, n, *col) for name, col in zip(columns, found.take(),
                                                               strict=True)}
