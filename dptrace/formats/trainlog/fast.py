@@ -111,7 +111,10 @@ def frame(found: Any, columns: tuple[str, ...]) -> pd.DataFrame:
 def _column(name: str, n: int, kind: str, data: Any, nulls: Any, values: Any) -> Any:
     """One column of ``Table.take()``."""
     if kind == "o":  # a value did not fit the column's kind: as pandas converts the objects
-        return pd.DataFrame.from_records([(v,) for v in data], columns=[name])[name].array
+        try:
+            return pd.DataFrame.from_records([(v,) for v in data], columns=[name])[name].array
+        except OverflowError:   # pandas 2: floats and an int past a float's range (see frame)
+            return pd.Series(list(data), dtype=object).array
     if kind == "c":
         if not values:
             return np.full(n, None, dtype=object)
