@@ -23,7 +23,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from . import formats
 from .errors import Problem, UnknownFormatError
@@ -79,14 +79,15 @@ class Outcome:
 CRASH = "parser failed: "
 
 
-class SourceReport(Protocol):
+@dataclass
+class SourceReport:
     """What a batch parser tells about each of its sources."""
 
     source: Source
     variant: str | None
     rows: int
     problems: list[Problem]
-    failed: str | None
+    failed: str | None = None
 
 
 SniffFn = Callable[[Source, bytes], float]

@@ -43,7 +43,6 @@ import functools
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from itertools import chain
 from operator import and_, eq, le, mul
 from typing import Any, NamedTuple
@@ -54,7 +53,7 @@ from pandas.api.extensions import ExtensionArray
 
 from ... import schema
 from ...errors import Problem
-from ...registry import ParseResult
+from ...registry import ParseResult, SourceReport
 from ...sources import Source
 from . import MARKERS, TABLES, fast
 from . import general as scan
@@ -237,15 +236,8 @@ class _Many:
         self.flush()
 
 
-@dataclass
-class Parsed:
-    """What :func:`parse_many` tells about one source."""
-
-    source: Source
-    variant: str | None
-    rows: int
-    problems: list[Problem]
-    failed: str | None = None
+#: what :func:`parse_many` tells about each source
+Parsed = SourceReport
 
 
 _NO_BIN = (scan.NAN, scan.NAN, scan.NAN)

@@ -32,7 +32,6 @@ import re
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import IO, Any
 
 import msgspec
@@ -52,7 +51,7 @@ from ...numbers import (
     parse_float,
     parse_int,
 )
-from ...registry import CRASH, ParseResult
+from ...registry import CRASH, ParseResult, SourceReport
 from ...sources import Source
 from .. import _chrome
 from .tables import TORCH_EVENTS, TORCH_TRACES
@@ -855,15 +854,8 @@ def _steps(frame: pd.DataFrame) -> pd.Series:
 
 # -- several traces ------------------------------------------------------------------------------
 
-@dataclass
-class Parsed:
-    """What :func:`parse_many` tells about one source (:class:`dptrace.registry.SourceReport`)."""
-
-    source: Source
-    variant: str | None
-    rows: int
-    problems: list[Problem]
-    failed: str | None = None
+#: what :func:`parse_many` tells about each source
+Parsed = SourceReport
 
 
 #: an input that takes this long to read and parse gets an info row with its time (as the
