@@ -176,15 +176,7 @@ def _place_inert(units: list[Unit], inert: list[int], paths: Sequence[str],
     root = os.path.abspath(root)
     for i in inert:
         d = os.path.dirname(os.path.abspath(paths[i].split("::")[0]))
-        target = None
-        while target is None:
-            here = [u for u in units if u.home == d]
-            if len(here) == 1:
-                target = here[0]
-            elif len(here) > 1 or d == root or not _under(d, root) \
-                    or os.path.dirname(d) == d:
-                break
-            d = os.path.dirname(d)
+        target = _nearest_from(d, units, root, anywhere=False)
         (target or min(units, key=lambda u: u.first)).members.append(i)
 
 
@@ -318,15 +310,21 @@ def _join(units: list[Unit], root: str, facts: Facts) -> list[Unit]:
 def _nearest(u: Unit, mains: list[Unit], root: str) -> Unit | None:
     """The one unit of ``mains`` homed in ``u``'s directory, else in the nearest parent
     that has exactly one, up to ``root``; there, the one of ``mains`` anywhere under it."""
-    d = u.home
+    return _nearest_from(u.home, mains, root, anywhere=True)
+
+
+def _nearest_from(d: str, units: list[Unit], root: str, *, anywhere: bool) -> Unit | None:
+    """The one of ``units`` homed in directory ``d``, else in the nearest parent that has
+    exactly one (none where a directory on the way has several), up to ``root``; there,
+    with ``anywhere``, the one of ``units`` anywhere under it."""
     while True:
-        here = [m for m in mains if m.home == d]
+        here = [m for m in units if m.home == d]
         if len(here) == 1:
             return here[0]
         if len(here) > 1:
             return None
         if d == root or not _under(d, root):
-            under = [m for m in mains if _under(m.home, root)]
+            under = [m for m in units if _under(m.home, root)] if anywhere else []
             return under[0] if len(under) == 1 else None
         parent = os.path.dirname(d)
         if parent == d:
