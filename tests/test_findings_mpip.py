@@ -76,7 +76,7 @@ NO_MESSAGES = pd.DataFrame(columns=["job", "rank", "routine", "bin", "time_s", "
                                     "bin_hi_bytes"])
 
 
-def test_the_issue_s_case_one_task_at_75_65_pct():
+def test_one_task_at_75_65_pct_mpi_waits_and_is_no_straggler():
     """Issue 29's report: one task at 75.65% MPI time, five at 0.4-1.6%. No rank has far
     less MPI time than the others (no compute straggler); task 3 waits for them."""
     rt = _ranks([0.4, 1.6, 0.9, 75.65, 1.2, 0.7])

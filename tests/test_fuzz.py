@@ -156,7 +156,7 @@ def test_cases_are_deterministic() -> None:
         assert (a.seed, a.kind, a.data) == (b.seed, b.kind, b.data)
 
 
-def test_bad_mutations_make_the_issue_30_values() -> None:
+def test_bad_mutations_make_every_bad_value_kind() -> None:
     """The coverage-guided fuzzer's own mutations put in each of issue 30's bad values."""
     import random
 
