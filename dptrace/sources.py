@@ -1,9 +1,26 @@
 """Inputs: expanding paths, globs and directories; transparent decompression; head bytes.
 
-A :class:`Source` is one input file. Parsers get its bytes through :meth:`Source.buffer`,
-which memory-maps plain files (no copy, works for multi-GB logs) and decompresses
-``.gz``/``.bz2``/``.xz`` files into an anonymous memory map grown in place (about 1x the
-decompressed size, never a list of chunks joined at the end).
+A :class:`Source` is one input file. Parsers get its bytes by one of three routes, and a
+compressed (``.gz``/``.bz2``/``.xz``) input costs on each about what the plain file does:
+
+- :meth:`Source.open`, a stream (the Chrome trace readers: PyTorch profiler traces,
+  Horovod timelines): decompressed as it is read, 1 MB of buffer;
+- :meth:`Source.buffer`, the whole content as a bytes-like object (the training log, NCCL,
+  MLPerf, DeepSpeed comms, nccl-tests, mpiP and sntilestat readers): a plain file is
+  memory-mapped; a compressed one is decompressed once into an unlinked temporary file
+  (``$DPTRACE_TMPDIR``, else the system's temporary directory) that is then mapped the
+  same way, so its pages are the page cache's, not the process's heap, and the readers
+  that follow (a log's companion formats) map it again without decompressing it again
+  (:meth:`Source.forget` removes it); where no temporary file can be made, an anonymous
+  memory map grown in place (about 1x the decompressed size);
+- :meth:`Source.read_all`, bytes (small inputs: mpitrace rank files): about 1x the
+  decompressed size, grown in place.
+
+The decompression limit (``--max-decompressed``) cuts a compressed input whose content
+grows past it, with an error naming the bytes decompressed, the limit and how to raise it.
+Its default is set per route from the peak memory of the readers on that route per byte
+of content (:data:`PEAK_PER_BYTE`, :func:`default_max_decompressed`): a 4 MB ``.gz`` of
+one event copied millions of times stops before its trace reader's tables outgrow memory.
 
 What can go wrong with an input is said, never raised: :func:`expand` turns broken links,
 FIFOs and devices, unreadable directories and symbolic-link loops into sources that are not
@@ -27,6 +44,7 @@ import operator
 import os
 import re
 import stat
+import tempfile
 import zlib
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
@@ -49,10 +67,36 @@ _MAGIC = {"gz": b"\x1f\x8b", "bz2": b"BZh", "xz": b"\xfd7zXZ\x00"}
 #: the environment variable that sets the decompression limit (``load(max_decompressed=)``
 #: and ``--max-decompressed`` win over it)
 MAX_DECOMPRESSED_ENV = "DPTRACE_MAX_DECOMPRESSED"
-#: the default limit is half the memory available when the load starts, at most this much
-#: and at least MIN_DEFAULT_DECOMPRESSED (see default_max_decompressed)
+#: the default limit is half the memory available when the read starts divided by the peak
+#: memory per byte of content of the route's readers, at most this much and at least
+#: MIN_DEFAULT_DECOMPRESSED (see default_max_decompressed)
 MAX_DEFAULT_DECOMPRESSED = 16 << 30
 MIN_DEFAULT_DECOMPRESSED = 256 << 20
+#: peak memory of the readers of a route per byte of decompressed content, measured
+#: (benchmarks/bench_compressed.py, the readers' benchmarks); the default limit of a route
+#: is half the available memory divided by this:
+#: - ``stream`` (:meth:`Source.open`): the Chrome trace readers' tables and the frames made
+#:   of them; the content itself is never held (a PyTorch trace of 4.8 M copies of one
+#:   real event, 1 GiB: 4.0-4.6 GB peak beyond the imported libraries, plain or ``.gz``);
+#: - ``map`` (:meth:`Source.buffer` over a temporary file): the line readers' rows; the
+#:   content is mapped page cache, as a plain file's (a dense tqdm log: 1.3x);
+#: - ``memory`` (:meth:`Source.buffer` where no temporary file could be made): the content
+#:   in anonymous memory (1x) and the rows;
+#: - ``whole`` (:meth:`Source.read_all`): the bytes (1x) and what the reader makes of them.
+PEAK_PER_BYTE = {"stream": 4.0, "map": 1.0, "memory": 2.0, "whole": 2.0}
+#: what each route is, in the limit's message
+_ROUTE_TEXT = {
+    "stream": "read as a stream, whose reader's tables take about {f:g}x the content",
+    "map": "decompressed to a temporary file and mapped, whose reader's rows take about "
+           "{f:g}x the content",
+    "memory": "held in memory (no temporary file could be made), with its reader's rows "
+              "about {f:g}x the content",
+    "whole": "held whole in memory with what its reader makes of it, about {f:g}x the "
+             "content",
+}
+#: the directory of the temporary files holding decompressed content (default: Python's
+#: tempfile.gettempdir(): $TMPDIR, else /tmp)
+TMPDIR_ENV = "DPTRACE_TMPDIR"
 #: a limit of 0 (or "none") means no limit
 NO_LIMIT = 1 << 62
 
@@ -202,7 +246,7 @@ class Source:
         limit are noted (:meth:`take_notes`) when the stream reaches them."""
         if self.plain:
             return os.fdopen(os.open(self.path, _O_READ), "rb")
-        return io.BufferedReader(_ChunkStream(self._content()), 1 << 20)
+        return io.BufferedReader(_ChunkStream(self._content("stream")), 1 << 20)
 
     def head(self, n: int = HEAD_BYTES) -> bytes:
         """The first ``n`` bytes of the decompressed content (what sniffing looks at).
@@ -218,7 +262,7 @@ class Source:
                 self._whole[:] = [data]
             return data[:n]
         out, got = [], 0
-        chunks = self._content()
+        chunks = self._content("head")
         for chunk in chunks:
             out.append(chunk)
             got += len(chunk)
@@ -239,7 +283,7 @@ class Source:
         if self._whole:
             data = self._whole.pop()
         elif self.compression:
-            data = b"".join(self._content())
+            data = _joined(self._content("whole"))
             self._place(data)
         else:
             data = self._read_plain(HEAD_BYTES)
@@ -266,17 +310,28 @@ class Source:
         return data
 
     def forget(self) -> None:
-        """Drop the content kept by :meth:`head` (once the source is parsed)."""
+        """Drop the content kept by :meth:`head` and the temporary file of :meth:`buffer`
+        (once the source is parsed)."""
         self._whole.clear()
+        spill = self._st.pop("spill", None)
+        if spill is not None:
+            spill.close()
 
     @contextlib.contextmanager
     def buffer(self, problems: list[Problem] | None = None) -> Iterator[bytes | mmap.mmap]:
         """The whole content as a bytes-like object: an mmap for plain files, else bytes or
-        an anonymous mmap.
+        an mmap of the decompressed content.
+
+        Decompressed (or transcoded) content over :data:`_SPILL` bytes goes to an unlinked
+        temporary file, mapped read-only like a plain file (its pages are page cache: the
+        process holds no copy) and kept until :meth:`forget`, so each format that reads the
+        source maps it without decompressing it again; where no temporary file can be
+        made, to an anonymous memory map.
 
         A truncated or corrupt compressed stream yields what could be decompressed up to
         the damage, and adds an error to ``problems``; so does content cut at the
-        decompression limit. UTF-16 text is transcoded to UTF-8 (a warning).
+        decompression limit, or where the temporary file's disk is full. UTF-16 text is
+        transcoded to UTF-8 (a warning).
         """
         if self.compression is None and not self._st.get("enc"):
             mapped = self._map()
@@ -285,23 +340,50 @@ class Source:
                 with mapped as mm:
                     yield mm
                 return
+        spill: _Spill | None = self._st.get("spill")
         if self._whole:   # a small file read whole by head(): no second decompression
             data: bytes | mmap.mmap = self._whole[0]
+        elif spill is not None:   # decompressed by an earlier reader of this source
+            data = spill.map()
         else:
-            data, whole = _collect(self._content(), self._size[0] if self._size else 0,
-                                   _resolve(self.max_decompressed))
-            if not whole:
-                self._note("memory", f"not enough memory to hold more of the content: cut at "
-                           f"{len(data):,} bytes, the rest was not read (a lower "
-                           "--max-decompressed cuts such inputs before memory runs out)",
-                           "error", True)
-            self._place(data)
+            data = self._spilled()
         self._deliver(problems)
         try:
             yield data
         finally:
             if isinstance(data, mmap.mmap):
                 data.close()
+
+    def _spilled(self) -> bytes | mmap.mmap:
+        """The decompressed content: bytes when small, else mapped from a temporary file
+        (kept in ``_st["spill"]``), else an anonymous memory map."""
+        chunks = self._content("map")
+        first, small = _first_part(chunks, _SPILL)
+        if small:
+            data: bytes | mmap.mmap = first
+        else:
+            spill = _Spill.make()
+            if spill is None:   # no temporary file: anonymous memory (and its limit)
+                self._st["route"] = "memory"
+                data, whole = _collect(chain([first], chunks),
+                                       self._size[0] if self._size else 0,
+                                       self._limit("memory"))
+                if not whole:
+                    self._note("memory", f"not enough memory to hold more of the content: "
+                               f"cut at {len(data):,} bytes, the rest was not read (a lower "
+                               "--max-decompressed cuts such inputs before memory runs "
+                               f"out; {TMPDIR_ENV} names a directory for a temporary file, "
+                               "which needs no memory)", "error", True)
+            else:
+                self._st["spill"] = spill
+                if not spill.fill(chain([first], chunks)):
+                    self._note("disk", f"no room for the decompressed content in the "
+                               f"temporary directory {spill.where} ({spill.error}): cut at "
+                               f"{spill.size:,} bytes, the rest was not read (set "
+                               f"{TMPDIR_ENV} to a directory with more room)", "error", True)
+                data = spill.map()
+        self._place(data)
+        return data
 
     def _map(self) -> contextlib.AbstractContextManager[bytes | mmap.mmap] | None:
         """A plain file's content, memory-mapped; None when it starts with a BOM (checked in
@@ -363,17 +445,38 @@ class Source:
             self._st["codec"] = kind
         return self._st["codec"]
 
-    def _content(self) -> Generator[bytes, None, None]:
-        """The content in chunks: decompressed (up to the limit; damage noted at the end)
-        and transcoded to UTF-8 when it starts with a UTF-16 or UTF-8 BOM."""
+    def _content(self, route: str = "stream") -> Generator[bytes, None, None]:
+        """The content in chunks: decompressed (up to the limit of ``route``, see
+        :meth:`_limit`; damage noted at the end) and transcoded to UTF-8 when it starts
+        with a UTF-16 or UTF-8 BOM. ``route`` ``head``: the first bytes for detection
+        (at most 16 MB, below every default limit: only a limit given applies)."""
         kind = self._codec()
         if kind is None:
             yield from self._decoded(_file_chunks(self.path))
             return
         st = _State()
-        cap = _resolve(self.max_decompressed)
-        yield from self._decoded(_inflate(self.path, kind, cap, st))
-        self._note_inflate(kind, st, cap)
+        self._st["route"] = route
+        yield from self._decoded(_inflate(self.path, kind, self._limit, st))
+        self._note_inflate(kind, st, self._limit())
+
+    def _limit(self, route: str | None = None) -> int:
+        """The decompression limit of this source read by ``route`` (default: the route of
+        the read under way): ``max_decompressed`` when given, else the route's default
+        (:func:`default_max_decompressed`), computed once per route."""
+        if self.max_decompressed is not None:
+            return self.max_decompressed
+        route = route or self._st.get("route", "stream")
+        limits = self._st.setdefault("limits", {})
+        if route not in limits:
+            env = _env_limit()
+            if env is not None:
+                limits[route] = env
+            elif route == "head":   # at most what is asked: no default limit is that small
+                limits[route] = NO_LIMIT
+            else:
+                self._st["avail"] = avail = _mem_available()
+                limits[route] = _default_limit(route, avail)
+        return int(limits[route])
 
     def _decoded(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
         first = b""
@@ -415,11 +518,13 @@ class Source:
     def _note_inflate(self, kind: str, st: _State, cap: int) -> None:
         """Say why a decompressed stream stopped early (nothing when it was complete)."""
         if st.capped:
-            self._note("limit", f"decompressed content reached the limit of {_human(cap)}: "
-                       f"the input was cut at {st.total:,} bytes and the rest was not read; "
-                       "raise the limit with --max-decompressed SIZE (or the environment "
-                       f"variable {MAX_DECOMPRESSED_ENV}, or load(..., max_decompressed=...)); "
-                       "0 means no limit", "error", True)
+            self._note("limit", f"decompressed content reached the limit of {_human(cap)}"
+                       f"{self._why_limit(cap)}: the input was cut at {st.total:,} bytes "
+                       f"decompressed (from {st.consumed:,} compressed bytes of "
+                       f"{_stat_size(self.path):,}) and the rest was not read; raise the "
+                       "limit with --max-decompressed SIZE (or the environment variable "
+                       f"{MAX_DECOMPRESSED_ENV}, or load(..., max_decompressed=...)); 0 means "
+                       "no limit", "error", True)
         elif st.error:
             if st.dropped:
                 what = (f"the {st.dropped:,} bytes of the block it was in were dropped (bz2 "
@@ -450,6 +555,21 @@ class Source:
         if st.trailing:
             self._note("trailing", f"{st.trailing:,} bytes after the end of the {kind} stream "
                        f"are not {_LONG[kind]} data: ignored", "warning")
+
+
+    def _why_limit(self, cap: int) -> str:
+        """Where a default limit came from, for its message ('' for a limit given)."""
+        if self.max_decompressed is not None or "avail" not in self._st:
+            return ""   # given, or from $DPTRACE_MAX_DECOMPRESSED
+        route = self._st.get("route", "stream")
+        factor = PEAK_PER_BYTE.get(route, 1.0)
+        avail = self._st["avail"]
+        base = (f"half the {_human(avail)} of memory available" if avail is not None
+                else "the default for unknown memory")
+        return (f" (the default: {base}, for content "
+                + _ROUTE_TEXT.get(route, "{f:g}").format(f=factor)
+                + (f"; at least {_human(MIN_DEFAULT_DECOMPRESSED)}" if cap
+                   <= MIN_DEFAULT_DECOMPRESSED else "") + ")")
 
 
 _LONG = {"gz": "gzip", "bz2": "bzip2", "xz": "xz"}
@@ -535,6 +655,119 @@ class _ChunkStream(io.RawIOBase):
             self._chunks.close()
         self._chunks = None
         super().close()
+
+
+def _first_part(chunks: Iterator[bytes], n: int) -> tuple[bytes, bool]:
+    """The first ``n`` bytes or more of ``chunks`` joined, and True when that is all."""
+    parts: list[bytes] = []
+    got = 0
+    for chunk in chunks:
+        parts.append(chunk)
+        got += len(chunk)
+        if got >= n:
+            return b"".join(parts), False
+    return b"".join(parts), True
+
+
+def _joined(chunks: Iterator[bytes]) -> bytes:
+    """``chunks`` as one bytes object, grown in place (a list of chunks joined would hold
+    the content twice at the end)."""
+    out = io.BytesIO()
+    for chunk in chunks:
+        out.write(chunk)
+    return out.getvalue()   # the buffer itself when the stream is not shared: no copy
+
+
+class _Spill:
+    """An unlinked temporary file holding a source's decompressed content, to be mapped
+    like a plain file. Its disk space is freed when it is closed (:meth:`close`, or when
+    it is collected)."""
+
+    __slots__ = ("fd", "size", "where", "error")
+
+    def __init__(self, fd: int, where: str) -> None:
+        self.fd: int | None = fd
+        self.size = 0
+        self.where = where
+        self.error: str | None = None
+
+    @staticmethod
+    def directory() -> str:
+        return os.environ.get(TMPDIR_ENV, "").strip() or tempfile.gettempdir()
+
+    @classmethod
+    def make(cls) -> _Spill | None:
+        """A new empty temporary file, or None where none can be made."""
+        where = cls.directory()
+        flag = getattr(os, "O_TMPFILE", 0)
+        if flag:   # no name at all: nothing is left behind, whatever happens to the process
+            try:
+                return cls(os.open(where, flag | os.O_RDWR, 0o600), where)
+            except OSError:
+                pass   # a file system without it
+        try:
+            fd, name = tempfile.mkstemp(prefix="dptrace-", suffix=".inflated", dir=where)
+        except OSError:
+            return None
+        try:
+            os.unlink(name)
+        except OSError:
+            os.close(fd)
+            return None
+        return cls(fd, where)
+
+    def fill(self, chunks: Iterator[bytes]) -> bool:
+        """Write ``chunks`` to the file in writes of about 1 MB; False when the disk is full
+        (the file then holds what was written before, the iterator is closed)."""
+        assert self.fd is not None
+        batch: list[bytes] = []
+        pending = 0
+        try:
+            for chunk in chain(chunks, [b""]):
+                if chunk:
+                    batch.append(chunk)
+                    pending += len(chunk)
+                    if pending < _WRITE:
+                        continue
+                if batch:
+                    self._write(b"".join(batch))
+                    batch, pending = [], 0
+        except OSError as exc:
+            if hasattr(chunks, "close"):
+                chunks.close()
+            self.error = exc.strerror or str(exc)
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, self.size)
+            return False
+        return True
+
+    def _write(self, data: bytes) -> None:
+        assert self.fd is not None
+        view = memoryview(data)
+        while view:
+            n = os.write(self.fd, view)
+            self.size += n
+            view = view[n:]
+
+    def map(self) -> bytes | mmap.mmap:
+        """The content, mapped read-only (shared: a forked worker's reads are the same page
+        cache)."""
+        if not self.size or self.fd is None:
+            return b""
+        return mmap.mmap(self.fd, self.size, access=mmap.ACCESS_READ)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+#: bytes written to a temporary file at a time
+_WRITE = 1 << 20
 
 
 def _collect(chunks: Iterator[bytes], hint: int, cap: int) -> tuple[bytes | mmap.mmap, bool]:
@@ -725,11 +958,14 @@ def _reason(exc: BaseException) -> str:
     return re.sub(r"^Error -?\d+ while decompressing data: ", "", text)
 
 
-def _inflate(path: Path, kind: str, cap: int, st: _State) -> Iterator[bytes]:
-    """The decompressed content of ``path`` up to ``cap`` bytes (``st`` says how it went);
-    after damage, the bytes the failing call decoded are recovered by a replay."""
+def _inflate(path: Path, kind: str, limit: Callable[[], int], st: _State) -> Iterator[bytes]:
+    """The decompressed content of ``path`` up to ``limit()`` bytes (asked at each chunk:
+    the route, and so the default limit, may be settled after the first chunks; ``st``
+    says how it went); after damage, the bytes the failing call decoded are recovered by a
+    replay."""
     def capped(chunks: Iterator[bytes]) -> Iterator[bytes]:
         for out in chunks:
+            cap = limit()
             if st.total + len(out) > cap:
                 out = out[: cap - st.total]
                 st.capped = True
@@ -774,27 +1010,43 @@ def _mem_available() -> int | None:
     return None
 
 
-def default_max_decompressed() -> int:
-    """The decompression limit when none is given: ``$DPTRACE_MAX_DECOMPRESSED`` if set,
-    else half the memory available now (the content is held in memory), between 256 MiB
-    and 16 GiB; 16 GiB where the available memory is unknown."""
+def _env_limit() -> int | None:
+    """``$DPTRACE_MAX_DECOMPRESSED`` in bytes, None when unset."""
     env = os.environ.get(MAX_DECOMPRESSED_ENV, "").strip()
-    if env:
-        try:
-            return parse_size(env)
-        except ValueError as exc:
-            raise DptraceError(f"{MAX_DECOMPRESSED_ENV}: {exc}") from None
-    avail = _mem_available()
+    if not env:
+        return None
+    try:
+        return parse_size(env)
+    except ValueError as exc:
+        raise DptraceError(f"{MAX_DECOMPRESSED_ENV}: {exc}") from None
+
+
+def default_max_decompressed(route: str = "stream") -> int:
+    """The decompression limit when none is given: ``$DPTRACE_MAX_DECOMPRESSED`` if set,
+    else half the memory available now divided by the peak memory per byte of content of
+    the readers of ``route`` (:data:`PEAK_PER_BYTE`: ``stream``, ``map``, ``memory``,
+    ``whole``), between 256 MiB and 16 GiB; 16 GiB where the available memory is
+    unknown. So a content that reaches the limit has cost its reader about half the
+    memory that was free, whatever its compression ratio."""
+    env = _env_limit()
+    return env if env is not None else _default_limit(route, _mem_available())
+
+
+def _default_limit(route: str, avail: int | None) -> int:
     if avail is None:
         return MAX_DEFAULT_DECOMPRESSED
-    return min(MAX_DEFAULT_DECOMPRESSED, max(MIN_DEFAULT_DECOMPRESSED, avail // 2))
+    factor = PEAK_PER_BYTE.get(route, max(PEAK_PER_BYTE.values()))
+    return min(MAX_DEFAULT_DECOMPRESSED, max(MIN_DEFAULT_DECOMPRESSED,
+                                             int(avail / 2 / factor)))
 
 
-def resolve_max_decompressed(value: int | str | None) -> int:
-    """The limit in bytes for ``load(max_decompressed=value)``: None -> the default (see
-    :func:`default_max_decompressed`), an int of bytes (0: no limit) or a size text."""
+def resolve_max_decompressed(value: int | str | None) -> int | None:
+    """The limit in bytes for ``load(max_decompressed=value)``: an int of bytes (0: no
+    limit) or a size text; None -> ``$DPTRACE_MAX_DECOMPRESSED`` when set (checked here,
+    so a bad value is a usage error before anything is read), else None: each source then
+    takes its route's default when it is read (:func:`default_max_decompressed`)."""
     if value is None:
-        return default_max_decompressed()
+        return _env_limit()
     if isinstance(value, str):
         try:
             return parse_size(value)
@@ -803,11 +1055,6 @@ def resolve_max_decompressed(value: int | str | None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise DptraceError(f"max_decompressed: {value!r} is not a size in bytes (0: no limit)")
     return NO_LIMIT if value == 0 else value
-
-
-def _resolve(value: int | None) -> int:
-    """A source's limit; one made without (outside ``load``) gets the default of now."""
-    return value if value is not None else default_max_decompressed()
 
 
 def _human(n: int) -> str:
