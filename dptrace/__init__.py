@@ -9,6 +9,7 @@ rich: the public names load on first use, so ``dptrace --help`` starts at once):
     dptrace.report(ds)                                        # a Report: its Sections'
                                                               # tables, figures, to_html()
     dptrace.findings(ds)                                      # what to look at first
+    ds.save("run.dptrace"); dptrace.open("run.dptrace")       # Parquet, read back equal
     dptrace.compare(ds_before, ds_after)                      # two runs side by side
     dptrace.scaling({"1": ds1, "2": ds2, "4": ds4})           # speedup and efficiency
 """
@@ -16,6 +17,8 @@ rich: the public names load on first use, so ``dptrace --help`` starts at once):
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 from . import formats as _formats
@@ -31,8 +34,9 @@ _PUBLIC = {
     "Section": ".reports.model",
     "UnknownFormatError": ".errors",
     "compare": ".api",
-    "findings": ".findings",
+    "findings": ".api",
     "load": ".api",
+    "open": ".api",
     "report": ".api",
     "scaling": ".api",
     "throughput_summary": ".analysis.throughput",
@@ -45,15 +49,15 @@ __all__ = sorted([*_PUBLIC, *_READERS])
 if TYPE_CHECKING:  # the names as type checkers and editors see them
     from .analysis.throughput import throughput_summary as throughput_summary
     from .api import compare as compare
+    from .api import findings as findings
     from .api import load as load
+    from .api import open as open
     from .api import report as report
     from .api import scaling as scaling
     from .dataset import Dataset as Dataset
     from .errors import DptraceError as DptraceError
     from .errors import ParseError as ParseError
     from .errors import UnknownFormatError as UnknownFormatError
-    from .findings import _CallableModule
-    findings: _CallableModule
     from .reports.model import Report as Report
     from .reports.model import Section as Section
 
@@ -61,9 +65,9 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
 def __getattr__(name: str) -> Any:
     module = _PUBLIC.get(name) or _READERS.get(name)
     if module:
-        found = importlib.import_module(module, __name__)
-        # the findings package is itself the callable dptrace.findings(ds)
-        value = found if module == f".{name}" else getattr(found, name)
+        value = getattr(importlib.import_module(module, __name__), name)
+        if name in _FUNCTIONS:   # `import dptrace.findings.rules as r` looks the module
+            value.__name__ = f"{__name__}.{name}"   # up by this name (see _Package)
         globals()[name] = value   # later lookups skip this function
         return value
     raise AttributeError(f"module 'dptrace' has no attribute {name!r}")
@@ -71,3 +75,26 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted([*globals(), *_PUBLIC, *_READERS])
+class _Package(types.ModuleType):
+    """The ``dptrace`` module, whose public name ``findings`` is the function
+    :func:`dptrace.api.findings` although ``dptrace.findings`` is also a package.
+
+    Importing a submodule makes Python set it as an attribute of its parent: the import
+    of the package ``dptrace.findings`` (by the report, say) would replace the function.
+    That one assignment is ignored; the package stays in ``sys.modules``, so
+    ``from dptrace.findings import rules`` and ``import dptrace.findings.rules as rules``
+    work (the latter finds ``sys.modules["dptrace.findings.rules"]`` by the function's
+    ``__name__``, ``dptrace.findings``). Patch its modules by object
+    (``monkeypatch.setattr(rules, ...)``), not by a dotted string through ``dptrace``."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _FUNCTIONS and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+#: public functions named like a subpackage (see :class:`_Package`)
+_FUNCTIONS = frozenset({"findings"})
+sys.modules[__name__].__class__ = _Package
+
+

@@ -6,9 +6,10 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import registry, runs
+from . import registry, runs, store
 from .dataset import Dataset
 from .errors import DptraceError, Problem
 from .executor import ExecutorArg
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from .reports.model import Report
 
 __all__ = ["ProgressFn", "compare", "expand_arguments", "findings", "load", "load_sources",
-           "read_function", "report", "scaling"]
+           "open", "read_function", "report", "scaling"]
 
 PathArg = str | bytes | os.PathLike[str] | Iterable[str | bytes | os.PathLike[str]]
 #: the decompression limit: bytes (0: no limit), a size such as "32G", or None (the default)
@@ -133,17 +134,45 @@ def report(ds: Dataset, *, warmup: float = 0.1,
     return model.build(ds, warmup=warmup, thresholds=_thresholds(thresholds))
 
 
-def findings(ds: Dataset, *, warmup: float = 0.1,
+def open(directory: str | os.PathLike[str], *, tables: Iterable[str] | None = None,
+         runs: Iterable[str] | None = None) -> Dataset:
+    """The Dataset that :meth:`Dataset.save` wrote to ``directory``, equal to the one saved
+    (every table with its dtypes, sources, problems, runs): no input is parsed again.
+
+    ``tables``: read only these parsed tables (``sources``, ``problems`` and ``runs`` are
+    always read); ``runs``: only the rows of these run ids, as :meth:`Dataset.run` gives
+    them. A directory that is not a saved Dataset, was written with another table schema
+    version (:data:`dptrace.schema.SCHEMA_VERSION`), or misses or has a damaged file is a
+    DptraceError that names the directory or the file (docs/data-model.md)."""
+    return Dataset.open(directory, tables=tables, runs=runs)
+
+
+def findings(ds: Dataset | PathArg | Mapping[str, PathArg], *, warmup: float = 0.1,
              thresholds: Mapping[str, float] | None = None) -> pd.DataFrame:
     """The ``findings`` table of ``ds``: what the report says first (most severe first; cause
-    before symptom), one row per finding with its message, hint, numbers and evidence.
+    before symptom), one row per finding with its message, hint, numbers and evidence
+    (columns: ``dptrace schema findings``), the same table as the report's findings section.
+
+    ``ds``: a Dataset; or what :func:`load` takes (paths, or label -> paths), loaded first;
+    or the directory of a saved Dataset (:func:`open`), read back without parsing.
 
     ``thresholds``: overrides by kind, in the unit of the ``threshold`` column, e.g.
     ``{"throughput_straggler": 10}`` (10% below the median); the kinds that take one are
     ``dptrace.findings.thresholds.OVERRIDABLE``. ``warmup`` as for :func:`report`."""
     from .findings import build
 
-    return build(ds, warmup=warmup, thresholds=_thresholds(thresholds))
+    return build(_dataset(ds), warmup=warmup, thresholds=_thresholds(thresholds))
+
+
+def _dataset(given: Dataset | PathArg | Mapping[str, PathArg]) -> Dataset:
+    """``given`` as a Dataset: itself, the saved Dataset of a directory that holds one
+    (its manifest), else :func:`load` of the paths."""
+    if isinstance(given, Dataset):
+        return given
+    if isinstance(given, (str, os.PathLike)) and (
+            Path(os.fsdecode(given)) / store.MANIFEST).is_file():
+        return open(given)
+    return load(given)
 
 
 def compare(base: Dataset, candidate: Dataset, *, labels: tuple[str, str] | None = None,

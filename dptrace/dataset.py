@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import html
+import os
 from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 
 import pandas as pd
 
-from . import schema
+from . import schema, store
 from .runs import RUNS
 
 
@@ -108,6 +110,26 @@ class Dataset(Mapping[str, pd.DataFrame]):
             return out
         return Dataset({k: ren(v) for k, v in self._tables.items()}, ren(self.sources),
                        ren(self.problems), ren(self.runs))
+
+    def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Write this Dataset to ``directory`` as Parquet (one file per table, with
+        sources, problems and runs, and a manifest ``dptrace.json``); return the path.
+        :func:`dptrace.open` reads it back equal, dtypes included (docs/data-model.md).
+
+        The write is atomic: into a hidden directory beside ``directory``, renamed into
+        place when complete. ``directory`` must not exist or be empty; one that holds a
+        saved Dataset is replaced with ``overwrite=True``; anything else is an error."""
+        return store.save(self._tables, self.sources, self.problems, self._runs, directory,
+                          overwrite=overwrite)
+
+    @classmethod
+    def open(cls, directory: str | os.PathLike[str], *, tables: Iterable[str] | None = None,
+             runs: Iterable[str] | None = None) -> Dataset:
+        """The Dataset :meth:`save` wrote to ``directory`` (:func:`dptrace.open`).
+        ``tables``: read only these parsed tables (sources, problems and runs always);
+        ``runs``: only these run ids' rows, as :meth:`run` gives them."""
+        stored = store.read(directory, tables=tables, runs=runs)
+        return cls(stored.tables, stored.sources, stored.problems, stored.runs)
 
     @property
     def tables(self) -> list[str]:

@@ -542,3 +542,51 @@ FINDINGS = register_table(Table(
     ),
     key=("run", "kind", "evidence"),
 ))
+
+
+# --- Saved datasets (dptrace.store): the tables as Arrow types -----------------------------------
+#: version of the tables' columns and dtypes as a saved Dataset holds them (``Dataset.save``,
+#: ``dptrace.open``, the fleet cache). Bump it when a column is renamed, removed or changes
+#: dtype or meaning (a unit, a time base): ``open`` refuses a directory written with another
+#: version, with an error that says so. Adding a table or a column at the end of one does not
+#: need a bump (a saved table keeps the columns it was written with).
+SCHEMA_VERSION = 1
+
+#: each schema dtype's Arrow type, by name (pyarrow is imported only when asked for one)
+_ARROW_TYPES = {
+    "Int64": "int64", "float64": "float64", "string": "large_string", "bool": "bool_",
+    "boolean": "bool_", "datetime64[ns]": "timestamp[ns]", "category": "dictionary",
+}
+
+
+def arrow_type(dtype: str) -> Any:
+    """The Arrow type a column of schema dtype ``dtype`` is stored as: ``Int64`` int64,
+    ``float64`` float64, ``string`` large_string (what an Arrow-backed pandas string holds:
+    no copy), ``bool``/``boolean`` bool, ``datetime64[ns]`` timestamp[ns], ``category``
+    dictionary<int32, string> (an empty or all-null categorical is still a dictionary of
+    strings, never of doubles or nulls). A ValueError for a dtype the schema does not use."""
+    import pyarrow as pa
+
+    name = _ARROW_TYPES.get(dtype)
+    if name is None:
+        raise ValueError(f"no Arrow type for schema dtype {dtype!r}")
+    if name == "dictionary":
+        return pa.dictionary(pa.int32(), pa.string())
+    if name == "timestamp[ns]":
+        return pa.timestamp("ns")
+    return getattr(pa, name)()
+
+
+def arrow_schema(table: Table | str) -> Any:
+    """The explicit Arrow schema of ``table`` (a :class:`Table` or a registered name), its
+    columns as ``load`` gives them (``run`` first): one field per column, typed by
+    :func:`arrow_type`, nullable except ``bool`` columns, with the column's ``unit`` and
+    ``doc`` as field metadata. What a saved table's Parquet file declares."""
+    import pyarrow as pa
+
+    t = tables()[table] if isinstance(table, str) else table
+    return pa.schema([
+        pa.field(c.name, arrow_type(c.dtype), nullable=c.dtype != "bool",
+                 metadata={"unit": c.unit, "doc": c.doc})
+        for c in t.loaded_columns
+    ])
