@@ -1,10 +1,13 @@
 """Exports: every table of a Dataset, one file per table, as CSV, Parquet or JSON.
 
 Files are ``DIR/<table>.<ext>`` for each table with rows (``dptrace schema`` documents
-them), plus ``sources`` and ``problems``. Column names and dtypes are the schema's
-(``schema.conform`` already ran); CSV writes missing values as empty fields, JSON as
-``null`` (an array of records, timestamps in ISO 8601). Parquet keeps the dtypes and
-uses pyarrow, a core dependency.
+them), plus ``sources``, ``problems``, ``runs`` (one row per run) and ``findings`` (what
+the report says first: :func:`dptrace.findings`), these four even when empty. Column
+names and dtypes are the schema's (``schema.conform`` already ran); CSV writes missing
+values as empty fields, JSON as ``null`` (an array of records, timestamps in ISO 8601).
+Parquet keeps the dtypes: each file declares its table's explicit Arrow schema
+(:func:`dptrace.schema.arrow_schema`, written by :func:`dptrace.store.write_frame`), so an
+empty table or an all-null column is typed too, and pandas reads the pandas dtypes back.
 
 CSV cells of text that a spreadsheet would run as a formula (starting with ``=``, ``+``,
 ``-``, ``@``, tab or CR: OWASP's "CSV injection") get a leading ``'``, unless
@@ -15,12 +18,15 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
 
+from .. import store
 from ..dataset import Dataset
 from ..errors import DptraceError
+from ..findings import build as build_findings
 from .safe_text import FORMULA_START, csv_cell
 
 FORMATS = ("csv", "parquet", "json")
@@ -35,10 +41,15 @@ def check_format(fmt: str) -> None:
                            "installation: pip install pyarrow (or use --format csv or json)")
 
 
-def tables(ds: Dataset) -> dict[str, pd.DataFrame]:
-    """Every table to export, by name: the parsed tables, then sources and problems."""
+def tables(ds: Dataset, findings: pd.DataFrame | None = None, *, warmup: float = 0.1,
+           thresholds: Mapping[str, float] | None = None) -> dict[str, pd.DataFrame]:
+    """Every table to export, by name: the parsed tables, then sources, problems, runs and
+    findings (``findings`` when given, else built from ``ds`` with ``warmup`` and
+    ``thresholds``, as :func:`dptrace.findings` does)."""
+    if findings is None:
+        findings = build_findings(ds, warmup=warmup, thresholds=dict(thresholds or {}))
     return {**{name: ds[name] for name in ds.tables}, "sources": ds.sources,
-            "problems": ds.problems}
+            "problems": ds.problems, "runs": ds.runs, "findings": findings}
 
 
 def check_directory(directory: str | Path) -> Path:
@@ -55,14 +66,19 @@ def check_directory(directory: str | Path) -> Path:
     return out
 
 
-def export(ds: Dataset, directory: str | Path, fmt: str = "csv", *,
-           raw: bool = False) -> list[Path]:
-    """Write every table of ``ds`` to ``directory`` (created if needed); return the paths.
+def export(ds: Dataset, directory: str | Path, fmt: str = "csv", *, raw: bool = False,
+           findings: pd.DataFrame | None = None, warmup: float = 0.1,
+           thresholds: Mapping[str, float] | None = None) -> list[Path]:
+    """Write every table of ``ds`` (:func:`tables`: the findings included) to
+    ``directory`` (created if needed); return the paths.
 
-    ``raw``: write CSV text cells as they are (no ``'`` before formula-leading text)."""
+    ``raw``: write CSV text cells as they are (no ``'`` before formula-leading text).
+    ``findings``: the findings table to write (a report's); by default built from ``ds``
+    with ``warmup`` and ``thresholds`` (overrides by kind, already checked)."""
     check_format(fmt)
     out = check_directory(directory)
-    return [_write(df, out / f"{name}.{fmt}", fmt, raw) for name, df in tables(ds).items()]
+    found = tables(ds, findings, warmup=warmup, thresholds=thresholds)
+    return [_write(df, out / f"{name}.{fmt}", fmt, raw, name) for name, df in found.items()]
 
 
 def guard_formulas(df: pd.DataFrame) -> pd.DataFrame:
@@ -84,11 +100,11 @@ def guard_formulas(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _write(df: pd.DataFrame, path: Path, fmt: str, raw: bool = False) -> Path:
+def _write(df: pd.DataFrame, path: Path, fmt: str, raw: bool = False, table: str = "") -> Path:
     if fmt == "csv":
         (df if raw else guard_formulas(df)).to_csv(path, index=False)
     elif fmt == "parquet":
-        df.to_parquet(path, index=False)
+        store.write_frame(df, path, table or path.stem)
     else:
         text = df.to_json(orient="records", date_format="iso", force_ascii=False, indent=1)
         path.write_text(unescape_slashes(text or "[]"), encoding="utf-8")
