@@ -87,11 +87,14 @@ def grep(pattern: str, path: Path) -> tuple[float, int]:
     return time.perf_counter() - t, int(out.strip() or 0)
 
 
-def child(path: Path | None, executor: str = "auto") -> dict[str, Any]:
-    """Run CHILD in a fresh interpreter: wall time, its report, sampled tree RSS."""
+def child(path: Path | None, executor: str = "auto", tree: str | None = None) -> dict[str, Any]:
+    """Run CHILD in a fresh interpreter (importing dptrace from ``tree`` when given):
+    wall time, its report, sampled tree RSS."""
     cmd = [sys.executable, "-c", CHILD, *([str(path), executor] if path else [])]
+    env = {**os.environ, "PYTHONPATH": tree} if tree else None
     t = time.perf_counter()
-    with (subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as p,
+    with (subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=env) as p,
           TreeRss(p.pid) as tree):
         out, err = p.communicate()
     wall = time.perf_counter() - t
@@ -104,14 +107,17 @@ def child(path: Path | None, executor: str = "auto") -> dict[str, Any]:
     return res
 
 
-def measure(path: Path, executors: list[str], repeat: int) -> dict[str, Any]:
-    """Interleaved rounds (every reader sees the same cache state); best wall time of each."""
+def measure(path: Path, executors: list[str], repeat: int,
+            trees: dict[str, str] | None = None) -> dict[str, Any]:
+    """Interleaved rounds (every reader sees the same cache state); best wall time of each.
+    ``trees``: label -> another dptrace tree, each executor also run with it (``e [label]``)."""
     runs: dict[str, list[Any]] = {"grep": [], "import": [], **{e: [] for e in executors}}
     for _ in range(repeat):
         runs["grep"].append(grep(LITERAL, path))
         runs["import"].append(child(None))
         for e in executors:
-            runs[e].append(child(path, e))
+            name, _, label = e.partition(" [")
+            runs[e].append(child(path, name, (trees or {}).get(label.rstrip("]"))))
     out: dict[str, Any] = {
         "grep_s": min(s for s, _ in runs["grep"]), "grep_lines": runs["grep"][0][1],
         "import_s": min(r["wall_s"] for r in runs["import"]),
@@ -195,8 +201,13 @@ def main() -> int:
     ap.add_argument("--executor", choices=("auto", "serial", "both"), default="both")
     ap.add_argument("--repeat", type=int, default=3, help="best of N (default 3)")
     ap.add_argument("--json", type=Path, help="also write the numbers here")
+    ap.add_argument("--tree", action="append", default=[], metavar="LABEL=DIR",
+                    help="also run each executor with dptrace imported from DIR (another "
+                         "checkout: before/after ratios in one run)")
     args = ap.parse_args()
     executors = ["auto", "serial"] if args.executor == "both" else [args.executor]
+    trees = dict(t.split("=", 1) for t in args.tree)
+    executors += [f"{e} [{label}]" for label in trees for e in list(executors)]
     with tempfile.TemporaryDirectory() as tmp:
         path, gen_s = args.file, None
         if path is None:
@@ -205,7 +216,7 @@ def main() -> int:
         size = path.stat().st_size
         bytecode()
         warm_s = warm(path)
-        m = measure(path, executors, args.repeat)
+        m = measure(path, executors, args.repeat, trees)
         m["path"] = str(path)
         report(path, size, m, executors, args.repeat, gen_s)
         ok = check(m, executors)

@@ -57,7 +57,6 @@ class _Outcome:
     message: str
 
 
-@memory.small_pages()
 def load_sources(sources: list[Source], problems: list[Problem],
                  format: str | registry.Parser | None = None, *,
                  progress: ProgressFn | None = None,
@@ -68,8 +67,7 @@ def load_sources(sources: list[Source], problems: list[Problem],
     problems found on the way; the CLI expands once to size its progress bar. ``arguments``
     and ``origins`` (from :func:`dptrace.api.expand_arguments`) group the sources into runs;
     without them each source is its own argument (files sharing a job id still make one
-    run). ``executor``: see :func:`dptrace.load`. numpy's arrays are made without huge-page
-    advice (:func:`dptrace.memory.small_pages`)."""
+    run). ``executor``: see :func:`dptrace.load`."""
     forced = (registry.get(format) if isinstance(format, str) and format != "auto"
               else format if isinstance(format, registry.Parser) else None)
     pool = resolve(executor)

@@ -152,44 +152,33 @@ def _hugepage() -> bool | None:
     return bool(_get_madvise_hugepage())
 
 
-def test_small_pages_switches_numpys_huge_page_advice_off_and_back(monkeypatch):
-    monkeypatch.delenv(memory.HUGEPAGE_ENV, raising=False)
-    before = _hugepage()
-    if before is None:
-        pytest.skip("this numpy has no huge-page switch")
-    for start in (True, False):
-        from numpy._core.multiarray import _set_madvise_hugepage
-        _set_madvise_hugepage(start)
-        try:
-            with memory.small_pages():
-                assert _hugepage() is False
-                with memory.small_pages():     # nested: the outer state is kept
-                    assert _hugepage() is False
-                assert _hugepage() is False
-            assert _hugepage() is start
-            with pytest.raises(KeyError), memory.small_pages():
-                raise KeyError("restored on the way out of an error too")
-            assert _hugepage() is start
-
-            @memory.small_pages()
-            def inside() -> bool | None:
-                return _hugepage()
-            assert inside() is False and inside() is False and _hugepage() is start
-        finally:
-            _set_madvise_hugepage(before)
-
-
-def test_small_pages_leaves_the_users_choice(monkeypatch):
+def test_reading_leaves_numpys_huge_page_advice_alone(tmp_path, monkeypatch):
+    """A library does not flip numpy's process-wide huge-page setting (issue 31): reading a
+    log, in this process, leaves it as the user set it, either way."""
     if _hugepage() is None:
         pytest.skip("this numpy has no huge-page switch")
     from numpy._core.multiarray import _set_madvise_hugepage
-    before = _set_madvise_hugepage(True)
+    path = tmp_path / "slurm-1.out"
+    path.write_text("3: \rEpoch 0: 5/10 [00:01<00:01, 4.50it/s, loss=0.5]\n0: loss: 1.5\n")
+    import dptrace.formats.trainlog.fast as fast
+    real = fast.Found.read
+    seen: list[bool | None] = []
+
+    def spy(self, *args):
+        seen.append(_hugepage())
+        return real(self, *args)
+    before = _hugepage()
     try:
-        monkeypatch.setenv(memory.HUGEPAGE_ENV, "1")
-        with memory.small_pages():
-            assert _hugepage() is True
+        for state in (True, False):
+            _set_madvise_hugepage(state)
+            seen.clear()
+            monkeypatch.setattr(fast.Found, "read", spy)
+            ds = dptrace.load(path, executor="serial")
+            monkeypatch.undo()
+            assert len(ds["throughput"]) == 1 and len(ds["train_metrics"]) == 2
+            assert seen == [state] and _hugepage() is state
     finally:
-        _set_madvise_hugepage(before)
+        _set_madvise_hugepage(bool(before))
 
 
 # ---- step and repeat: the vectorised rules against a row-by-row reading -------------------

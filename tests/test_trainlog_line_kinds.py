@@ -1,6 +1,7 @@
 """Issue 14's line recognisers: launcher prefixes, scope per line, step times, phases, world
-sizes and run headers; each through ``read_trainlog`` with both engines (``fast``: the C
-reader of tqdm lines; ``general``: Python only), and the headers through the scanner.
+sizes and run headers; each through ``read_trainlog`` with both engines (``fast``: the
+lines of tqdm updates read at once with pyarrow.compute; ``general``: Python only), and the
+headers through the scanner.
 
 Lines are real unless said otherwise: ``../shared/realdata`` logs (file and line named), the
 lines quoted in issue 14, and Lightning's RichProgressBar column layout (its source:
@@ -25,15 +26,19 @@ ENGINES = ["general", "fast"]
 
 
 @pytest.fixture(params=ENGINES)
-def engine(request, monkeypatch) -> str:
-    if request.param == "fast" and trainlog_fast._FAST is None:
-        try:
-            from dptrace.formats.trainlog import _tqdm_fast  # type: ignore[attr-defined]
-        except ImportError:  # pragma: no cover - built without a compiler
-            pytest.skip("the C extension is not built")
-        trainlog_fast.configure_fast(_tqdm_fast)
-        monkeypatch.setattr(trainlog_fast, "_FAST", _tqdm_fast.cr_line)
+def engine(request) -> str:
     return request.param
+
+
+def fast_read(raw: bytes) -> tuple[bool, pd.DataFrame, pd.DataFrame]:
+    """What the fast engine's reader of tqdm lines makes of one line: whether it read it
+    (else it declined, adding nothing, and the scanner reads it), and its rows."""
+    buf = raw + b"\n"
+    found = trainlog_fast.Found()
+    starts, _ = found.read(buf, 0, len(buf), 1)
+    tp = trainlog_fast.frame([], found, "tp", rules.TP_COLS)
+    tm = trainlog_fast.frame([], found, "tm", rules.TM_COLS)
+    return bool(len(starts)), tp, tm
 
 
 def read(tmp_path: Path, text: str, engine: str, name: str = "slurm-14.out") -> dptrace.Dataset:
@@ -86,7 +91,7 @@ def test_rank_space_prefix_and_torchrun_role_kept(tmp_path, engine):
 
 
 def test_rank_prefix_on_tqdm_lines_both_engines(tmp_path, engine):
-    # a tqdm line of \r updates: the C reader finds the prefix itself
+    # a tqdm line of \r updates: the fast engine finds the prefix once per distinct head
     line = ("[rank2]:Training:  50%|#####     | 5/10 [00:05<00:05,  1.01it/s]"
             "\r[rank2]:Training:  60%|######    | 6/10 [00:06<00:04,  1.50it/s]\n"
             "[rank7] Training:  60%|######    | 6/10 [00:06<00:04,  1.40it/s]"
@@ -96,14 +101,16 @@ def test_rank_prefix_on_tqdm_lines_both_engines(tmp_path, engine):
         ("2", 2, 5, 1.01), ("2", 2, 6, 1.5), ("7", 7, 6, 1.4), ("7", 7, 7, 1.45)]
 
 
-def test_c_prefix_finder_agrees_on_rank_tags():
-    try:
-        from dptrace.formats.trainlog import _tqdm_fast  # type: ignore[attr-defined]
-    except ImportError:  # pragma: no cover
-        pytest.skip("the C extension is not built")
+def test_fast_prefix_finder_agrees_on_rank_tags():
     for text in ["[rank3]:x", "[rank3] x", "[rank3]\tx", "[rank3]x", "[rank]:x", "[ranks3]:x",
                  "[rank12345678]:x", "[Rank3]:x", " [rank0]:x", "[default3]:x", "[rank3]"]:
-        assert _tqdm_fast.line_prefix(text) == general._split_prefix(text)[0], text
+        assert trainlog_fast._line_prefix(text) == general._split_prefix(text)[0], text
+        # the second update has no prefix of its own: the line's
+        line = text + "Epoch 1: 5/10 [00:01<00:01, 4.50it/s]\r6/10 [00:01<00:01, 4.50it/s]"
+        rows = rules.Rows()
+        assert general._tqdm_updates(line, general._split_prefix(line)[0], 1, 0, rows)
+        read_it, tp, _ = fast_read(line.encode())
+        assert read_it and tp["prefix"].astype(object).tolist() == [r[0] for r in rows.tp], text
 
 
 # --- 2. scope per line, missed lines ------------------------------------------------------------
@@ -150,7 +157,7 @@ def test_hf_dict_after_a_bar_takes_the_tag_before_it(tmp_path, engine):
 
 
 def test_hf_dict_after_the_last_carriage_return_update(tmp_path, engine):
-    # the same, as a tqdm line of \r updates (which the C reader must decline)
+    # the same, as a tqdm line of \r updates (which the fast reader must decline)
     text = ("[default0]:\r 50%|#####     | 30/60 [00:02<00:02, 12.50it/s]"
             "\r100%|##########| 60/60 [00:04<00:00, 13.93it/s][default0]:" + HF_DICT + "\n")
     ds = read(tmp_path, text, engine)
@@ -162,19 +169,14 @@ def test_hf_dict_after_the_last_carriage_return_update(tmp_path, engine):
     assert ds["train_metrics"]["name"].tolist() == ["train_runtime_s", "train_loss"]
 
 
-def test_c_reader_declines_a_dict_after_a_bar():
-    try:
-        from dptrace.formats.trainlog import _tqdm_fast  # type: ignore[attr-defined]
-    except ImportError:  # pragma: no cover
-        pytest.skip("the C extension is not built")
-    trainlog_fast.configure_fast(_tqdm_fast)
+def test_fast_reader_declines_a_dict_after_a_bar():
     raw = (b" 50%|#####     | 30/60 [00:02<00:02, 12.50it/s]\r100%|##########| 60/60 "
            b"[00:04<00:00, 13.93it/s]{'train_runtime': 5.0}")
-    rows = rules.Rows()
-    assert _tqdm_fast.cr_line(raw, True, 1, 0, rows) is False
-    assert rows.tp == [] and rows.tm == []
+    read_it, tp, tm = fast_read(raw)
+    assert not read_it and tp.empty and tm.empty
     plain = raw[:raw.index(b"{")]
-    assert _tqdm_fast.cr_line(plain, True, 1, 0, rows) is True and len(rows.tp) == 2
+    read_it, tp, _ = fast_read(plain)
+    assert read_it and tp["step"].tolist() == [30, 60]
 
 
 # Lightning RichProgressBar: the first line is issue 14's; the others follow the layout of

@@ -1,138 +1,508 @@
-"""The trainlog format's fast engine: lines of tqdm updates read in C, rows kept as columns.
+"""The trainlog format's fast engine: the lines of tqdm updates of a range read at once, with
+pyarrow.compute, and the rest handed to the general engine's scanner.
 
-A physical line made only of ``\\r``-separated tqdm updates, which dominate large logs, is
-read by a small C extension (``_tqdm_fast.c``, built by ``pip install`` when a compiler is
-there): it adds exactly the rows of the general engine's :func:`.general._tqdm_updates`, or
-adds nothing and declines the line, which the general engine then reads. :data:`_FAST` is
-its entry point (None: not built, or ``DPTRACE_PURE_PYTHON`` set); ``engine="fast"`` and
-``"auto"`` hand it to the scanner, ``"general"`` does not. With google-re2 the scanner's loop
-runs in the extension as well (``_tqdm_fast.scan``, registered in :data:`.general.C_SCANS`):
-it reads the lines it is sure of (tqdm lines, SambaFlow and loss lines of plain ASCII: exactly
-the rows of :func:`.general._recognise`) and returns any other keyword to the Python loop.
+A physical line made only of ``\\r``-separated tqdm updates dominates large logs. Before the
+scanner's loop runs, :meth:`Found.read` finds every line of the range that holds a ``\\r`` and
+a keyword, and reads them together (RE2, in :func:`pyarrow.compute.extract_regex`, over the
+lines as one Arrow array): each update is split into its parts once, and what needs Python
+(a bar's description, a launcher prefix, a rate's unit, a postfix key) is worked out once per
+distinct text. A line gives exactly the rows of :func:`.general._tqdm_updates`, or is declined
+as a whole and left to the scanner, which then reads it as the general engine does: bytes
+that are not UTF-8, ANSI escapes, ``<std`` tags, a dict after a bar, digits that are not
+ASCII, a part longer than :data:`.rules.TQDM_SEGMENT` allows, a count of more than 18 digits,
+a postfix that is not plain ``key=number`` pairs, a line after a Megatron iteration line
+(which may continue on it), a long line. ``engine="fast"`` and ``"auto"`` do this;
+``"general"`` does not.
 
-The fast engine also keeps its rows in the extension's Tables (:func:`new_rows`): one
-array per column, strings as codes into their distinct values, instead of a tuple of Python
-objects per row (a dense log has millions of rows). :func:`frame` makes the very frame
-``pd.DataFrame.from_records`` makes of the general engine's lists of tuples, from whole
-columns.
+The rows read here stay columns (:class:`Found`: strings as codes into one dictionary);
+:func:`frame` makes of them and of the scanner's tuples the very frame
+``pd.DataFrame.from_records`` makes of the general engine's lists of tuples, in line order.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from . import general, rules
-from .general import CrLine
+from . import KEYWORDS, general, rules
 
+#: bytes of whole lines read at once (bounds the temporaries of a range)
+CHUNK = 16 << 20
+#: lines at least this long are left to the scanner (its look-around window: see general.WINDOW)
+MAX_LINE = general.WINDOW // 2
 
-def _load_fast() -> CrLine | None:
-    """The fast path of :meth:`.general._Scanner._cr_line` in C (``_tqdm_fast.c``), or None.
+#: TQDM_SEGMENT without its bounds and its lookahead, from the count on: RE2's search finds the
+#: leftmost count (the lazy ``pre``); a part beyond its bound in TQDM_SEGMENT declines the line
+#: (:data:`_BOUNDS`), so a match here within the bounds is TQDM_SEGMENT's match
+_UPDATE = (
+    r"^(?P<pre>.*?)(?P<n>\d+(?:\.\d+)?[kMGT]?)(?:/(?:\d+(?:\.\d+)?[kMGT]?|\?))?(?P<alpha>[A-Za-z]*)"
+    r"[ \t]*\[\d[\d:]*(?:<[\d:?]+)?,[ \t]*(?:(?P<rate>" + rules.NUM + r")|\?)[ \t]*"
+    r"(?P<scale>[kMGT]?)(?P<unit>[A-Za-z_]+)/(?P<per>s|[A-Za-z_]+)(?P<post>[^\]\r]*)\]")
+#: the bounds of TQDM_SEGMENT's parts, in characters (checked against its pattern at import)
+_BOUNDS = {"pre": 240, "alpha": 20, "unit": 30, "per": 30, "post": 500}
+for _part in (r"[^\r]{0,240}?", r"[A-Za-z]{0,20}", r"[A-Za-z_]{1,30}",
+              r"(?P<per>s|[A-Za-z_]{1,30})", r"[^\]\r]{0,500}", r"\](?![^\r]*\{')[^\r]*"):
+    assert _part in rules.TQDM_SEGMENT.pattern, _part
+#: what a line must not hold to be read here (the lookahead of TQDM_SEGMENT: a dict after a bar)
+_DECLINE = r"\x1b|<std|\{'"
+#: a digit that is not ASCII (Python's ``\d`` takes it, RE2's does not)
+_UNICODE_DIGIT = r"[^\P{Nd}0-9]"
+#: valid UTF-8, as Python's strict decoder takes it (the bytes of a binary array, one by one)
+_UTF8 = (r"^(?:[\x00-\x7f]|[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]"
+         r"|[\xe1-\xec\xee\xef][\x80-\xbf]{2}|\xed[\x80-\x9f][\x80-\xbf]"
+         r"|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}|\xf4[\x80-\x8f][\x80-\xbf]{2})*$")
+#: one ``key=number`` of a postfix, alone between its commas: what ``rules._POSTFIX`` finds in it
+_PAIR = r"^[ \t]*(?P<key>[A-Za-z0-9_]+)=(?P<val>" + rules.NUM + r")[ \t]*$"
+_KEYWORDS = b"|".join(KEYWORDS).decode("ascii")
+_DIGITS = r"^[0-9]{1,18}$"
+#: a launcher prefix is looked for in this many characters of a line (longer: see _line_prefix)
+_HEAD = 96
 
-    ``cr_line(raw, whole_start, line, start, rows)`` decodes the line, finds its launcher
-    prefix and adds the very rows :func:`.general._tqdm_updates` adds, or adds nothing and returns
-    False when unsure (or for bytes that are not UTF-8, ANSI escapes, ``<std`` tags); the
-    Python code then reads the line. None when the extension was not built (no compiler at
-    install) or when the environment sets ``DPTRACE_PURE_PYTHON`` (to anything but ``0`` or
-    nothing), read at import.
-    """
-    if os.environ.get("DPTRACE_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from . import _tqdm_fast  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    configure_fast(_tqdm_fast)
-    fast: CrLine = _tqdm_fast.cr_line
-    return fast
-
-
-def configure_fast(module: Any) -> None:
-    """Hand the C module the caches and the Python helpers it calls on cache misses, for
-    ``1.5k`` counts, postfix keys, non-ASCII postfixes and an unmatched first segment."""
-    module.configure(general._PRE, general._pre_info, general._UNIT, rules.rate_unit,
-                     rules._tqdm_count, rules.postfix_pairs, general._SCAN_TEXT.search,
-                     rules._snake)
-    match, guards = general.re2_match(), general.c_plain_guards()
-    if match is not None and guards is not None and hasattr(module, "scan"):  # needs RE2
-        module.configure_scan(*match, general.WINDOW, general.MAX_SEGMENT, *guards)
-        if hasattr(module, "configure_literals"):
-            module.configure_literals(general.scan_literals())
-        if hasattr(module, "configure_required"):
-            module.configure_required(general.required_literals())
-        general.C_SCANS[module.cr_line] = (module.scan, rules.SPECIFIC, rules.FALLBACK)
-
-
-_FAST = _load_fast()
-_TABLES: Any = None if _FAST is None else __import__(
-    "dptrace.formats.trainlog._tqdm_fast", fromlist=["Table"]).Table
-
-#: the kind of each column in a Table (see _tqdm_fast.c): 'c' a string or None, 'i' an int,
-#: 'd' a float, 's' an int or None, 'e' a float or None
-KINDS = {"prefix": "c", "lineno": "i", "seg": "i", "pattern": "c", "name": "c", "metric": "c",
-         "value": "d", "scope": "c", "step": "s", "epoch": "e", "label": "c"}
+TP_STRINGS = ("prefix", "pattern", "name", "metric", "scope", "label")
+TM_STRINGS = ("prefix", "pattern", "name")
 
 
-def new_rows() -> rules.Rows | None:
-    """A row collector whose tables are the extension's columnar Tables, or None when the
-    extension is not there (the caller then collects lists of tuples)."""
-    if _TABLES is None:
-        return None
-    return rules.Rows(tp=_TABLES("".join(KINDS[c] for c in rules.TP_COLS)),
-                      tm=_TABLES("".join(KINDS[c] for c in rules.TM_COLS)))
+class Found:
+    """The rows of the lines read here: columns per chunk, strings as codes into
+    :attr:`strings` (one dictionary for every string column)."""
 
+    def __init__(self) -> None:
+        self.strings: dict[str, int] = {}
+        self.tp: list[dict[str, np.ndarray]] = []
+        self.tm: list[dict[str, np.ndarray]] = []
 
-def frame(found: Any, columns: tuple[str, ...]) -> pd.DataFrame:
-    """The rows collected in ``found`` (a list of tuples, or a Table, which this empties) as
-    a frame with ``columns``. From a list: ``pd.DataFrame.from_records``. From a Table: the
-    same values and, for numbers, the same dtypes (ints, or floats with NaN where a step is
-    missing; object columns of None when all are), with strings as categoricals (the codes
-    the Table kept; categories in order of appearance): a few distinct strings repeat
-    millions of times, and the frames are pickled back from the scan workers."""
-    if isinstance(found, list) or not len(found):
-        rows = found if isinstance(found, list) else []
-        try:
-            return pd.DataFrame.from_records(rows, columns=list(columns))
-        except OverflowError:   # pandas 2: a column of floats and an int past a float's
-            # range (a tqdm bar counting 400 digits) is not inferred: kept as objects, as
-            # pandas 3 keeps it, for the reader's checks to make missing with a problem
-            cols = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
-            return pd.DataFrame({name: pd.Series(list(col), dtype=object)
-                                 for name, col in zip(columns, cols, strict=True)})
-    n = len(found)
-    data = {name: _column(name, n, *col) for name, col in zip(columns, found.take(),
-                                                              strict=True)}
-    return pd.DataFrame(data, copy=False)
-
-
-def _column(name: str, n: int, kind: str, data: Any, nulls: Any, values: Any) -> Any:
-    """One column of ``Table.take()``."""
-    if kind == "o":  # a value did not fit the column's kind: as pandas converts the objects
-        try:
-            return pd.DataFrame.from_records([(v,) for v in data], columns=[name])[name].array
-        except OverflowError:   # pandas 2: floats and an int past a float's range (see frame)
-            return pd.Series(list(data), dtype=object).array
-    if kind == "c":
-        if not values:
-            return np.full(n, None, dtype=object)
-        codes = np.frombuffer(data, np.int32)
-        return pd.Categorical.from_codes(codes, categories=pd.Index(values))
-    if kind in ("i", "s"):
-        ints = np.frombuffer(data, np.int64)
-        if nulls is None:
-            return ints
-        missing = np.frombuffer(nulls, np.bool_)
-        if not missing.any():
-            return ints
-        if missing.all():
-            return np.full(n, None, dtype=object)
-        out = ints.astype(np.float64)  # ints and None: floats, as from_records
-        out[missing] = np.nan
+    def codes(self, values: list[str | None]) -> np.ndarray:
+        """The codes of ``values`` (None: -1), new strings added to the dictionary."""
+        out = np.empty(len(values), dtype=np.int32)
+        strings = self.strings
+        for i, v in enumerate(values):
+            out[i] = -1 if v is None else strings.setdefault(v, len(strings))
         return out
-    floats = np.frombuffer(data, np.float64)  # 'd', 'e' (NaN where None)
-    if nulls is not None and np.frombuffer(nulls, np.bool_).all():
-        return np.full(n, None, dtype=object)
-    return floats
+
+    def read(self, buf: Any, start: int, end: int, line: int) -> tuple[np.ndarray, np.ndarray]:
+        """Read the lines of tqdm updates of ``buf[start:end]`` (``start``: the start of line
+        ``line``); returns the (start, end) of each line read (its ``\\n`` or ``end``), for
+        the scanner to pass over."""
+        after_megatron = _after_megatron(buf, start, end)
+        starts, ends = [], []
+        pos = start
+        while pos < end:
+            hi = end
+            if end - pos > CHUNK:
+                nl = buf.rfind(b"\n", pos, pos + CHUNK)
+                hi = nl + 1 if nl >= 0 else (buf.find(b"\n", pos + CHUNK, end) + 1 or end)
+            s, e, newlines = self._chunk(buf, pos, hi, line, after_megatron)
+            starts.append(s)
+            ends.append(e)
+            line += newlines
+            pos = hi
+        if not starts:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        return np.concatenate(starts), np.concatenate(ends)
+
+    def _chunk(self, buf: Any, lo: int, hi: int, line: int, after_megatron: np.ndarray,
+               ) -> tuple[np.ndarray, np.ndarray, int]:
+        """One chunk of whole lines: (starts, ends) of the lines read, newlines in it."""
+        data = np.frombuffer(buf, np.uint8, hi - lo, lo)
+        nl = np.flatnonzero(data == 10)
+        cr = np.flatnonzero(data == 13)
+        none = np.empty(0, np.int64)
+        if not len(cr):
+            return none, none, len(nl)
+        idx = np.unique(np.searchsorted(nl, cr))  # the lines (0-based in the chunk) with a \r
+        ls = np.concatenate(([0], nl + 1))[idx]
+        le = np.append(nl, hi - lo)[idx]
+        keep = (le - ls) < MAX_LINE
+        if len(after_megatron):
+            keep &= ~_inside(ls + lo, after_megatron)
+        idx, ls, le = idx[keep], ls[keep], le[keep]
+        if not len(idx):
+            return none, none, len(nl)
+        offsets = np.empty(2 * len(idx), dtype=np.int64)
+        offsets[0::2], offsets[1::2] = ls, le
+        spans = pa.Array.from_buffers(
+            pa.large_binary(), len(offsets) - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+        lines = spans.take(pa.array(np.arange(0, len(offsets) - 1, 2)))
+        del spans  # the view of the map
+        sel = _mask(pc.and_(pc.match_substring_regex(lines, _KEYWORDS),
+                            pc.invert(pc.match_substring_regex(lines, _DECLINE))))
+        lines = lines.filter(pa.array(sel))
+        idx = idx[sel]
+        try:
+            text = lines.cast(pa.large_string())
+        except pa.ArrowInvalid:  # bytes that are not UTF-8: those lines are the scanner's
+            valid = _mask(pc.match_substring_regex(lines, _UTF8))
+            text = lines.filter(pa.array(valid)).cast(pa.large_string())
+            idx = idx[valid]
+        del lines
+        ok = ~_mask(pc.match_substring_regex(text, _UNICODE_DIGIT))
+        text, idx = text.filter(pa.array(ok)), idx[ok]
+        if not len(idx):
+            return none, none, len(nl)
+        starts = np.concatenate(([0], nl + 1))[idx] + lo
+        accepted = self._lines(text, idx + line, starts)
+        ends = np.append(nl, hi - lo)[idx] + lo
+        return starts[accepted], ends[accepted], len(nl)
+
+    def _lines(self, text: pa.Array, lineno: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """Read the lines ``text`` (at ``starts``, numbered ``lineno``): where each was read
+        (its rows added) rather than declined."""
+        parts = pc.split_pattern(text, "\r")
+        flat = parts.flatten()
+        bounds = parts.offsets.to_numpy()
+        k = len(text)
+        parent = np.repeat(np.arange(k), np.diff(bounds))
+        first = np.zeros(len(flat), dtype=bool)
+        first[bounds[:-1]] = True
+        length = pc.utf8_length(flat).to_numpy(zero_copy_only=False)
+        m = pc.extract_regex(flat, _UPDATE)
+        matched = _mask(m.is_valid())
+        # the segments TQDM_SEGMENT does not read: none, or a first one without '[' or keywords
+        skipped = (length > 0) & ~matched
+        count = np.bincount(parent[skipped], minlength=k)
+        good = count == 0
+        lone = skipped & first
+        if lone.any():
+            heads = flat.filter(pa.array(lone))
+            fine = _per_value(heads, _plain_head)
+            one = np.zeros(k, dtype=bool)
+            one[parent[lone][fine.astype(bool)]] = True
+            good |= (count == 1) & one
+        seg = matched & good[parent]
+        fields = {name: m.field(name).filter(pa.array(seg)) for name in
+                  ("pre", "n", "alpha", "rate", "scale", "unit", "per", "post")}
+        where = np.flatnonzero(seg)
+        bad = np.zeros(k, dtype=bool)
+        for name, bound in _BOUNDS.items():  # beyond TQDM_SEGMENT's bounds: not its match
+            over = pc.greater(pc.utf8_length(fields[name]), bound)
+            bad[parent[where[_mask(over)]]] = True
+        # the segment's offset: the line's start plus the characters (and \r) before it
+        ends = np.cumsum(length + 1)
+        offset = ends - (length + 1) - (ends - (length + 1))[bounds[:-1]][parent]
+        seg_at = starts[parent] + offset
+        rows = self._rows(fields, parent[where], bad)
+        if rows is None:
+            return good & ~bad
+        (keep, metric, value, step, pre, post_rows), _ = rows
+        lines_ok = good & ~bad
+        keep &= lines_ok[parent[where]]
+        prefix = self._prefixes(text, lines_ok)
+        own, label, epoch = pre
+        rows_at = parent[where][keep]
+        pre_prefix = own[keep]
+        line_prefix = prefix[rows_at]
+        pfx = np.where(pre_prefix >= -1, pre_prefix, line_prefix)  # -2: the line's
+        n = len(rows_at)
+        tp = {"prefix": pfx, "lineno": lineno[rows_at], "seg": seg_at[where][keep],
+              "pattern": np.full(n, self.codes(["tqdm"])[0], dtype=np.int32),
+              "metric": metric[keep], "value": value[keep],
+              "scope": np.full(n, self.codes(["instance"])[0], dtype=np.int32),
+              "step": step[keep], "epoch": epoch[keep], "label": label[keep]}
+        tp["name"] = tp["pattern"]
+        self.tp.append(tp)
+        seg_of, names, vals = post_rows  # per pair: its segment (index into where), name, value
+        take = keep[seg_of]
+        seg_of, names, vals = seg_of[take], names[take], vals[take]
+        if len(seg_of):
+            # the segment's row in tp: its position among the kept segments
+            row = np.cumsum(keep) - 1
+            r = row[seg_of]
+            self.tm.append({"prefix": tp["prefix"][r], "lineno": tp["lineno"][r],
+                            "seg": tp["seg"][r], "pattern": tp["pattern"][r], "name": names,
+                            "value": vals, "step": tp["step"][r], "epoch": tp["epoch"][r]})
+        return lines_ok
+
+    def _rows(self, f: dict[str, pa.Array], line_of: np.ndarray, bad: np.ndarray,
+              ) -> tuple[tuple[Any, ...], np.ndarray] | None:
+        """The row of each matched segment (``keep``: it gives one) and its postfix pairs;
+        lines found unfit here are flagged in ``bad``. None: no segments."""
+        n = len(f["n"])
+        if not n:
+            return None
+        keep = _mask(pc.not_equal(f["rate"], ""))
+        # the rate's unit, once per (scale, unit, per)
+        sig = pc.binary_join_element_wise(f["scale"], f["unit"], f["per"],
+                                         pa.scalar("\x00", f["unit"].type))
+        values, which = _distinct(sig)
+        kinds = [_rate_unit(v) for v in values]
+        metric = np.array([-1 if k is None else self.codes([k[0]])[0] for k in kinds] + [-1],
+                          dtype=np.int32)[which]
+        factor = np.array([1.0 if k is None else k[1] for k in kinds] + [1.0])[which]
+        inverse = np.array([k is not None and k[2] for k in kinds] + [False], dtype=bool)[which]
+        keep &= np.array([k is not None for k in kinds] + [False], dtype=bool)[which]
+        rate = _floats(pc.if_else(pc.equal(f["rate"], ""), "0", f["rate"]))
+        with np.errstate(divide="ignore"):
+            value = np.where(inverse, 1.0 / np.where(rate == 0, 1.0, rate), rate * factor)
+        keep &= ~(inverse & (rate == 0))
+        # the count: an int (ASCII digits; '1.5k' through rules._tqdm_count, an int too)
+        plain = _mask(pc.match_substring_regex(f["n"], _DIGITS))
+        step = np.zeros(n, dtype=np.int64)
+        if plain.any():
+            step[plain] = pc.cast(f["n"].filter(pa.array(plain)), pa.int64()).to_numpy()
+        if not plain.all():
+            odd = np.flatnonzero(~plain)
+            counts = _per_value(f["n"].filter(pa.array(~plain)), _count, object)
+            for i, c in zip(odd.tolist(), counts.tolist(), strict=True):
+                if c is None:
+                    bad[line_of[i]] = True
+                else:
+                    step[i] = c
+        pre = self._pre(f["pre"])
+        post = self._post(f["post"], line_of, bad)
+        return (keep, metric, value, step, pre, post), bad
+
+    def _pre(self, pre: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(own prefix code, -2 for the line's; label code; epoch, NaN for None) of each
+        update, from what precedes its count (:func:`.general._pre_info`, once per text)."""
+        values, which = _distinct(pre)
+        infos = [_pre_info(v) for v in values]
+        own = np.array([-2 if o is None else self.codes([o])[0] for o, _, _ in infos] + [-2],
+                       dtype=np.int32)[which]
+        label = self.codes([lab for _, lab, _ in infos] + [None])[which]
+        epoch = np.array([np.nan if e is None else e for _, _, e in infos] + [np.nan],
+                         dtype=np.float64)[which]
+        return own, label, epoch
+
+    def _post(self, post: pa.Array, line_of: np.ndarray, bad: np.ndarray,
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ``key=value`` pairs of the postfixes: (segment of each, name code, value)."""
+        has = _mask(pc.match_substring(post, "="))
+        none = (np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0))
+        if not has.any():
+            return none
+        segs = np.flatnonzero(has)
+        pieces = pc.split_pattern(post.filter(pa.array(has)), ",")
+        flat = pieces.flatten()
+        owner = segs[np.repeat(np.arange(len(segs)), np.diff(pieces.offsets.to_numpy()))]
+        eq = _mask(pc.match_substring(flat, "="))
+        flat, owner = flat.filter(pa.array(eq)), owner[eq]
+        pairs = pc.extract_regex(flat, _PAIR)
+        ok = _mask(pairs.is_valid())
+        if not ok.all():  # not one plain pair ('name=', 'x=abc'): what rules._POSTFIX finds
+            # in it, once per text; a piece it finds pairs in is left to the scanner
+            empty = _per_value(flat.filter(pa.array(~ok)), _no_pairs)
+            bad[line_of[owner[~ok][~empty]]] = True
+            pairs, owner = pairs.filter(pa.array(ok)), owner[ok]
+        if not len(owner):
+            return none
+        keys = _per_value(pairs.field("key"), rules._snake, object)
+        names = self.codes(keys.tolist())
+        vals = _floats(pairs.field("val"))
+        return owner, names, vals
+
+    def _prefixes(self, text: pa.Array, lines: np.ndarray) -> np.ndarray:
+        """The launcher prefix code of each line (``_split_prefix`` of its text; -1: none)."""
+        heads = pc.utf8_slice_codeunits(text, 0, _HEAD)
+        out = _per_value(heads, _line_prefix, object)
+        codes = np.empty(len(out), dtype=np.int32)
+        for i, p in enumerate(out.tolist()):
+            if p is _LONG:  # the head may cut the prefix: the whole line
+                p = general._split_prefix(text[i].as_py())[0] if lines[i] else None
+            codes[i] = -1 if p is None else self.codes([p])[0]
+        return codes
+
+
+#: _line_prefix of a head that may cut a prefix short
+_LONG = object()
+
+
+def _line_prefix(head: str) -> Any:
+    """The launcher prefix of a line from its first :data:`_HEAD` characters, or
+    :data:`_LONG` when those may cut it (a match, or its start, that reaches their end)."""
+    m = rules.PREFIX.match(head)
+    if len(head) < _HEAD:
+        return general._split_prefix(head)[0]
+    if m is not None and m.end() < _HEAD - 8:
+        return general._split_prefix(head)[0]
+    rest = head.lstrip()
+    if m is None and rest and (rest[0] not in "[0123456789" or any(c.isspace() for c in rest)):
+        return None
+    return _LONG
+
+
+def _no_pairs(piece: str) -> bool:
+    """A piece of a postfix between its commas in which rules._POSTFIX finds no pair (a
+    match never crosses a comma, and the comma or the end after a piece ends a number)."""
+    return not rules._POSTFIX.findall(piece)
+
+
+def _plain_head(part: str) -> bool:
+    """A first ``\\r`` segment that gives nothing (see :func:`.general._tqdm_updates`)."""
+    return "[" not in part and not general._SCAN_TEXT.search(part)
+
+
+def _rate_unit(sig: str) -> tuple[str, float, bool] | None:
+    scale, unit, per = sig.split("\x00")
+    key = (scale, unit, per)
+    if key not in general._UNIT:
+        general._UNIT[key] = rules.rate_unit(*key)
+    return general._UNIT[key]
+
+
+def _count(n: str) -> int | None:
+    """rules._tqdm_count of a count that is not plain digits, when it is an int64."""
+    if n.isdigit():  # more than 18 digits
+        return int(n) if abs(int(n)) < 2**63 else None
+    v = rules._tqdm_count(n)
+    return v if isinstance(v, int) and abs(v) < 2**63 else None
+
+
+def _pre_info(pre: str) -> tuple[str | None, str | None, float | None]:
+    info = general._PRE.get(pre)
+    return info if info is not None else general._pre_info(pre)
+
+
+def _distinct(arr: pa.Array) -> tuple[list[Any], np.ndarray]:
+    """The distinct values of ``arr`` and the index of each element's (nulls: the last + 1)."""
+    enc = pc.dictionary_encode(arr)
+    if isinstance(enc, pa.ChunkedArray):
+        enc = enc.combine_chunks()
+    values = enc.dictionary.to_pylist()
+    which = pc.fill_null(enc.indices, len(values)).to_numpy(zero_copy_only=False)
+    return values, which
+
+
+def _per_value(arr: pa.Array, func: Any, dtype: Any = bool) -> np.ndarray:
+    """``func`` of each value of ``arr``, called once per distinct value."""
+    enc = pc.dictionary_encode(arr)
+    if isinstance(enc, pa.ChunkedArray):
+        enc = enc.combine_chunks()
+    values = [func(v) for v in enc.dictionary.to_pylist()]
+    table = np.empty(len(values), dtype=dtype)
+    table[:] = values if dtype is not object else _objects(values)
+    return table[enc.indices.to_numpy(zero_copy_only=False)]
+
+
+def _floats(arr: pa.Array) -> np.ndarray:
+    """Python's ``float`` of each text of ``arr`` (numbers of :data:`.rules.NUM`): Arrow's
+    parse, correctly rounded as Python's is; once per distinct text where Arrow refuses one."""
+    try:
+        return np.asarray(pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return _per_value(arr, float, np.float64)
+
+
+def _objects(values: list[Any]) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = v
+    return out
+
+
+def _mask(arr: Any) -> np.ndarray:
+    """A boolean array as numpy (null: False)."""
+    return np.asarray(pc.fill_null(arr, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _after_megatron(buf: Any, start: int, end: int) -> np.ndarray:
+    """(start, end) byte ranges of the 3 lines after each line holding ``per iteration``
+    (the scanner may join them to it: ``_Scanner._continuation``), sorted and merged."""
+    out: list[list[int]] = []
+    pos = buf.find(b"per iteration", start, end)
+    while pos >= 0:
+        nl = buf.find(b"\n", pos, end)
+        if nl < 0:
+            break
+        stop = nl
+        for _ in range(3):
+            nxt = buf.find(b"\n", stop + 1, end)
+            stop = nxt if nxt >= 0 else end
+            if nxt < 0:
+                break
+        if out and nl + 1 <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], stop + 1)
+        else:
+            out.append([nl + 1, stop + 1])
+        pos = buf.find(b"per iteration", nl + 1, end)
+    return np.array(out, dtype=np.int64).reshape(-1, 2)
+
+
+def _inside(points: np.ndarray, ranges: np.ndarray) -> np.ndarray:
+    """Whether each point lies in one of the sorted, non-overlapping ``ranges``."""
+    k = np.searchsorted(ranges[:, 0], points, side="right") - 1
+    return (k >= 0) & (points < ranges[np.maximum(k, 0), 1])
+
+
+# --- the frame -------------------------------------------------------------------------------
+
+def frame(rows: list[tuple[Any, ...]], found: Found | None, table: str,
+          columns: tuple[str, ...]) -> pd.DataFrame:
+    """The scanner's rows (``rows``, tuples) and the rows of ``found`` (``table``: "tp" or
+    "tm") as the frame ``pd.DataFrame.from_records`` makes of all of them in line order
+    (the general engine's): the same values and dtypes, strings as categoricals."""
+    chunks = [] if found is None else getattr(found, table)
+    py = _records(rows, columns)
+    if not chunks or not sum(len(c["lineno"]) for c in chunks):
+        return py
+    vec = {c: np.concatenate([ch[c] for ch in chunks]) for c in columns}
+    chunks.clear()
+    assert found is not None
+    cats = pd.Index(list(found.strings), dtype=object)
+    strings = TP_STRINGS if table == "tp" else TM_STRINGS
+    data: dict[str, Any] = {}
+    for col in columns:
+        if col in strings:
+            data[col] = _strings(py[col] if len(py) else None, vec.pop(col), found, cats)
+        else:
+            data[col] = _numbers(py[col] if len(py) else None, vec.pop(col), col)
+    out = pd.DataFrame(data, copy=False)
+    if len(py):
+        order = np.argsort(out["lineno"].to_numpy(), kind="stable")
+        if (order != np.arange(len(order))).any():
+            out = out.take(order).reset_index(drop=True)
+    return out
+
+
+def _records(rows: list[tuple[Any, ...]], columns: tuple[str, ...]) -> pd.DataFrame:
+    """``pd.DataFrame.from_records``, also where pandas 2 raises on an int past a float's range
+    among floats (kept as objects, as pandas 3 keeps it, for the reader's checks to make
+    missing with a problem)."""
+    try:
+        return pd.DataFrame.from_records(rows, columns=list(columns))
+    except OverflowError:
+        cols = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
+        return pd.DataFrame({name: pd.Series(list(col), dtype=object)
+                             for name, col in zip(columns, cols, strict=True)})
+
+
+def _strings(py: pd.Series | None, codes: np.ndarray, found: Found, cats: pd.Index) -> Any:
+    """A string column: the scanner's strings then the codes, as a categorical (all missing:
+    objects, None, as from_records makes them)."""
+    if py is not None:
+        values, uniques = pd.factorize(py.to_numpy(dtype=object))
+        lookup = np.append(found.codes(list(uniques)), -1).astype(np.int32)
+        codes = np.concatenate([lookup[values], codes])
+        cats = pd.Index(list(found.strings), dtype=object)
+    if (codes < 0).all():
+        return np.full(len(codes), None, dtype=object)
+    return pd.Categorical.from_codes(codes, categories=cats)
+
+
+def _numbers(py: pd.Series | None, vec: np.ndarray, col: str) -> Any:
+    """A number column: the scanner's values then ``vec`` (epochs: NaN for None), with the
+    dtype from_records gives the values of both."""
+    if col == "epoch" and np.isnan(vec).all():  # all None
+        vec_kind: Any = None
+    else:
+        vec_kind = vec.dtype
+    if py is None:
+        return np.full(len(vec), None, dtype=object) if vec_kind is None else vec
+    p = py.to_numpy()
+    p_none = p.dtype == object and py.isna().all()
+    if vec_kind is None:
+        if p_none:
+            return np.full(len(p) + len(vec), None, dtype=object)
+        if p.dtype == np.float64:
+            return np.concatenate([p, vec])
+    elif p_none or p.dtype == np.float64 or (p.dtype == np.int64 and vec.dtype != np.int64):
+        head = np.full(len(p), np.nan) if p_none else p.astype(np.float64)
+        return np.concatenate([head, vec.astype(np.float64)])
+    elif p.dtype == vec.dtype:
+        return np.concatenate([p, vec])
+    # anything else (Python ints past int64, objects): as from_records infers the values
+    objs = list(py.astype(object)) + ([None] * len(vec) if vec_kind is None else vec.tolist())
+    return _records([(v,) for v in objs], (col,))[col].array

@@ -1,18 +1,15 @@
 """The trainlog format's general engine: the scanner, in Python, correct on any text.
 
 One pass over a buffer (:class:`_Scanner`): find the keywords, cut the segment around each
-hit, resolve the launcher prefix, run the recognisers of :mod:`.rules`. Lines made only of
-``\\r``-separated tqdm updates go first to the fast engine's C reader when the scanner is
-given one (:mod:`.fast`), which declines any line it is unsure of; this module reads the rest
-(and everything under ``engine="general"``). With that reader the loop itself runs in C too
-(:data:`C_SCANS`: the same RE2 matcher, newline counts, tqdm lines, SambaFlow and loss lines
-of plain ASCII) and hands every other keyword back to the Python loop. Ranges, holes, cut
-numbers and the tables are :mod:`.read`'s.
+hit, resolve the launcher prefix, run the recognisers of :mod:`.rules`. Under the fast engine
+the lines made only of ``\\r``-separated tqdm updates are read first, all at once
+(:class:`.fast.Found`, which declines any line it is unsure of), and the loop passes over
+them; this module reads the rest (and everything under ``engine="general"``). Ranges, holes,
+cut numbers and the tables are :mod:`.read`'s.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable
 from typing import Any
@@ -23,18 +20,6 @@ from ...errors import Problem
 from . import KEYWORDS, rules
 from . import RE_ENGINE as _re_engine
 from . import SCAN as _SCAN
-
-#: the fast engine's reader of one line of tqdm updates: (raw, whole_start, line, start, rows)
-#: -> True when it added the line's rows, False (adding nothing) when it declines
-CrLine = Callable[[bytes, bool, int, int, rules.Rows], bool]
-#: the fast engine's scan loop, by its reader of tqdm lines (registered by :mod:`.fast`):
-#: ``scan(buf, pos, end, start, counted, line, rows) -> (hit, line, counted)`` reads the lines
-#: of keywords from ``pos`` on that it is sure of (``\r`` lines with ``cr_line``, SambaFlow and
-#: loss lines) and returns at the first keyword it leaves to this loop (-1: none left)
-CScan = Callable[[Any, int, int, int, int, int, rules.Rows], tuple[int, int, int]]
-#: ... with the recogniser tables it was configured from: it is used only while
-#: ``rules.SPECIFIC`` and ``rules.FALLBACK`` are still those very tables
-C_SCANS: dict[CrLine, tuple[CScan, Any, Any]] = {}
 
 #: how far to look for a line or segment boundary before giving up (very long lines)
 WINDOW = 1 << 16
@@ -56,12 +41,12 @@ class _Scanner:
 
     def __init__(self, buf: Any, name: str, rows: rules.Rows, problems: list[Problem],
                  start: int, end: int, line: int = 1, eof: int | None = None,
-                 cr_line: CrLine | None = None) -> None:
+                 found: Any = None) -> None:
         """Scan ``buf[start:end]``; ``start`` is the start of line ``line``. ``eof``: where
-        the file ends, when the scan stops short of it (before a cut number). ``cr_line``:
-        the fast engine's reader of tqdm lines (:data:`.fast.CR_LINE`), tried before the
-        Python one; None reads every line in Python."""
-        self.cr_line = cr_line
+        the file ends, when the scan stops short of it (before a cut number). ``found``: the
+        fast engine's :class:`.fast.Found`, which reads the lines of tqdm updates first (the
+        loop passes over those it read); None reads every line here."""
+        self.found = found
         self.buf, self.name, self.rows, self.problems = buf, name, rows, problems
         self.start, self.n = start, end
         self.eof = end if eof is None else eof
@@ -80,16 +65,22 @@ class _Scanner:
         rfind, find = buf.rfind, buf.find
         line, counted, next_free = self.line0, start, start
         hit = _keyword_finder()
-        entry = C_SCANS.get(self.cr_line) if self.cr_line is not None else None
-        c_scan = entry[0] if entry is not None and entry[1] is rules.SPECIFIC \
-            and entry[2] is rules.FALLBACK else None
+        # the lines the fast engine read: (start, end) each; the loop searches the gaps
+        skip_starts: Any = ()
+        skip_ends: Any = ()
+        if self.found is not None:
+            skip_starts, skip_ends = self.found.read(buf, start, n, self.line0)
+        skips, k = len(skip_starts), 0
+        limit = int(skip_starts[0]) if skips else n
         while True:
-            if c_scan is not None:  # the lines it reads, in C; it stops at any other hit
-                pos, line, counted = c_scan(buf, next_free, n, start, counted, line, rows)
-            else:
-                pos = hit(buf, next_free, n)
+            pos = hit(buf, next_free, limit) if next_free < limit else -1
             if pos < 0:
-                break
+                if k >= skips:
+                    break
+                next_free = max(next_free, int(skip_ends[k]))  # the '\n' of a line read
+                k += 1
+                limit = int(skip_starts[k]) if k < skips else n
+                continue
             if pos - counted < _NP_COUNT_MIN:  # the usual gap: a line or a few (no call)
                 line += buf[counted:pos].count(b"\n")
             else:
@@ -132,11 +123,7 @@ class _Scanner:
         if line_end < self.n and buf[line_end:line_end + 1] != b"\n":
             cut = buf.rfind(b"\r", pos, line_end)
             line_end = cut if cut > pos else line_end
-        raw = buf[line_start:line_end]
-        if self.cr_line is not None and self.cr_line(raw, whole_start, line, line_start,
-                                                       self.rows):
-            return line_end  # the lines below, in C (_tqdm_fast.c); it declines when unsure
-        text = self._decode(raw)
+        text = self._decode(buf[line_start:line_end])
         line_prefix = _split_prefix(text)[0] if whole_start else None
         if "<std" not in text and _tqdm_updates(text, line_prefix, line, line_start, self.rows):
             return line_end
@@ -309,110 +296,6 @@ def re2_match(pattern: Any = _SCAN) -> tuple[Any, Any] | None:
     if regexp is None or anchor is None:
         return None
     return regexp.Match, anchor
-
-
-def scan_literals() -> tuple[bytes, ...]:
-    """The keywords of :data:`KEYWORDS` that are plain literals (every part of the pattern a
-    literal character, as Python's own parser of patterns reads it), for the C scan: a
-    ``\\r`` line holding one holds a keyword (:func:`_tqdm_fast.configure_literals`)."""
-    parser = getattr(re, "_parser", None) or importlib.import_module("sre_parse")
-    out = []
-    for keyword in KEYWORDS:
-        parsed = list(parser.parse(keyword.decode("ascii")))
-        if parsed and all(str(op) == "LITERAL" for op, _ in parsed):
-            out.append(bytes(v for _, v in parsed))
-    return tuple(sorted(out, key=lambda k: b"/s" not in k and b"s/" not in k))  # tqdm's first
-
-
-def required_literals() -> tuple[bytes, ...] | None:
-    """Literals such that every match of every keyword of :data:`KEYWORDS` holds one of
-    them, reached from the match's start over characters none of which can be a ``\n``
-    (so a line, between two ``\n``, that holds none of them holds no keyword's start:
-    the C scan passes over such lines without calling the matcher,
-    :func:`_tqdm_fast.configure_required`). None when a keyword has no such literal of two
-    characters or more (or holds flags): the scan then calls the matcher for every line."""
-    out: set[str] = set()
-    for keyword in KEYWORDS:
-        found = _required_of(keyword.decode("ascii"))
-        if found is None:
-            return None
-        out |= found
-    return tuple(sorted(w.encode("ascii") for w in out))
-
-
-def _required_of(pattern: str) -> set[str] | None:
-    """The required literals of one pattern (see :func:`required_literals`), or None."""
-    parser = getattr(re, "_parser", None) or importlib.import_module("sre_parse")
-    parsed = parser.parse(pattern)
-    if parsed.state.flags & (re.IGNORECASE | re.DOTALL):  # '(?i)', '(?s)' for the whole
-        return None
-    return _required(list(parsed))
-
-
-def _required(items: list[Any]) -> set[str] | None:
-    """The required literals of a parsed pattern (see :func:`required_literals`), or None."""
-    run = ""
-    for op, av in items:
-        name = str(op)
-        if name == "LITERAL" and av != 10:
-            run += chr(av)
-            continue
-        if len(run) >= 2:
-            return {run}
-        run = ""
-        if name == "BRANCH":  # each alternative holds one of its own
-            out: set[str] = set()
-            for branch in av[1]:
-                found = _required(list(branch))
-                if found is None:
-                    return None
-                out |= found
-            return out
-        if name == "SUBPATTERN":
-            _group, add_flags, del_flags, sub = av
-            return None if add_flags or del_flags else _required(list(sub))
-        if not _newline_free(name, av):
-            return None
-    return {run} if len(run) >= 2 else None
-
-
-def _newline_free(name: str, av: Any) -> bool:
-    """Whether a parsed pattern element can match no ``\n`` (zero-width ones included)."""
-    if name in ("AT", "ANY"):  # '.' matches no newline (no DOTALL: flags bail out above)
-        return True
-    if name == "NOT_LITERAL":
-        return bool(av == 10)
-    if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-        return all(_newline_free(str(op), sub) for op, sub in av[2])
-    if name == "IN":
-        for op, v in av:
-            kind = str(op)
-            if kind == "LITERAL" and v != 10:
-                continue
-            if kind == "RANGE" and not v[0] <= 10 <= v[1]:
-                continue
-            if kind == "CATEGORY" and str(v) in ("CATEGORY_DIGIT", "CATEGORY_WORD"):
-                continue
-            return False
-        return True
-    return False
-
-
-def c_plain_guards() -> tuple[tuple[bytes, ...], bytes, bytes] | None:
-    """For the C scan's plain lines: (every guard of :data:`rules.SPECIFIC` but sambaflow's,
-    and generic_rate's: a line holding one is left to :func:`_recognise`), sambaflow's guard,
-    generic_loss's guard. With none of the first, ``_recognise`` can only run
-    ``rules.sambaflow`` and then ``rules.generic_loss``, which the C code reads. None when
-    the tables are not laid out as that C code knows them (then the C loop is not used)."""
-    samba = [guards for guards, rec in rules.SPECIFIC if rec is rules.sambaflow]
-    fallback = [(rec, guards) for guards, rec in rules.FALLBACK]
-    if len(samba) != 1 or len(samba[0]) != 1 or [rec for rec, _ in fallback] != [
-            rules.generic_rate, rules.generic_loss] or len(fallback[1][1]) != 1:
-        return None
-    declines = [g for guards, rec in rules.SPECIFIC if rec is not rules.sambaflow for g in guards]
-    declines += fallback[0][1]
-    return (tuple(g.encode() for g in declines), samba[0][0].encode(),
-            fallback[1][1][0].encode())
 
 
 def _keyword_finder() -> Callable[[Any, int, int], int]:

@@ -43,29 +43,26 @@ PARALLEL_BYTES = 128 << 20
 RANGE_BYTES = 64 << 20
 
 
-@memory.small_pages()
 def parse(source: Source, *, engine: str = "auto", executor: Executor | None = None,
           ) -> ParseResult:
     """Parse one training log into ``throughput`` and ``train_metrics``.
 
-    ``engine``: "fast" (and "auto") reads lines of tqdm updates with the C extension
-    (:mod:`.fast`) where it is built (and ``DPTRACE_PURE_PYTHON`` is not set), which
-    declines to the Python reader on any line it is unsure of; "general" reads every line
-    in Python. Both give the same rows and problems. ``executor`` (the loader's; default:
-    :func:`dptrace.executor.resolve`) scans a log of :data:`PARALLEL_BYTES` or more in
-    ranges of lines when it has several workers. numpy's arrays are made without huge-page
-    advice (:func:`dptrace.memory.small_pages`), here and in the workers."""
-    use_c = engine != "general"
+    ``engine``: "fast" (and "auto") reads the lines of tqdm updates all at once with
+    pyarrow.compute (:mod:`.fast`), which declines to the Python reader any line it is
+    unsure of; "general" reads every line in Python. Both give the same rows and problems.
+    ``executor`` (the loader's; default: :func:`dptrace.executor.resolve`) scans a log of
+    :data:`PARALLEL_BYTES` or more in ranges of lines when it has several workers."""
+    use_fast = engine != "general"
     executor = executor if executor is not None else resolve()
     problems: list[Problem] = []
     with source.buffer(problems) as buf:
         n = len(buf)
         if n >= PARALLEL_BYTES and executor.workers > 1:
-            parts = _scan_parallel(buf, source.name, use_c, executor)
+            parts = _scan_parallel(buf, source.name, use_fast, executor)
             if all(isinstance(p, _Done) for p in parts):
                 return _joined(buf, source.name, parts, problems)  # type: ignore[arg-type]
         else:
-            parts = [_scan_range(buf, source.name, 0, n, last=True, use_c=use_c)]
+            parts = [_scan_range(buf, source.name, 0, n, last=True, use_fast=use_fast)]
         tp, tm, headers = _merge(parts, problems)  # type: ignore[arg-type]
         del parts  # merged: the ranges' frames can go
         _flag_cut_number(buf, source.name, problems)
@@ -90,30 +87,26 @@ _Header = tuple[str | None, int, str]
 _Part = tuple[pd.DataFrame, pd.DataFrame, list[Problem], int, list[_Header]]
 
 
-def _cr_line(use_c: bool) -> general.CrLine | None:
-    """The fast engine's reader of tqdm lines when ``use_c`` and it is there; else None."""
-    return fast._FAST if use_c else None
-
-
 def _scan_range(buf: Any, name: str, start: int, end: int, last: bool,
-                use_c: bool = True) -> _Part:
+                use_fast: bool = True) -> _Part:
     """Scan ``buf[start:end]`` (which starts at a line start) into frames with local line numbers.
 
     Returns the two frames, the problems, and the number of newlines in the range. When
     the range ends the file without a newline, a number that touches the end is cut short
     (a killed job, a truncated copy): the scan stops before it (see :func:`_cut_number`).
     """
-    rows = (fast.new_rows() if _cr_line(use_c) else None) or rules.Rows()
+    rows = rules.Rows()
+    found = fast.Found() if use_fast else None
     problems: list[Problem] = []
     if buf.find(b"\0", start, end) < 0:  # one memchr pass; holes of NULs are rare
         stop = _cut_number(buf, start, end) if last else end
-        scanner = _Scanner(buf, name, rows, problems, start, stop, eof=end,
-                           cr_line=_cr_line(use_c))
+        scanner = _Scanner(buf, name, rows, problems, start, stop, eof=end, found=found)
         scanner.run(last)
         newlines = scanner.newlines
     else:
-        newlines = _scan_around_holes(buf, name, rows, problems, start, end, last, use_c)
-    tp, tm = fast.frame(rows.tp, rules.TP_COLS), fast.frame(rows.tm, rules.TM_COLS)
+        newlines = _scan_around_holes(buf, name, rows, problems, start, end, last, found)
+    tp = fast.frame(rows.tp, found, "tp", rules.TP_COLS)
+    tm = fast.frame(rows.tm, found, "tm", rules.TM_COLS)
     return tp, tm, problems, newlines, list(getattr(rows, "headers", ()))
 
 
@@ -146,7 +139,8 @@ def _cut_number(buf: Any, start: int, end: int) -> int:
 
 
 def _scan_around_holes(buf: Any, name: str, rows: rules.Rows, problems: list[Problem],
-                       start: int, end: int, last: bool, use_c: bool = True) -> int:
+                       start: int, end: int, last: bool, found: fast.Found | None = None,
+                       ) -> int:
     """Scan the text between the holes of NUL bytes in ``buf[start:end]`` and flag each hole.
 
     A hole is data the file lost (a node crashed while writing; Lustre pads such a file
@@ -154,12 +148,12 @@ def _scan_around_holes(buf: Any, name: str, rows: rules.Rows, problems: list[Pro
     at the end of a file); the rest of the line after it is not read: its start, with the
     launcher prefix and the key of any number on it, is lost. Returns the range's newlines.
     """
-    found: list[Problem] = []  # the pieces' own problems: the first of each kind is kept
+    seen_problems: list[Problem] = []  # the pieces' own problems: the first of each kind
     line, pos = 1, start
     holes = _holes(buf, start, end)
     for k, (lo, hi, nuls) in enumerate(holes):
-        scanner = _Scanner(buf, name, rows, found, pos, _cut_number(buf, pos, lo), line=line,
-                           cr_line=_cr_line(use_c))
+        scanner = _Scanner(buf, name, rows, seen_problems, pos, _cut_number(buf, pos, lo),
+                           line=line, found=found)
         scanner.run(last=False)
         line += scanner.newlines  # the hole's line: it holds no newline (see _holes)
         if k < MAX_HOLES:
@@ -173,13 +167,13 @@ def _scan_around_holes(buf: Any, name: str, rows: rules.Rows, problems: list[Pro
             break
         line, pos = line + 1, hi + 1
     else:
-        scanner = _Scanner(buf, name, rows, found, pos,
+        scanner = _Scanner(buf, name, rows, seen_problems, pos,
                            _cut_number(buf, pos, end) if last else end, line=line, eof=end,
-                           cr_line=_cr_line(use_c))
+                           found=found)
         scanner.run(last)
         newlines = line - 1 + scanner.newlines
     seen: set[str] = set()
-    for p in found:
+    for p in seen_problems:
         if p.message not in seen:
             seen.add(p.message)
             problems.append(p)
@@ -260,7 +254,7 @@ def _flag_cut_number(buf: Any, name: str, problems: list[Problem]) -> None:
 def _rows_between(buf: Any, name: str, start: int, end: int) -> list[tuple[str, str, str]]:
     """The rows the recognisers find in ``buf[start:end]``, as (table, name, value) texts."""
     rows = rules.Rows()
-    _Scanner(buf, name, rows, [], start, end, cr_line=_cr_line(True)).run(last=False)
+    _Scanner(buf, name, rows, [], start, end).run(last=False)
     return [(kind, str(r[4]), repr(r[6] if kind == "tp" else r[5]))
             for kind, found in (("tp", rows.tp), ("tm", rows.tm)) for r in found]
 
@@ -281,12 +275,11 @@ class _Done:
         self.counts = counts
 
 
-@memory.small_pages()
 def _scan_forked(bounds: tuple[int, int, bool, bool]) -> _Part | _Done | None:
     assert _FORKED is not None
-    buf, name, use_c = _FORKED
+    buf, name, use_fast = _FORKED
     start, end, last, finish = bounds
-    part = _scan_range(buf, name, start, end, last, use_c=use_c)
+    part = _scan_range(buf, name, start, end, last, use_fast=use_fast)
     return _finish_range(buf, name, part) if finish else part
 
 
@@ -554,7 +547,7 @@ def _join_categoricals(columns: list[pd.Categorical], bounds: np.ndarray) -> pd.
     return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(cats, columns[0].ordered))
 
 
-def _scan_parallel(buf: Any, name: str, use_c: bool, executor: Executor,
+def _scan_parallel(buf: Any, name: str, use_fast: bool, executor: Executor,
                    ) -> list[_Part] | list[_Done]:
     """Split at line boundaries into ranges (one per worker, or a multiple of the workers of
     at most about RANGE_BYTES each), scan them with ``executor`` (forked processes inherit
@@ -567,7 +560,7 @@ def _scan_parallel(buf: Any, name: str, use_c: bool, executor: Executor,
     ranges = workers * max(1, -(-n // (workers * RANGE_BYTES)))
     cuts = general.line_cuts(buf, ranges)
     bounds = [(cuts[i], cuts[i + 1], i == ranges - 1, True) for i in range(ranges)]
-    _FORKED = (buf, name, use_c)
+    _FORKED = (buf, name, use_fast)
     parts: list[Any] = []
     try:
         for (_, end, _, _), part in zip(bounds, executor.map(_scan_forked, bounds),
