@@ -269,7 +269,7 @@ def _import_spec(name: str) -> None:
     """Register one format's spec; if even that cannot be imported, its inputs stay
     unrecognised (:func:`detect` names why)."""
     try:
-        spec = importlib.import_module(f"{formats.__name__}.{name}").SPEC
+        spec = importlib.import_module(formats.module(name)).SPEC
     except Exception as exc:  # any import-time failure: ImportError, a broken extension, ...
         UNAVAILABLE[name] = f"{type(exc).__name__}: {exc}"
         return
@@ -284,7 +284,7 @@ def reader(name: str) -> ModuleType | None:
     first use; None when its import fails (the error is kept in :data:`UNAVAILABLE`)."""
     if name not in _READERS:
         try:
-            _READERS[name] = importlib.import_module(f"{formats.__name__}.{name}.read")
+            _READERS[name] = importlib.import_module(f"{formats.module(name)}.read")
         except Exception as exc:  # any import-time failure: ImportError, a broken extension
             UNAVAILABLE[name] = f"{type(exc).__name__}: {exc}"
             _READERS[name] = None

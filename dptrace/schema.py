@@ -142,7 +142,7 @@ def tables() -> dict[str, Table]:
             # a format whose package does not import has no tables to register (the
             # registry names the error: registry.UNAVAILABLE); the others still do
             with contextlib.suppress(Exception):
-                importlib.import_module(f"{formats.__name__}.{name}.tables")
+                importlib.import_module(f"{formats.module(name)}.tables")
     return _TABLES
 
 

@@ -32,6 +32,10 @@ from dptrace.analysis import job
 from dptrace.analysis import throughput as thr
 from dptrace.analysis import tiles as tl
 from dptrace.findings import Finding, build, frame, rules
+from dptrace.formats.horovod import findings as horovod_findings
+from dptrace.formats.mpitrace import findings as mpitrace_findings
+from dptrace.formats.sntilestat import findings as sntilestat_findings
+from dptrace.formats.trainlog import findings as trainlog_findings
 from dptrace.reports.model import Section
 from dptrace.reports.sections.findings import build as findings_section
 from dptrace.reports.terminal.findings import draw_findings as draw
@@ -370,9 +374,9 @@ def test_real_data_has_every_kind():
     # no real input has two sources naming one rank (a Horovod timeline or per-rank throughput
     # lines that single out the rank mpitrace names): cross_source_straggler is tested on
     # real findings of two inputs in tests/test_findings_straggler.py
-    missing = set(rules.KINDS) - kinds - {"truncated_input", "nccl_no_gdrdma"} \
+    missing = set(rules.kinds()) - kinds - {"truncated_input", "nccl_no_gdrdma"} \
         if not REAL.exists() else \
-        set(rules.KINDS) - kinds
+        set(rules.kinds()) - kinds
     missing -= {"cross_source_straggler"}
     missing -= {"nccl_mixed_networks", "nccl_error"}
     # PyTorch profiler traces are not among DIRS: collective_straggler is tested on the
@@ -526,7 +530,7 @@ def _tp(values: list[float], steps: int = 1) -> pd.DataFrame:
 
 @pytest.mark.parametrize("slow,fires", [(94.9, True), (95.1, False), (100.0, False)])
 def test_throughput_straggler_is_5_pct_below_median(slow, fires):
-    found = rules.throughput_stragglers(thr.per_instance(_tp([100.0, 100.0, 100.0, slow])))
+    found = trainlog_findings.throughput_stragglers(thr.per_instance(_tp([100.0, 100.0, 100.0, slow])))
     assert bool(found) is fires
     if fires:
         f = found[0]
@@ -538,7 +542,7 @@ def test_throughput_straggler_is_5_pct_below_median(slow, fires):
 
 
 def test_throughput_straggler_one_finding_per_series_naming_the_slowest():
-    found = rules.throughput_stragglers(thr.per_instance(_tp([100.0, 100.0, 90.0, 80.0, 100.0])))
+    found = trainlog_findings.throughput_stragglers(thr.per_instance(_tp([100.0, 100.0, 90.0, 80.0, 100.0])))
     assert len(found) == 1 and found[0].subject == "instance 3"
     assert "2 instances more than 5% below" in found[0].message
 
@@ -554,7 +558,7 @@ def test_files_disagree_beyond_the_tables_rounding(diff, fires):
         {"rank": 1, "origin": "own", "comm_time_s": 1.0, "elapsed_s": 10.0},
         {"rank": 1, "origin": "rank0_table", "comm_time_s": 1.0, "elapsed_s": 10.0 + diff},
     ])
-    found = rules.files_disagree(comm.rank_times(ranks))
+    found = mpitrace_findings.files_disagree(comm.rank_times(ranks))
     assert bool(found) is fires
     if fires:
         assert found[0].severity == "critical" and found[0].subject == "job 7"
@@ -565,7 +569,7 @@ def test_files_disagree_beyond_the_tables_rounding(diff, fires):
 def test_role_claimed_twice(claims, fires):
     ranks = _mpi_ranks([{"rank": r, "origin": "own", "comm_time_s": 1.0, "elapsed_s": 2.0,
                          "comm_role": "maximum"} for r in range(claims)])
-    found = rules.role_claimed_twice(ranks)
+    found = mpitrace_findings.role_claimed_twice(ranks)
     assert bool(found) is fires
     if fires:
         assert "2 rank files say they had the maximum" in found[0].message
@@ -575,7 +579,7 @@ def test_role_claimed_twice(claims, fires):
 def test_ranks_missing(listed, fires):
     ranks = _mpi_ranks([{"rank": r, "origin": "rank0_table", "comm_time_s": 1.0,
                          "elapsed_s": 2.0} for r in range(listed)])
-    found = rules.ranks_missing(comm.rank_times(ranks))
+    found = mpitrace_findings.ranks_missing(comm.rank_times(ranks))
     assert bool(found) is fires
     if fires:
         assert "lists 3 of 4 ranks" in found[0].message
@@ -587,7 +591,7 @@ def test_small_message_allreduce_above_half_the_mpi_time(share, fires):
     small = pd.DataFrame({"job": ["9"], "ranks": [2], "mpi_time_s": [10.0],
                           "small_time_s": [10.0 * share], "small_calls": [1234],
                           "small_share": [share]})
-    found = rules.small_message_allreduce(small)
+    found = mpitrace_findings.small_message_allreduce(small)
     assert bool(found) is fires
     if fires:
         f = found[0]
@@ -604,8 +608,8 @@ def test_small_messages_bins_up_to_64_bytes():
         r = pd.DataFrame({"job": ["1"], "rank": [0], "routine": ["MPI_Allreduce"],
                           "time_s": [10.0]})
         return comm.small_messages(m, r)
-    assert rules.small_message_allreduce(job(64))
-    assert not rules.small_message_allreduce(job(128))
+    assert mpitrace_findings.small_message_allreduce(job(64))
+    assert not mpitrace_findings.small_message_allreduce(job(128))
 
 
 def _runs(**kw) -> pd.DataFrame:
@@ -615,10 +619,10 @@ def _runs(**kw) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("rule,fire,quiet,kind,severity", [
-    (rules.truncated_input, {"truncated": True}, {}, "truncated_input", "warning"),
-    (rules.open_intervals, {"open_intervals": 1}, {}, "open_intervals", "warning"),
-    (rules.unmatched_ends, {"unmatched_ends": 1}, {}, "unmatched_ends", "info"),
-    (rules.cached_negotiations, {"negotiations_with_ticks": 9}, {"negotiations": 0,
+    (horovod_findings.truncated_input, {"truncated": True}, {}, "truncated_input", "warning"),
+    (horovod_findings.open_intervals, {"open_intervals": 1}, {}, "open_intervals", "warning"),
+    (horovod_findings.unmatched_ends, {"unmatched_ends": 1}, {}, "unmatched_ends", "info"),
+    (horovod_findings.cached_negotiations, {"negotiations_with_ticks": 9}, {"negotiations": 0,
                                                                "negotiations_with_ticks": 0},
      "cached_negotiations", "info"),
 ])
@@ -649,7 +653,7 @@ def _phases(shares: list[float], n: int = 100, phase: str = "steady") -> pd.Data
 def test_negotiation_straggler_waited_for_in_half_and_alone(shares, fires):
     """A rank waited for in >= 50% of the steady state and more often than any other: a 0.5
     / 0.5 tie names neither (one run never names two ranks), one rank compared names none."""
-    found = rules.negotiation_stragglers(_phases(shares))
+    found = horovod_findings.negotiation_stragglers(_phases(shares))
     assert [f.rank for f in found] == fires
     for f in found:
         assert (f.kind, f.scope, f.threshold) == ("negotiation_straggler", "rank", 50.0)
@@ -662,16 +666,16 @@ def test_negotiation_straggler_needs_10_steady_negotiations(n, fires):
     """Fewer than 10 compared steady-state negotiations name nobody; with start-up ticks
     beside them, the timeline is said to be unjudged."""
     steady = _phases([1.0, 0.0], n)
-    found = rules.negotiation_stragglers(steady)
+    found = horovod_findings.negotiation_stragglers(steady)
     assert [f.kind for f in found] == (["negotiation_straggler"] if fires else [])
     both = pd.concat([_phases([1.0, 0.0], 21, "startup"), steady], ignore_index=True)
-    kinds = [f.kind for f in rules.negotiation_stragglers(both)]
+    kinds = [f.kind for f in horovod_findings.negotiation_stragglers(both)]
     assert kinds == (["negotiation_straggler"] if fires else ["unjudged_negotiations"])
 
 
 def test_start_up_alone_is_never_judged():
     """Rank 0 last in every start-up negotiation: no straggler, an info finding that says so."""
-    found = rules.negotiation_stragglers(_phases([1.0, 0.0], 21, "startup"))
+    found = horovod_findings.negotiation_stragglers(_phases([1.0, 0.0], 21, "startup"))
     assert [(f.kind, f.severity, f.scope, f.subject) for f in found] == [
         ("unjudged_negotiations", "info", "input", "t.json")]
     assert "At start-up rank 0 was last in 21 of 21" in found[0].message
@@ -686,7 +690,7 @@ def _tiles(rows: list[dict]) -> pd.DataFrame:
 def test_idle_tiles_at_999_pct_without_a_pid(idle_pct, fires):
     tiles = _tiles([{"tile": 0, "idle_pct": idle_pct},
                     {"tile": 1, "idle_pct": 0.0, "exec_pct": 90.0, "pid": 42}])
-    found = rules.idle_tiles(tl.idle_tiles(tiles))
+    found = sntilestat_findings.idle_tiles(tl.idle_tiles(tiles))
     assert bool(found) is fires
     if fires:
         assert found[0].message.startswith("1 tile(s) of cap were idle in every snapshot")
@@ -695,14 +699,14 @@ def test_idle_tiles_at_999_pct_without_a_pid(idle_pct, fires):
 def test_idle_tiles_only_when_idle_in_every_snapshot():
     tiles = _tiles([{"tile": 0, "idle_pct": 100.0},
                     {"tile": 0, "snapshot": 1, "idle_pct": 0.0, "exec_pct": 50.0, "pid": 7}])
-    assert not rules.idle_tiles(tl.idle_tiles(tiles))
+    assert not sntilestat_findings.idle_tiles(tl.idle_tiles(tiles))
 
 
 @pytest.mark.parametrize("pids,fires", [([1, 2, 3], True), ([1], False)])
 def test_lowest_exec_instance_needs_two_instances(pids, fires):
     tiles = _tiles([{"tile": i, "idle_pct": 0.0, "exec_pct": 50.0 + 10 * i, "pid": p}
                     for i, p in enumerate(pids)])
-    found = rules.lowest_exec_instance(tl.instances(tiles))
+    found = sntilestat_findings.lowest_exec_instance(tl.instances(tiles))
     assert bool(found) is fires
     if fires:
         f = found[0]
@@ -711,11 +715,11 @@ def test_lowest_exec_instance_needs_two_instances(pids, fires):
 
 
 def test_every_rule_is_listed_once():
-    assert len(rules.KINDS) == len(set(rules.KINDS)) == 32
-    doc = rules.__doc__ or ""
+    assert len(rules.kinds()) == len(set(rules.kinds())) == 32
+    doc = (HERE.parent / "docs" / "findings.md").read_text(encoding="utf-8")
     readme = (HERE.parent / "README.md").read_text(encoding="utf-8")
     kinds_doc = next(c.doc for c in schema.TABLES["findings"].columns if c.name == "kind")
-    for kind in rules.KINDS:
+    for kind in rules.kinds():
         assert kind in doc and kind in kinds_doc and f"| `{kind}` |" in readme, kind
     # the compare and scaling rules: in the kind column's text and the README's table of
     # the Compare and scaling section
@@ -732,9 +736,9 @@ def test_rules_skip_missing_values():
                            "negotiations_with_ticks": "Int64"})
     runs.loc[0, ["open_intervals", "unmatched_ends", "negotiations_with_ticks"]] = pd.NA
     runs["truncated"] = pd.array([pd.NA], dtype="boolean")
-    for rule in (rules.truncated_input, rules.open_intervals, rules.unmatched_ends,
-                 rules.cached_negotiations):
+    for rule in (horovod_findings.truncated_input, horovod_findings.open_intervals, horovod_findings.unmatched_ends,
+                 horovod_findings.cached_negotiations):
         assert not rule(runs)
     inst = pd.DataFrame({"source": "cap", "pid": [1, 2], "exec_mean_pct": [np.nan, np.nan],
                          "lowest": [False, False]})
-    assert not rules.lowest_exec_instance(inst)
+    assert not sntilestat_findings.lowest_exec_instance(inst)

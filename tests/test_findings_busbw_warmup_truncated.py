@@ -13,7 +13,8 @@ import dptrace
 from dptrace.analysis import communication as comm
 from dptrace.analysis import job
 from dptrace.analysis import throughput as thr
-from dptrace.findings import thresholds as th
+from dptrace.formats.mpitrace import findings as mpitrace_findings
+from dptrace.formats.trainlog import findings as trainlog_findings
 from dptrace.reports.evidence import locate
 
 FIX = Path(__file__).parent / "fixtures"
@@ -81,7 +82,7 @@ def test_low_busbw_fires_on_a_run_with_a_late_rank_and_names_the_straggler():
     mostly waiting: the 4 MiB bin's busbw is a sixth of the 1 MiB bin's."""
     path = FIX / "busbw" / "late_rank_r3"
     large = _large_bins(path)
-    assert len(large) == 2 and (large["ratio"] < th.BUSBW_FRACTION).all()
+    assert len(large) == 2 and (large["ratio"] < mpitrace_findings.BUSBW_FRACTION).all()
     f = dptrace.findings(dptrace.load(path))
     hit = f[f["kind"] == "low_busbw"]
     assert len(hit) == 1
@@ -103,7 +104,7 @@ def test_low_busbw_fires_on_a_run_with_a_late_rank_and_names_the_straggler():
 def test_low_busbw_is_quiet_where_large_messages_keep_up(path):
     large = _large_bins(path)
     assert len(large) >= 3                        # the rule had bins to judge
-    assert (large["ratio"] >= th.BUSBW_FRACTION).all()
+    assert (large["ratio"] >= mpitrace_findings.BUSBW_FRACTION).all()
     # the start-up Bcasts of the weights are slower (0.28-0.44 of the best) but hold < 1%
     assert "low_busbw" not in dptrace.findings(dptrace.load(path))["kind"].astype(str).tolist()
 
@@ -158,7 +159,7 @@ def test_long_warmup_threshold_override():
 def test_long_warmup_is_quiet_on_ordinary_runs(path):
     ds = dptrace.load(path)
     w = thr.warmup_length(ds["throughput"])
-    judged = w[w["rows"] >= th.LONG_WARMUP_MIN_ROWS]
+    judged = w[w["rows"] >= trainlog_findings.LONG_WARMUP_MIN_ROWS]
     assert len(judged) >= 1
     assert (judged["warmup_step_share"] <= 0.05).all()
     assert _only(ds, "long_warmup").empty

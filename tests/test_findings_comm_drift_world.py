@@ -11,7 +11,8 @@ import pytest
 
 import dptrace
 from dptrace.analysis import throughput as thr
-from dptrace.findings import thresholds as th
+from dptrace.formats.mpitrace import findings as mpitrace_findings
+from dptrace.formats.trainlog import findings as trainlog_findings
 
 FIX = Path(__file__).parent / "fixtures"
 REAL = Path(__file__).resolve().parents[2] / "shared" / "realdata"
@@ -54,7 +55,7 @@ def test_comm_share_high_is_quiet_below_the_threshold(path):
         pytest.skip("shared/realdata is not beside the clone")
     ds = dptrace.load(p)
     jobs = dptrace.report(ds).tables["communication.jobs"]
-    assert (jobs["comm_share_mean"] < th.COMM_SHARE).all()
+    assert (jobs["comm_share_mean"] < mpitrace_findings.COMM_SHARE).all()
     assert "comm_share_high" not in _kinds(ds)
 
 
@@ -102,7 +103,7 @@ def test_drift_fires_on_a_run_that_slowed_down():
     d = thr.drift(ds["throughput"])
     assert len(d) == 1
     row = d.iloc[0]
-    assert row["steady_rows"] >= th.DRIFT_MIN_ROWS
+    assert row["steady_rows"] >= trainlog_findings.DRIFT_MIN_ROWS
     assert 15 < row["first_median"] < 20 and 10 < row["last_median"] < 13.5
     hit = _only(ds, "throughput_drift")
     assert len(hit) == 1
@@ -126,9 +127,9 @@ def test_drift_is_quiet_on_every_real_log(name):
         pytest.skip("shared/realdata is not beside the clone")
     ds = dptrace.load(REAL / name)
     d = thr.drift(ds["throughput"])
-    judged = d[d["steady_rows"] >= th.DRIFT_MIN_ROWS]
+    judged = d[d["steady_rows"] >= trainlog_findings.DRIFT_MIN_ROWS]
     assert len(judged) >= 1
-    assert (judged["drop_pct"].dropna() < 100 * th.DRIFT_FRACTION).all()
+    assert (judged["drop_pct"].dropna() < 100 * trainlog_findings.DRIFT_FRACTION).all()
     assert "throughput_drift" not in _kinds(ds)
 
 
@@ -206,13 +207,12 @@ def test_drift_of_every_rank_together_is_one_finding():
 
 def test_drift_of_some_ranks_stays_per_instance():
     """The rule as a pure function: two of three instances drifting are two findings."""
-    from dptrace.findings import rules
 
     rows = [{"run": "r", "source": "a.log", "name": "s", "label": None, "metric": "samples_per_s",
              "scope": "instance", "instance": str(i), "steady_rows": 30, "first_median": 100.0,
              "last_median": last, "drop_pct": 100.0 - last, "first_lineno": 1,
              "last_lineno": 90} for i, last in enumerate((80.0, 85.0, 99.0))]
-    found = rules.throughput_drift(pd.DataFrame(rows))
+    found = trainlog_findings.throughput_drift(pd.DataFrame(rows))
     assert sorted(f.subject for f in found) == ["instance 0", "instance 1"]
-    found = rules.throughput_drift(pd.DataFrame(rows[:2]))
+    found = trainlog_findings.throughput_drift(pd.DataFrame(rows[:2]))
     assert [f.subject for f in found] == ["2 instances"]

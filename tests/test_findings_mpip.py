@@ -4,7 +4,7 @@ Both tools fill ``mpi_ranks``; the rank rules read ``communication.ranks`` built
 the compute straggler (a rank with far LESS MPI time: the others wait for it) and its other
 side, the waiting rank (one rank with far MORE MPI time than all the others, which spend
 little: it waits for them, having far less to compute), come from one function
-(``rules._mpi_outliers``) for both tools.
+(``mpitrace_findings._mpi_outliers``) for both tools.
 
 tests/fixtures/mpip/idle_r5 is a real mpiP run made here (make_idle_fixture.sh): 6 ranks of
 dp_steps.c, rank 5 with no compute. Numbers expected here are read from the report's own
@@ -20,7 +20,8 @@ import pandas as pd
 import pytest
 
 import dptrace
-from dptrace.findings import build, rules
+from dptrace.findings import build
+from dptrace.formats.mpitrace import findings as mpitrace_findings
 
 HERE = Path(__file__).resolve().parent
 MPIP = HERE / "fixtures" / "mpip"
@@ -80,8 +81,8 @@ def test_one_task_at_75_65_pct_mpi_waits_and_is_no_straggler():
     """Issue 29's report: one task at 75.65% MPI time, five at 0.4-1.6%. No rank has far
     less MPI time than the others (no compute straggler); task 3 waits for them."""
     rt = _ranks([0.4, 1.6, 0.9, 75.65, 1.2, 0.7])
-    assert not rules.compute_stragglers(rt, NO_PROFILES, NO_MESSAGES)
-    found = rules.waiting_ranks(rt, NO_PROFILES, NO_MESSAGES)
+    assert not mpitrace_findings.compute_stragglers(rt, NO_PROFILES, NO_MESSAGES)
+    found = mpitrace_findings.waiting_ranks(rt, NO_PROFILES, NO_MESSAGES)
     assert [(f.kind, f.rank) for f in found] == [("waiting_rank", 3)]
     assert found[0].message.startswith(
         "Rank 3 spent 74.75 s more in MPI than the median of the other 5 ranks of job j "
@@ -95,7 +96,7 @@ def test_one_task_at_75_65_pct_mpi_waits_and_is_no_straggler():
     ([1.0, 1.2, 40.0, 1.1, 41.0], False),     # two ranks high: not one rank alone
 ])
 def test_waiting_rank_thresholds(times, fires):
-    found = rules.waiting_ranks(_ranks(times), NO_PROFILES, NO_MESSAGES)
+    found = mpitrace_findings.waiting_ranks(_ranks(times), NO_PROFILES, NO_MESSAGES)
     assert [f.rank for f in found] == ([4] if fires else [])
 
 

@@ -21,7 +21,8 @@ import pytest
 
 import dptrace
 from dptrace.analysis import horovod as hv
-from dptrace.findings import build, rules
+from dptrace.findings import build
+from dptrace.formats.horovod import findings as horovod_findings
 
 HERE = Path(__file__).resolve().parent
 HVD = HERE / "fixtures" / "horovod"
@@ -174,14 +175,14 @@ def test_one_rank_at_most_and_ties_name_nobody(waited, fires):
     """At 50% two ranks tie: nobody is named (they used to be both); just over, one."""
     t = _table([("t.json", hv.STEADY, 0, 20, waited[0]), ("t.json", hv.STEADY, 1, 20, waited[1])],
                {("t.json", hv.STEADY): 20})
-    assert [f.rank for f in rules.negotiation_stragglers(t)] == fires
+    assert [f.rank for f in horovod_findings.negotiation_stragglers(t)] == fires
 
 
 def test_two_timelines_of_one_run_naming_different_ranks_name_none():
     t = _table([("a.json", hv.STEADY, 0, 20, 20), ("a.json", hv.STEADY, 1, 20, 0),
                 ("b.json", hv.STEADY, 0, 20, 0), ("b.json", hv.STEADY, 1, 20, 20)],
                {("a.json", hv.STEADY): 20, ("b.json", hv.STEADY): 20})
-    found = rules.negotiation_stragglers(t)
+    found = horovod_findings.negotiation_stragglers(t)
     assert [(f.kind, f.severity) for f in found] == [("unjudged_negotiations", "info")]
     assert "rank 0 in a.json, rank 1 in b.json" in found[0].message
 
@@ -192,7 +193,7 @@ def test_ten_steady_negotiations_are_needed(steady_n, kind):
     t = _table([("t.json", hv.STARTUP, 0, 5, 5), ("t.json", hv.STARTUP, 1, 0, 0),
                 ("t.json", hv.STEADY, 0, steady_n, steady_n), ("t.json", hv.STEADY, 1, 0, 0)],
                {("t.json", hv.STARTUP): 5, ("t.json", hv.STEADY): steady_n})
-    assert [f.kind for f in rules.negotiation_stragglers(t)] == [kind]
+    assert [f.kind for f in horovod_findings.negotiation_stragglers(t)] == [kind]
 
 
 def test_ticks_within_one_cycle_are_no_wait():

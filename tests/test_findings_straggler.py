@@ -20,7 +20,9 @@ from horovod_ticks import negotiations
 import dptrace
 from dptrace import schema
 from dptrace.cli import main
-from dptrace.findings import Finding, build, frame, rules
+from dptrace.findings import Finding, build, frame
+from dptrace.formats.mpitrace import findings as mpitrace_findings
+from dptrace.formats.trainlog import findings as trainlog_findings
 
 HERE = Path(__file__).resolve().parent
 STRAG = HERE / "fixtures" / "straggler"
@@ -192,7 +194,7 @@ def _none(name: str) -> pd.DataFrame:
 @pytest.mark.parametrize("low,fires", [(0.79, True), (0.81, False)])
 def test_gap_of_2_pct_of_elapsed(low, fires):
     """Others at 1.0 s in a 10 s run: the gap must reach 0.2 s."""
-    found = rules.compute_stragglers(_rt([1.0, 1.0, 1.0, low]), _none("mpi_routines"),
+    found = mpitrace_findings.compute_stragglers(_rt([1.0, 1.0, 1.0, low]), _none("mpi_routines"),
                                      _none("mpi_messages"))
     assert bool(found) is fires
     if fires:
@@ -204,15 +206,15 @@ def test_gap_of_2_pct_of_elapsed(low, fires):
 @pytest.mark.parametrize("low,fires", [(0.39, True), (0.41, False)])
 def test_gap_of_4_median_absolute_deviations(low, fires):
     """Others at 1.0, 1.2, 1.4 s (median 1.2, deviation 0.2): the gap must reach 0.8 s."""
-    found = rules.compute_stragglers(_rt([1.0, 1.2, 1.4, low]), _none("mpi_routines"),
+    found = mpitrace_findings.compute_stragglers(_rt([1.0, 1.2, 1.4, low]), _none("mpi_routines"),
                                      _none("mpi_messages"))
     assert bool(found) is fires
 
 
 def test_needs_three_ranks():
-    assert not rules.compute_stragglers(_rt([1.0, 0.1]), _none("mpi_routines"),
+    assert not mpitrace_findings.compute_stragglers(_rt([1.0, 0.1]), _none("mpi_routines"),
                                         _none("mpi_messages"))
-    assert rules.compute_stragglers(_rt([1.0, 1.0, 0.1]), _none("mpi_routines"),
+    assert mpitrace_findings.compute_stragglers(_rt([1.0, 1.0, 0.1]), _none("mpi_routines"),
                                     _none("mpi_messages"))
 
 
@@ -229,7 +231,7 @@ def test_the_others_extra_time_must_be_in_collectives(where, fires):
     prof = {r: {"MPI_Allreduce": 0.5, "MPI_Recv": 0.5} for r in range(3)}
     prof[3] = {"MPI_Allreduce": 0.5, "MPI_Recv": 0.5}
     prof[3][where] = 0.0
-    found = rules.compute_stragglers(_rt([1.0, 1.0, 1.0, 0.5]), _routines(prof),
+    found = mpitrace_findings.compute_stragglers(_rt([1.0, 1.0, 1.0, 0.5]), _routines(prof),
                                      _none("mpi_messages"))
     assert bool(found) is fires
     if fires:
@@ -299,7 +301,7 @@ def _f(kind: str, rank: int, world: int | None = 4, origin: str = "") -> Finding
     (("negotiation_straggler", "negotiation_straggler"), False),   # one source, twice
 ])
 def test_cross_source_needs_two_different_sources(kinds, merged):
-    out = rules.cross_source_stragglers([_f(k, 1) for k in kinds] + [_f("compute_straggler", 2)])
+    out = trainlog_findings.cross_source_stragglers([_f(k, 1) for k in kinds] + [_f("compute_straggler", 2)])
     got = [f.kind for f in out if f.rank == 1]
     assert (got == ["cross_source_straggler"]) is merged
     if merged:
@@ -310,10 +312,10 @@ def test_cross_source_needs_two_different_sources(kinds, merged):
 
 
 def test_cross_source_needs_one_job_size():
-    out = rules.cross_source_stragglers([_f("compute_straggler", 0, 32),
+    out = trainlog_findings.cross_source_stragglers([_f("compute_straggler", 0, 32),
                                          _f("negotiation_straggler", 0, 4)])
     assert [f.kind for f in out] == ["compute_straggler", "negotiation_straggler"]
-    out = rules.cross_source_stragglers([_f("compute_straggler", 0, None),
+    out = trainlog_findings.cross_source_stragglers([_f("compute_straggler", 0, None),
                                          _f("negotiation_straggler", 0, None)])
     assert "cross_source_straggler" not in [f.kind for f in out]
 
@@ -338,15 +340,15 @@ def test_two_runs_with_one_job_id_are_judged_apart():
     fires."""
     rt = pd.concat([_rt([2.0, 2.0, 2.0, 2.0]).assign(run="a"),
                     _rt([1.0, 1.0, 1.0, 0.85]).assign(run="b")], ignore_index=True)
-    assert not rules.compute_stragglers(rt, _none("mpi_routines"), _none("mpi_messages"))
-    assert rules.compute_stragglers(rt.drop(columns="run"), _none("mpi_routines"),
+    assert not mpitrace_findings.compute_stragglers(rt, _none("mpi_routines"), _none("mpi_messages"))
+    assert mpitrace_findings.compute_stragglers(rt.drop(columns="run"), _none("mpi_routines"),
                                     _none("mpi_messages"))
 
 
 def test_cross_source_needs_one_job_or_file_per_source():
     """Two mpitrace jobs in one run (a directory of several runs' profiles) each with a
     straggler rank 1: which of them goes with the timeline's rank 1? None is merged."""
-    out = rules.cross_source_stragglers([_f("compute_straggler", 1, origin="job 1"),
+    out = trainlog_findings.cross_source_stragglers([_f("compute_straggler", 1, origin="job 1"),
                                          _f("compute_straggler", 1, origin="job 2"),
                                          _f("negotiation_straggler", 1)])
     assert [f.kind for f in out] == ["compute_straggler", "compute_straggler",
@@ -377,16 +379,15 @@ def test_thresholds_sit_between_the_measured_noise_and_the_delays():
     """noise_runs.tsv (19 real runs: 14 balanced, 5 delayed) is the evidence for the 2% share:
     every balanced run's largest gap is below it and every delayed run's above; its rows of
     the kept runs are what their profiles print."""
-    from dptrace.findings import thresholds as th
 
     runs = pd.read_csv(STRAG / "noise_runs.tsv", sep="\t")
     assert len(runs) == 19
     balanced = runs[runs["delay"] == "none"]
     delayed = runs[runs["delay"] != "none"]
     assert len(balanced) == 14
-    assert balanced["gap_pct_elapsed"].max() < 100 * th.COMPUTE_GAP_SHARE
-    assert delayed["gap_pct_elapsed"].min() > 100 * th.COMPUTE_GAP_SHARE
-    assert delayed["gap_mads"].min() > th.COMPUTE_GAP_MADS
+    assert balanced["gap_pct_elapsed"].max() < 100 * mpitrace_findings.COMPUTE_GAP_SHARE
+    assert delayed["gap_pct_elapsed"].min() > 100 * mpitrace_findings.COMPUTE_GAP_SHARE
+    assert delayed["gap_mads"].min() > mpitrace_findings.COMPUTE_GAP_MADS
     assert (delayed["lowest_rank"] == delayed["delay"].str.extract(r"rank (\d)")[0]
             .astype(int)).all()
     for r in runs[~runs["run"].str.startswith("noise_")].itertuples():

@@ -10,7 +10,7 @@ import pytest
 
 import dptrace
 from dptrace.analysis import job
-from dptrace.findings import rules as findings_rules
+from dptrace.formats.trainlog import findings as trainlog_findings
 from dptrace.formats.trainlog import rules, terminal
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,7 +57,7 @@ def test_ddp_benchmark_job_figure_is_the_printed_line_not_times_the_world():
     assert row["how"] == "steady_global" and row["value"] == pytest.approx(float(m.group(1)))
     # the ranks' own lines summed (after warm-up) agree with it: same scope, checked
     assert row["check_agrees"] is True or row["check_agrees"] == True  # noqa: E712
-    assert not findings_rules.job_check_failed(table)
+    assert not trainlog_findings.job_check_failed(table)
 
 
 def test_an_estimate_says_so_in_words():
@@ -94,7 +94,7 @@ def test_a_check_against_one_process_figure_is_no_failure(tmp_path):
     assert row["how"] == "printed_global" and row["value"] == 800.0
     assert row["check_value"] == 100.0 and row["check_agrees"] is None
     assert "another scope" in row["check_name"]
-    assert not findings_rules.job_check_failed(table)
+    assert not trainlog_findings.job_check_failed(table)
     note = " ".join(_column(terminal._job_table(table), "rule / check"))
     assert "DOES NOT AGREE" not in note and "beside it" in note
 

@@ -24,6 +24,7 @@ import pandas as pd
 from ..schema import FINDINGS, SEVERITIES, conform
 
 if TYPE_CHECKING:
+    from ..analyses import Analyses
     from ..dataset import Dataset
 
 __all__ = ["CAUSES", "FINDINGS", "SCOPES", "SEVERITIES", "SYMPTOMS", "Finding", "build", "frame"]
@@ -153,19 +154,21 @@ def frame(findings: list[Finding]) -> pd.DataFrame:
     return out
 
 
-def build(ds: Dataset, **opts: Any) -> pd.DataFrame:
+def build(ds: Dataset | Analyses, **opts: Any) -> pd.DataFrame:
     """Run every rule on ``ds``; the ``findings`` table (empty, with its columns, when none
-    fires). Options: ``warmup`` (fraction of each instance's steps dropped before throughput
-    is compared, as in the throughput section), ``thresholds`` (overrides by kind, in the unit
-    of the ``threshold`` column: :data:`.thresholds.OVERRIDABLE`)."""
+    fires). ``ds``: a Dataset, or a report's :class:`~dptrace.analyses.Analyses` (whose
+    derived tables the rules then share with the sections). Options (with a Dataset):
+    ``warmup`` (fraction of each instance's steps dropped before throughput is compared, as
+    in the throughput section), ``thresholds`` (overrides by kind, in the unit of the
+    ``threshold`` column: :func:`.thresholds.overridable`)."""
+    from ..analyses import Analyses
     from .rules import run_rules
 
-    ids = ds.run_ids
-    if len(ids) <= 1:   # one run (or none): no split needed
-        found = [replace(f, run=ids[0]) if ids else f for f in run_rules(ds, **opts)]
-    else:               # each run judged on its own rows: no rule mixes two runs
-        found = [replace(f, run=run) for run, part in ds.by_run().items()
-                 for f in run_rules(part, **opts)]
+    a = ds if isinstance(ds, Analyses) else Analyses(ds, opts)
+    ids = a.ds.run_ids
+    # each run judged on its own rows: no rule mixes two runs
+    found = [replace(f, run=run or None) for run, part in a.of_runs().items()
+             for f in run_rules(part)]
     out = frame(point_to_causes(found))
     if ids:
         out["run"] = pd.Categorical(out["run"].astype(object), categories=ids)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from ..analyses import Analyses
 from ..analysis import memo
 from ..dataset import Dataset
 from ..exitcodes import EXIT_FAILURE, EXIT_OK, EXIT_PARTIAL
@@ -135,7 +136,9 @@ def build(ds: Dataset, view: str = "report", **opts: object) -> Report:
     if view != "report":
         options["report"] = build(ds, "report", **{k: v for k, v in opts.items()
                                          if k in ("warmup", "thresholds")})
-    with memo.per_report():  # analyses the sections share, computed once
+    # one analysis context: the derived tables sections and rules share, computed once
+    options["analyses"] = Analyses(ds, options)
+    with memo.per_report():
         sections = [s for spec in registry.sections(view)
                     if (s := spec.build(ds, options)) is not None]
     return Report(ds, sections, view)

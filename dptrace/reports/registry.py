@@ -132,7 +132,7 @@ def discover() -> None:
         _DISCOVERED = False
         raise
     for name in formats.names():
-        _import_format_sections(f"{formats.__name__}.{name}.{FORMAT_SECTIONS}")
+        _import_format_sections(f"{formats.module(name)}.{FORMAT_SECTIONS}")
 
 
 def _import_format_sections(module: str) -> None:

@@ -14,10 +14,10 @@ import pandas as pd
 
 from ...analysis import horovod as hv
 from ...dataset import Dataset
-from ...findings import rules
 from ...findings import thresholds as th
 from ...reports.model import Section
 from ...reports.registry import SectionSpec, register_section
+from . import findings as rules
 
 #: idle gaps kept per timeline file (the longest)
 MAX_GAPS = 5
@@ -111,9 +111,9 @@ def _named(phases: pd.DataFrame, runs: pd.DataFrame, thresholds: Any) -> list[tu
     threshold override."""
     if phases.empty:
         return []
-    kind = th.OVERRIDABLE["negotiation_straggler"]
+    kind = th.overridable()["negotiation_straggler"]
     given = th.parse_overrides(thresholds or {})
-    share = kind.argument(given[kind.kind]) if kind.kind in given else th.LAST_SHARE
+    share = kind.argument(given[kind.kind]) if kind.kind in given else rules.LAST_SHARE
     has_run = "run" in phases.columns
     by = phases["run"].astype(str) if has_run else pd.Series("", index=phases.index)
     out: list[tuple[Any, ...]] = []

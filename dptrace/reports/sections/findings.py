@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ... import analyses
 from ...dataset import Dataset
 from ...findings import build as build_findings
 from ..model import Section
@@ -38,8 +39,7 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section:
     side (:mod:`dptrace.findings.runs`), from the view's own section."""
     view = opts.get("view", "report")
     if view == "report":
-        found = build_findings(ds, **{k: v for k, v in opts.items()
-                                      if k in ("warmup", "thresholds")})
+        found = build_findings(analyses.of(ds, opts))
     else:
         from . import runs
 

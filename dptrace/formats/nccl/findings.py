@@ -15,7 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from . import Finding
+from ...findings import Finding
+from ...findings.rules import Rule, register_rules
 
 
 def _na(v: Any) -> bool:
@@ -136,3 +137,11 @@ def nccl_errors(overview: pd.DataFrame) -> list[Finding]:
                 "lines before it (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,NET).",
                 value=float(e), threshold=0.0))
     return out
+
+
+register_rules(
+    Rule(("nccl_socket_fallback",), ("nccl.overview",), nccl_socket_fallback, 270),
+    Rule(("nccl_mixed_networks",), ("nccl.overview",), nccl_mixed_networks, 280),
+    Rule(("nccl_no_gdrdma",), ("nccl.overview",), nccl_no_gdrdma, 290),
+    Rule(("nccl_timeout", "nccl_error"), ("nccl.overview",), nccl_errors, 300),
+)

@@ -1,0 +1,165 @@
+"""One analysis context per report: the named derived tables, each computed once.
+
+A report asks the same questions of the same tables from several places: the throughput
+section and the findings both want the job figures; the per-instance table is the base of
+the job figures, the summary and the stragglers. :class:`Analyses` holds a Dataset, the
+report's options, and every derived table it has been asked for: ``a["throughput.instances"]``
+computes the table on first use (from the Dataset and from other derived tables, read the
+same way) and keeps it; sections and rules read the same object, so nothing is computed
+twice.
+
+Each derived table is declared once, by the format whose tables it reads, in the format's
+``analyses`` module (``dptrace/formats/<format>/analyses.py``, or a plug-in's):
+:func:`register_derived` with a :class:`Derived` (its name, ``<area>.<table>``, and the
+function ``Analyses -> DataFrame | None``: None when the Dataset has nothing for it). The
+formats' ``analyses`` modules are imported on the first look-up (:func:`derived`), so no
+shared module names a format's tables.
+
+Findings judge each run on its own rows (:meth:`Analyses.of_run`): a run's context is made
+once per report too, and a Dataset of one run is its own run's context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from . import formats
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .dataset import Dataset
+
+#: a derived table's builder: the context in, the table (or None: nothing for it) out
+BuildFn = Callable[["Analyses"], "pd.DataFrame | None"]
+#: the default share of each instance's steps dropped as warm-up (``warmup`` option)
+WARMUP_FRACTION = 0.1
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A named derived table, declared once by the module that knows how to make it."""
+
+    #: ``<area>.<table>``, the name rules and sections read it by (``throughput.instances``)
+    name: str
+    #: ``Analyses -> DataFrame | None``; it reads the Dataset and other derived tables
+    #: through the context, never computes another registered table itself
+    build: BuildFn
+    #: one line for ``dptrace schema`` and the docs
+    doc: str = ""
+
+
+_DERIVED: dict[str, Derived] = {}
+_DISCOVERED = False
+#: the module of a format package that declares its derived tables
+FORMAT_ANALYSES = "analyses"
+
+
+def register_derived(*specs: Derived) -> None:
+    """Declare derived tables. Registering a name again from the module that first did it
+    (a reloaded module) replaces it; from another module it is an error."""
+    for spec in specs:
+        old = _DERIVED.get(spec.name)
+        if old is not None and _module(old) != _module(spec):
+            raise ValueError(f"derived table {spec.name!r} is already registered by "
+                             f"{_module(old)}")
+        _DERIVED[spec.name] = spec
+
+
+def _module(spec: Derived) -> str:
+    return getattr(spec.build, "__module__", "") or ""
+
+
+def derived() -> dict[str, Derived]:
+    """Every declared derived table by name (the formats' ``analyses`` modules imported on
+    first use; one that fails to import costs only its own tables: see
+    :data:`dptrace.formats.UNAVAILABLE`)."""
+    global _DISCOVERED
+    if not _DISCOVERED:
+        _DISCOVERED = True
+        formats.import_parts(FORMAT_ANALYSES)
+    return _DERIVED
+
+
+def rediscover() -> None:
+    """Look for formats' analyses again (a test that adds a format)."""
+    global _DISCOVERED
+    _DISCOVERED = False
+
+
+def of(ds: Dataset, options: Mapping[str, Any]) -> Analyses:
+    """The report's context, which :func:`dptrace.reports.model.build` puts in the options
+    every section builder gets (``options["analyses"]``); a new one for a builder called
+    on its own."""
+    a = options.get("analyses")
+    if isinstance(a, Analyses) and a.ds is ds:
+        return a
+    return Analyses(ds, options)
+
+
+class Analyses:
+    """The derived tables of one Dataset under one set of report options.
+
+    ``a[name]``: the derived table ``name`` (computed on first use, then kept), or None when
+    the Dataset has nothing for it; an unknown name is a KeyError. ``a.ds`` is the Dataset,
+    ``a.options`` the options (``warmup``, ``thresholds``, and whatever a view adds).
+    Tables handed out are the context's own: a caller that changes one copies it first."""
+
+    def __init__(self, ds: Dataset, options: Mapping[str, Any] | None = None) -> None:
+        self.ds = ds
+        self.options: dict[str, Any] = {k: v for k, v in (options or {}).items()
+                                        if k != "analyses"}
+        self._tables: dict[str, pd.DataFrame | None] = {}
+        self._busy: set[str] = set()
+        self._runs: dict[str, Analyses] | None = None
+
+    @property
+    def warmup(self) -> float:
+        """The share of each instance's steps dropped as warm-up."""
+        return float(self.options.get("warmup", WARMUP_FRACTION))
+
+    def __getitem__(self, name: str) -> pd.DataFrame | None:
+        if name in self._tables:
+            return self._tables[name]
+        spec = derived().get(name)
+        if spec is None:
+            raise KeyError(f"no derived table {name!r} (known: {', '.join(sorted(_DERIVED))})")
+        if name in self._busy:
+            raise RecursionError(f"derived table {name!r} reads itself")
+        self._busy.add(name)
+        try:
+            table = spec.build(self)
+        finally:
+            self._busy.discard(name)
+        self._tables[name] = table
+        return table
+
+    def get(self, name: str) -> pd.DataFrame | None:
+        """``a[name]``, or None for a name nobody declared."""
+        return self[name] if name in derived() else None
+
+    def table(self, name: str) -> pd.DataFrame:
+        """The Dataset's table ``name`` (empty, with its columns, when it has none)."""
+        return self.ds[name]
+
+    def has(self, name: str) -> bool:
+        """Whether the Dataset holds rows of its table ``name``."""
+        return name in self.ds.tables and not self.ds[name].empty
+
+    def computed(self) -> Iterator[str]:
+        """The names computed so far (for tests and profiles)."""
+        return iter(list(self._tables))
+
+    def of_runs(self) -> dict[str, Analyses]:
+        """One context per run, each over that run's rows only (the findings judge each run
+        on its own): made once; a Dataset of one run (or none) is its own run's context."""
+        if self._runs is None:
+            ids = self.ds.run_ids
+            if len(ids) <= 1:
+                self._runs = {ids[0] if ids else "": self}
+            else:
+                self._runs = {run: Analyses(part, self.options)
+                              for run, part in self.ds.by_run().items()}
+        return self._runs
