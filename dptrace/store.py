@@ -297,10 +297,13 @@ def _categorical_to_arrow(s: pd.Series) -> tuple[Any, dict[str, Any]]:
 
 
 def _is_text(index: pd.Index) -> bool:
-    """True when ``index`` holds text: a string dtype, or objects that are all strings (an
-    empty object index is not text: it stays object on every pandas)."""
+    """True when ``index`` holds text: a string dtype, or objects that are all strings. An
+    empty object index is text where text categories are objects (pandas 2: read on
+    pandas 3 it becomes ``str``, as a load there gives it); on pandas 3 it is not."""
     if index.dtype == object:
-        return len(index) > 0 and all(isinstance(v, str) for v in index.tolist())
+        if not len(index):
+            return bool(schema.text_categories([]).dtype == object)
+        return all(isinstance(v, str) for v in index.tolist())
     return pd.api.types.is_string_dtype(index.dtype)
 
 
