@@ -283,3 +283,32 @@ def test_a_crash_before_the_rename_leaves_no_dataset(tmp_path, monkeypatch):
     assert len(left) == 1 and left[0].name.startswith(".s.tmp-")
     with pytest.raises(DptraceError, match="no such directory"):
         dptrace.open(tmp_path / "s")
+
+
+def test_a_table_in_several_parts_reads_as_one(tmp_path):
+    """The fleet cache's layout: a table as several part files listed in the manifest."""
+    ds = dptrace.load(FIX / "straggler")
+    saved = ds.save(tmp_path / "s")
+    ranks = ds["mpi_ranks"]
+    half = len(ranks) // 2
+    folder = saved / "tables" / "mpi_ranks"
+    store.write_frame(ranks.iloc[:half].reset_index(drop=True), folder / "part-0.parquet",
+                      "mpi_ranks")
+    store.write_frame(ranks.iloc[half:].reset_index(drop=True), folder / "part-1.parquet",
+                      "mpi_ranks")
+    path = saved / store.MANIFEST
+    manifest = json.loads(path.read_text())
+    entry = next(t for t in manifest["tables"] if t["name"] == "mpi_ranks")
+    entry["files"] = ["tables/mpi_ranks/part-0.parquet", "tables/mpi_ranks/part-1.parquet"]
+    path.write_text(json.dumps(manifest))
+    assert_same(dptrace.open(saved), ds)
+    last = ds.run_ids[-1]
+    assert_same(dptrace.open(saved, runs=[last]), ds.run(last))
+    table = pads.dataset(folder, format="parquet").to_table()
+    assert table.num_rows == len(ranks)
+    assert table.schema.types == schema.arrow_schema("mpi_ranks").types
+    entry["rows"] += 1
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(DptraceError, match=f"table 'mpi_ranks' has {len(ranks)} rows in its "
+                       f"files, the manifest says {len(ranks) + 1}"):
+        dptrace.open(saved)
