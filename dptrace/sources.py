@@ -76,8 +76,9 @@ MIN_DEFAULT_DECOMPRESSED = 256 << 20
 #: (benchmarks/bench_compressed.py, the readers' benchmarks); the default limit of a route
 #: is half the available memory divided by this:
 #: - ``stream`` (:meth:`Source.open`): the Chrome trace readers' tables and the frames made
-#:   of them; the content itself is never held (a PyTorch trace of 4.8 M copies of one
-#:   real event, 1 GiB: 4.0-4.6 GB peak beyond the imported libraries, plain or ``.gz``);
+#:   of them; the content itself is never held (a PyTorch trace of 3.9 M copies of one
+#:   real event, 1.07 GB: 3.45 GB peak beyond the imported libraries, plain or ``.gz``;
+#:   issue 30 measured 3.8-4.4 GB for 9 M smaller events in 1 GiB);
 #: - ``map`` (:meth:`Source.buffer` over a temporary file): the line readers' rows; the
 #:   content is mapped page cache, as a plain file's (a dense tqdm log: 1.3x);
 #: - ``memory`` (:meth:`Source.buffer` where no temporary file could be made): the content
@@ -343,8 +344,8 @@ class Source:
         spill: _Spill | None = self._st.get("spill")
         if self._whole:   # a small file read whole by head(): no second decompression
             data: bytes | mmap.mmap = self._whole[0]
-        elif spill is not None:   # decompressed by an earlier reader of this source
-            data = spill.map()
+        elif spill is not None and spill.fd is not None:   # decompressed by an earlier
+            data = spill.map()                              # reader of this source
         else:
             data = self._spilled()
         self._deliver(problems)
@@ -764,6 +765,17 @@ class _Spill:
 
     def __del__(self) -> None:
         self.close()
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        """Sent to another process (a pickled source), it arrives closed: a file descriptor
+        means nothing there (that process decompresses again)."""
+        return _closed_spill, (self.where,)
+
+
+def _closed_spill(where: str) -> _Spill:
+    spill = _Spill(-1, where)
+    spill.fd = None
+    return spill
 
 
 #: bytes written to a temporary file at a time

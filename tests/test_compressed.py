@@ -303,3 +303,23 @@ def test_a_source_read_outside_a_load_frees_its_temporary_file(tmp_path, spill_e
         assert again[:100] == (FIXTURES / REAL[0]).read_bytes()[:100]
     src.forget()
     assert spill.fd is None and "spill" not in src._st
+
+
+def test_a_source_sent_to_another_process_decompresses_again(tmp_path, spill_everything):
+    """A pickled source's temporary file arrives closed (its descriptor means nothing in
+    another process, and closing it there must not close another file): it is decompressed
+    again there."""
+    import pickle
+
+    gz = _copy(tmp_path, REAL[0], ".gz")
+    src = Source(str(gz), gz)
+    with src.buffer():
+        pass
+    copy = pickle.loads(pickle.dumps(src))
+    assert src._st["spill"].fd is not None
+    if "spill" in copy._st:
+        assert copy._st["spill"].fd is None
+    with copy.buffer() as buf:
+        assert bytes(buf) == (FIXTURES / REAL[0]).read_bytes()
+    copy.forget()
+    src.forget()
