@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from . import jobs, schema
+from . import formats, jobs, schema
 from .errors import Problem
 from .sources import Source, display_name
 
@@ -282,7 +282,7 @@ def _own_rows(index: Mapping[str, int], tables: Mapping[str, pd.DataFrame]) -> f
             continue
         if keep is not None and "name" in df:
             df = df[(df["name"].astype("object") != keep).to_numpy()]
-        for s in _distinct(df["source"]):
+        for s in distinct(df["source"]):
             if (i := index.get(str(s))) is not None:
                 found.add(i)
     return frozenset(found)
@@ -426,7 +426,53 @@ def _has_parts(df: pd.DataFrame) -> bool:
 
 # ---- what is known of each run ----------------------------------------------------------
 
-def _unique(values: pd.Series) -> list:
+#: the runs table's rows while they are made: run -> column -> value
+Rows = dict[str, dict[str, object]]
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What one format tells the runs table: ``step(rows, tables)`` fills the rows' world
+    size (with :func:`set_world`: the first step that states one wins), nodes, launcher or
+    job id from the format's tables, run by run (:func:`per_run`). ``order``: when it runs
+    (lower first; what the file names say of per-rank files comes at
+    :data:`PER_RANK_FILES`)."""
+
+    name: str
+    step: Callable[[Rows, Mapping[str, pd.DataFrame]], None]
+    order: int = 1000
+
+
+_FACTS: dict[str, Facts] = {}
+_FACTS_FOUND = False
+#: the place of the per-rank files' step (ranks 0..N-1 named by the files) among the facts
+PER_RANK_FILES = 60
+
+
+def register_facts(*steps: Facts) -> None:
+    """Declare what a format tells the runs table (by the format's name: again replaces)."""
+    for step in steps:
+        _FACTS[step.name] = step
+
+
+def facts() -> list[Facts]:
+    """Every format's step, in order (the formats' ``facts`` modules imported on first use)."""
+    global _FACTS_FOUND
+    if not _FACTS_FOUND:
+        _FACTS_FOUND = True
+        formats.import_parts("facts")
+    return sorted(_FACTS.values(), key=lambda f: f.order)
+
+
+def _from_rank_files(rows: Rows, names_of: Mapping[str, list[str]]) -> None:
+    """Per-rank files: ranks 0..N-1 all there."""
+    for run, names in names_of.items():
+        ranks = {r[0] for n in names if (r := rank_of_path(n)) is not None}
+        if len(ranks) > 1 and ranks == set(range(len(ranks))):
+            set_world(rows[run], len(ranks), f"per-rank files: ranks 0-{len(ranks) - 1}")
+
+
+def unique_values(values: pd.Series) -> list:
     return sorted({v for v in values.dropna().tolist()})
 
 
@@ -472,21 +518,14 @@ def runs_table(run_of: Mapping[str, str], labels: Mapping[str, str],
         rows[child]["sources"] = len(srcs)
         for key in ("job_id", "launcher"):
             rows[child][key] = rows[parent][key]
-    _from_mpitrace(rows, tables.get("mpi_jobs"), _cols(tables.get("mpi_ranks"), "host"))
-    _from_mpip(rows, _cols(tables.get("mpi_ranks"), "nranks", "origin"))
-    _from_horovod(rows, tables.get("hvd_runs"))
-    _from_torchtrace(rows, _cols(tables.get("torch_traces"), "world_size"))
-    _from_trainlog(rows, _cols(tables.get("train_metrics"), "name", "pattern", "value",
-                               "source", "lineno", "rank", "instance"),
-                   _cols(tables.get("throughput"), "rank", "instance", "pattern"))
-    for run, names in names_of.items():  # per-rank files: ranks 0..N-1 all there
-        ranks = {r[0] for n in names if (r := rank_of_path(n)) is not None}
-        if len(ranks) > 1 and ranks == set(range(len(ranks))):
-            _set_world(rows[run], len(ranks), f"per-rank files: ranks 0-{len(ranks) - 1}")
-    _from_nccltests(rows, _cols(tables.get("nccl_tests_summary"), "nranks", "nhosts"))
-    _from_nccl(rows, _cols(tables.get("nccl_setup"), "host", "nranks", "nodes"),
-               _cols(tables.get("nccl_env"), "name", "nodes"))
-    _from_mllog(rows, _cols(tables.get("mllog"), "key", "value", "rank"))
+    per_rank_done = False
+    for step in facts():
+        if step.order > PER_RANK_FILES and not per_rank_done:
+            _from_rank_files(rows, names_of)
+            per_rank_done = True
+        step.step(rows, tables)
+    if not per_rank_done:
+        _from_rank_files(rows, names_of)
     _checked_counts(rows)
     return schema.conform(pd.DataFrame(list(rows.values()),
                                        columns=[c.name for c in RUNS.columns]), RUNS)
@@ -516,7 +555,7 @@ def launcher_in(head: bytes) -> str | None:
     return None
 
 
-def _cols(df: pd.DataFrame | None, *cols: str) -> pd.DataFrame | None:
+def columns(df: pd.DataFrame | None, *cols: str) -> pd.DataFrame | None:
     """Only the columns a step reads (grouping a table of millions of rows by run copies
     whatever it holds)."""
     if df is None:
@@ -524,7 +563,7 @@ def _cols(df: pd.DataFrame | None, *cols: str) -> pd.DataFrame | None:
     return df[[c for c in ("run", *cols) if c in df.columns]]
 
 
-def _per_run(df: pd.DataFrame | None) -> list[tuple[str, pd.DataFrame]]:
+def per_run(df: pd.DataFrame | None) -> list[tuple[str, pd.DataFrame]]:
     if df is None or df.empty or "run" not in df.columns:
         return []
     run = df["run"]
@@ -535,7 +574,7 @@ def _per_run(df: pd.DataFrame | None) -> list[tuple[str, pd.DataFrame]]:
     return [(str(r), g) for r, g in df.groupby("run", observed=True, sort=False)]
 
 
-def _distinct(values: pd.Series) -> list:
+def distinct(values: pd.Series) -> list:
     """The distinct non-null values of a column, in no particular order (a categorical's
     from its codes; small non-negative integers, such as ranks, counted a chunk of rows at
     a time: no hash, no object and no copy of the column)."""
@@ -567,7 +606,7 @@ _CHUNK, _SMALL = 1 << 20, 1 << 16
 MAX_COUNT = (1 << 31) - 1
 
 
-def _count(n: object) -> int | None:
+def count_of(n: object) -> int | None:
     """``n`` as a count the runs table can hold: a whole number from 1 to :data:`MAX_COUNT`,
     else None."""
     try:
@@ -579,10 +618,10 @@ def _count(n: object) -> int | None:
     return int(f)
 
 
-def _set_world(row: dict[str, object], n: object, why: str) -> None:
+def set_world(row: dict[str, object], n: object, why: str) -> None:
     if row["world_size"] is not None or n is None:
         return
-    count = _count(n)
+    count = count_of(n)
     if count is None:   # said, but not a world size: where it came from says so
         if row["world_size_from"] is None:
             row["world_size_from"] = f"{why}: {_short(n)} is not a world size"
@@ -598,160 +637,26 @@ def _short(n: object) -> str:
 def _checked_counts(rows: dict[str, dict[str, object]]) -> None:
     """Node counts that are no counts (a platform string's huge N) are left out."""
     for row in rows.values():
-        if row["nodes"] is not None and _count(row["nodes"]) is None:
+        if row["nodes"] is not None and count_of(row["nodes"]) is None:
             row["nodes"] = None
 
 
-def _from_mpitrace(rows: dict[str, dict[str, object]], jobs: pd.DataFrame | None,
-                   ranks: pd.DataFrame | None) -> None:
-    for run, g in _per_run(jobs):
-        sizes = _unique(g["nranks"])
-        if len(sizes) == 1:
-            _set_world(rows[run], sizes[0], "mpitrace nranks")
-        elif sizes:
-            rows[run]["world_size_from"] = ("mpitrace: the run's profiles disagree ("
-                                            + ", ".join(map(str, sizes)) + " ranks)")
-        job_ids = _unique(g["job"].astype("string"))
-        if rows[run]["job_id"] is None and len(job_ids) == 1 and str(job_ids[0]).isdigit():
-            rows[run]["job_id"] = str(job_ids[0])
-    for run, g in _per_run(ranks):
-        hosts = _unique(g["host"]) if "host" in g else []
-        if hosts:
-            rows[run]["nodes"] = len(hosts)
 
 
-def _from_mpip(rows: dict[str, dict[str, object]], ranks: pd.DataFrame | None) -> None:
-    """An mpiP report's tasks (its ``MPI Task Assignment`` lines, else its task rows or
-    file name ``<exe>.<ntasks>.<pid>.<k>.mpiP``)."""
-    for run, g in _per_run(ranks):
-        g = g[g["origin"] == "mpip_report"]
-        sizes = _unique(g["nranks"])
-        if len(sizes) == 1:
-            _set_world(rows[run], sizes[0], "mpiP report tasks")
-        elif sizes and rows[run]["world_size"] is None:
-            rows[run]["world_size_from"] = ("mpiP reports disagree ("
-                                            + ", ".join(map(str, sizes)) + " tasks)")
 
 
-def _from_horovod(rows: dict[str, dict[str, object]], runs: pd.DataFrame | None) -> None:
-    for run, g in _per_run(runs):
-        sizes = [int(v) for v in _unique(g["ranks"]) if int(v) > 0]
-        if len(sizes) == 1:
-            _set_world(rows[run], sizes[0], "Horovod timeline ranks")
-        elif sizes and rows[run]["world_size"] is None:
-            rows[run]["world_size_from"] = ("Horovod timelines disagree ("
-                                            + ", ".join(map(str, sizes)) + " ranks)")
 
 
-def _from_torchtrace(rows: dict[str, dict[str, object]], traces: pd.DataFrame | None) -> None:
-    """PyTorch profiler traces: distributedInfo.world_size, when the run's traces agree."""
-    for run, g in _per_run(traces):
-        sizes = _unique(g["world_size"])
-        if len(sizes) == 1:
-            _set_world(rows[run], sizes[0], "PyTorch profiler distributedInfo")
-        elif sizes and rows[run]["world_size"] is None:
-            rows[run]["world_size_from"] = ("PyTorch profiler traces disagree ("
-                                            + ", ".join(map(str, sizes)) + " ranks)")
 
 
-def _from_nccltests(rows: dict[str, dict[str, object]], tests: pd.DataFrame | None) -> None:
-    """Last, when nothing else said it: the ranks and hosts of a run's nccl-tests (a run
-    of benchmarks only); tests of several sizes say nothing."""
-    for run, g in _per_run(tests):
-        sizes, hosts = _unique(g["nranks"]), _unique(g["nhosts"])
-        if len(sizes) == 1:
-            _set_world(rows[run], sizes[0], "nccl-tests '# Using devices' ranks")
-        if len(hosts) == 1 and rows[run]["nodes"] is None:
-            rows[run]["nodes"] = int(hosts[0])
 
 
-def _from_nccl(rows: dict[str, dict[str, object]], setup: pd.DataFrame | None,
-               env: pd.DataFrame | None) -> None:
-    """Last: the NCCL lines of a run's logs. World size: the ranks of the largest
-    communicator ('comm ... nranks 16'). Nodes: NCCL's own 'nNodes' (2.18+), else what a
-    launcher line states (mpirun '--host a,b', SLURM_NNODES, torchrun '--nnodes'; one value),
-    else the hosts that printed NCCL lines when there are several (a lower bound: often only
-    one process per node prints)."""
-    stated: dict[str, list[int]] = {}
-    for run, g in _per_run(env):
-        stated[run] = [int(v) for v in _unique(g["nodes"])]
-    for run, g in _per_run(setup):
-        sizes = _unique(g["nranks"])
-        if sizes:
-            _set_world(rows[run], max(sizes), "NCCL 'comm ... nranks' (largest communicator)")
-        if rows[run]["nodes"] is not None:
-            continue
-        nodes = _unique(g["nodes"])
-        hosts = _unique(g["host"])
-        if nodes:
-            rows[run]["nodes"] = int(max(nodes))
-        elif len(stated.get(run, [])) == 1:
-            rows[run]["nodes"] = stated[run][0]
-        elif len(hosts) > 1:
-            rows[run]["nodes"] = len(hosts)
-    for run, values in stated.items():     # a log with the layout but no NCCL process line
-        if rows[run]["nodes"] is None and len(values) == 1:
-            rows[run]["nodes"] = values[0]
 
 
-def _from_mllog(rows: dict[str, dict[str, object]], events: pd.DataFrame | None) -> None:
-    """Last, when nothing else said it: what an MLPerf log states of its size
-    (:func:`dptrace.analysis.mllog.world_of`: the ranks that printed :::MLLOG lines, the
-    batch sizes, the launcher's lines, the platform) and the N of ``submission_platform``
-    ('8xNVIDIA DGX A100': N systems). A number beyond int64 is never read."""
-    from .analysis.mllog import world_of
-
-    for run, g in _per_run(events):
-        world, why, nodes = world_of(g)
-        if world is not None:
-            _set_world(rows[run], world, str(why))
-        if nodes is not None and rows[run]["nodes"] is None:
-            rows[run]["nodes"] = nodes
 
 
-def _world_size_from() -> dict[str, str]:
-    """What each pattern of a training log's ``world_size`` rows read (the trainlog format's
-    :data:`~dptrace.formats.trainlog.rules.WORLD_SIZE_FROM`: its rows came from it)."""
-    from .formats.trainlog.rules import WORLD_SIZE_FROM
-    return WORLD_SIZE_FROM
 
 
-def _from_trainlog(rows: dict[str, dict[str, object]], metrics: pd.DataFrame | None,
-                   throughput: pd.DataFrame | None) -> None:
-    for run, g in _per_run(metrics):
-        said = g[g["name"] == "world_size"]
-        if "rank" in said:  # statements repeated by every rank: one is enough
-            said = said.sort_values("lineno", kind="stable")
-        sizes = sorted({int(v) for v in said["value"].dropna() if float(v).is_integer()
-                        and v > 0})
-        if len(sizes) == 1:
-            first = said[said["value"] == sizes[0]].iloc[0]
-            what = _world_size_from().get(str(first["pattern"]), str(first["pattern"]))
-            where = (f"{os.path.basename(str(first['source']))} line {int(first['lineno'])}"
-                     if "source" in first and pd.notna(first.get("lineno")) else "training log")
-            _set_world(rows[run], sizes[0], f"{what} ({where})")
-        elif sizes and rows[run]["world_size"] is None:
-            rows[run]["world_size_from"] = ("training logs disagree ("
-                                            + ", ".join(map(str, sizes)) + " ranks)")
-        dev = g[(g["name"] == "devices") & (g["pattern"] == "horovod_benchmark")]
-        sizes = sorted({int(v) for v in dev["value"].dropna() if float(v).is_integer()})
-        if len(sizes) == 1:
-            _set_world(rows[run], sizes[0],
-                       f"Horovod benchmark: Total img/sec on {sizes[0]} device(s)")
-    printed: dict[str, set[int]] = {}
-    for df in (throughput, metrics):
-        for run, g in _per_run(df):
-            if "rank" in g:
-                printed.setdefault(run, set()).update(int(r) for r in _distinct(g["rank"]))
-    for run, ranks in printed.items():
-        if rows[run]["world_size"] is None and len(ranks) > 1 and \
-                ranks == set(range(len(ranks))):
-            _set_world(rows[run], len(ranks), f"ranks 0-{len(ranks) - 1} printed")
-    for run, g in _per_run(throughput):
-        if rows[run]["launcher"] is None:
-            inst = pd.Series(_distinct(g["instance"]), dtype=object).astype(str)
-            if inst.str.fullmatch(r"default\d+").any():
-                rows[run]["launcher"] = "torchrun"
 
 
 RUNS = schema.RUNS

@@ -212,5 +212,5 @@ def test_an_empty_load_has_an_empty_runs_table(tmp_path):
 def test_distinct_values_of_a_column_are_pandas_unique_values(values):
     s = pd.Series(values)
     want = {v for v in s.unique().tolist() if not pd.isna(v)}
-    got = runs._distinct(s)
+    got = runs.distinct(s)
     assert sorted(map(str, got)) == sorted(map(str, want)) and len(got) == len(want)

@@ -33,9 +33,9 @@ def test_a_world_size_that_is_no_count_is_left_out_and_said(tmp_path, count, cap
 
 
 def test_counts():
-    assert runs._count(8) == 8 and runs._count(8.0) == 8 and runs._count("16") == 16
+    assert runs.count_of(8) == 8 and runs.count_of(8.0) == 8 and runs.count_of("16") == 16
     for bad in (0, -1, 2.5, float("nan"), float("inf"), 1e20, "x", None, 2 ** 31):
-        assert runs._count(bad) is None, bad
+        assert runs.count_of(bad) is None, bad
 
 
 def test_a_log_with_step_times_and_no_rate_renders_every_face(tmp_path):

@@ -1,0 +1,31 @@
+"""What mpiP reports: the tasks tell the runs table (world size, nodes, launcher, job id), declared
+with :func:`dptrace.runs.register_facts`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+
+from ... import runs
+from ...runs import Facts, Rows, register_facts
+
+
+def _from_mpip(rows: Rows, ranks: pd.DataFrame | None) -> None:
+    """An mpiP report's tasks (its ``MPI Task Assignment`` lines, else its task rows or
+    file name ``<exe>.<ntasks>.<pid>.<k>.mpiP``)."""
+    for run, g in runs.per_run(ranks):
+        g = g[g["origin"] == "mpip_report"]
+        sizes = runs.unique_values(g["nranks"])
+        if len(sizes) == 1:
+            runs.set_world(rows[run], sizes[0], "mpiP report tasks")
+        elif sizes and rows[run]["world_size"] is None:
+            rows[run]["world_size_from"] = ("mpiP reports disagree ("
+                                            + ", ".join(map(str, sizes)) + " tasks)")
+
+
+def _step(rows: Rows, tables: Mapping[str, pd.DataFrame]) -> None:
+    _from_mpip(rows, runs.columns(tables.get("mpi_ranks"), "nranks", "origin"))
+
+
+register_facts(Facts("mpip", _step, 20))
