@@ -219,7 +219,11 @@ def arrow_table(df: pd.DataFrame, table: str) -> pa.Table:
         field = None
         if declared is not None and name in expected and _is(df[name].dtype, expected[name]):
             field = declared.field(name)
-        array, meta = _to_arrow(df[name], None if field is None else field.type)
+        try:
+            array, meta = _to_arrow(df[name], None if field is None else field.type)
+        except (pa.ArrowException, TypeError, ValueError) as exc:
+            raise DptraceError(f"table {table!r}, column {name!r}: cannot be stored as "
+                               f"Parquet ({exc})") from None
         if field is None or field.type != array.type:   # inferred (or an ordered dictionary)
             field = pa.field(str(name), array.type, nullable=True,
                              metadata=None if field is None else field.metadata)

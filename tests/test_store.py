@@ -312,3 +312,11 @@ def test_a_table_in_several_parts_reads_as_one(tmp_path):
     with pytest.raises(DptraceError, match=f"table 'mpi_ranks' has {len(ranks)} rows in its "
                        f"files, the manifest says {len(ranks) + 1}"):
         dptrace.open(saved)
+
+
+def test_a_column_arrow_cannot_hold_is_a_clear_error(tmp_path):
+    mixed = pd.DataFrame({"run": pd.Categorical(["a", "a"]), "odd": [1, "x"]})
+    ds = Dataset({"my_table": mixed}, schema.SOURCES.empty(), schema.PROBLEMS.empty())
+    with pytest.raises(DptraceError, match="table 'my_table', column 'odd': cannot be stored"):
+        ds.save(tmp_path / "s")
+    assert list(tmp_path.iterdir()) == []
