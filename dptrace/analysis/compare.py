@@ -1,9 +1,9 @@
 """Two runs side by side (``dptrace compare``): every report table both runs have, row by row.
 
 The input is the ordinary report of a Dataset that holds both runs (each table's ``run``
-column tells them apart). :data:`MEASURES` says, for each report table worth comparing,
-which columns identify a row across runs (a routine, a size bin, a rank; never a file name
-or a job id, which differ from run to run) and which numbers are compared, how rows of one
+column tells them apart). :func:`measures` says, for each report table worth comparing
+(each format declares its own: :func:`register_measures`), which columns identify a row
+across runs (a routine, a size bin, a rank; never a file name or a job id, which differ from run to run) and which numbers are compared, how rows of one
 key within a run combine (two mpitrace jobs of one run: times add up) and which numbers are
 times (so that "what changed most" compares seconds with seconds).
 
@@ -14,7 +14,7 @@ seconds, for times) and ``better`` (``higher`` or ``lower``: which way is faster
 figures: a rate is better higher, a time such as ``step_time_s`` lower; empty for the
 other numbers). A key that one run has and the other lacks (a routine only the
 candidate calls) counts as 0 in the other for additive numbers (times, calls, bytes), and as
-missing for the others (shares, rates). Rows are in :data:`MEASURES` order and, within a
+missing for the others (shares, rates). Rows are in :func:`measures` order and, within a
 table, largest relative change first. :func:`largest_changes` keeps the ten largest
 changes in time. :func:`findings` says what changed, in plain words.
 
@@ -36,7 +36,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..reports.fmt import bin_label
 from .keys import plain
 from .scaling import better as _better
 from .scaling import unit as _job_unit
@@ -61,6 +60,8 @@ class Metric:
     unit: str = ""
     #: the factor to seconds when it is an additive time (None: not a time)
     seconds: float | None = None
+    #: the factor from the column's unit to the unit shown (``span_us`` shown in s: 1e-6)
+    to_unit: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -79,96 +80,47 @@ class Measure:
     metric_key: str | None = None
     #: rows kept (None: all)
     where: Callable[[pd.DataFrame], pd.Series] | None = None
-
-
-def _bin(k: Mapping[str, object]) -> str:
-    """``MPI_Allreduce 4-8 MiB``: a routine's power-of-two size bin as a range of sizes."""
-    try:
-        return f"{k['routine']} {bin_label(int(k['bin']), int(k['bin_hi_bytes']))}"  # type: ignore[call-overload]
-    except (TypeError, ValueError):
-        return f"{k['routine']} bin {k['bin']}"
-
-
-def _per_instance(df: pd.DataFrame) -> pd.Series:
-    """Training rows of per-instance series (a printed global figure is the job's row)."""
-    keep = pd.Series(True, index=df.index)
-    if "phase" in df.columns:
-        phase = df["phase"].astype(object)
-        keep &= phase.isna() | (phase == "train")
-    if "scope" in df.columns:
-        keep &= df["scope"].astype(object) != "global"
-    return keep
-
-
-def _series(k: Mapping[str, object]) -> str:
-    """``img/sec per CPU, instance 3``: a throughput series' printed name and the instance."""
-    name = next((str(v) for v in (k.get("name"), k.get("label")) if _text(v)), "")
-    return f"{name}, instance {k['instance']}" if name else f"instance {k['instance']}"
-
-
-def _text(v: object) -> bool:
-    return v is not None and not (isinstance(v, float) and math.isnan(v)) and v is not pd.NA \
-        and str(v) != ""
+    #: its place in the compare table (lower first)
+    order: int = 1000
+    #: tables that count one source's time at several levels (an Allreduce size bin's time
+    #: is also its routine's): "what changed most" takes, per family, the table of the
+    #: lowest ``family_rank`` the runs have, so no time is counted twice
+    family: str | None = None
+    family_rank: int = 0
+    #: keys whose rows hold the other rows' time (a Horovod op's whole interval): left out
+    #: of "what changed most"
+    whole: Callable[[str], bool] | None = None
 
 
 S = 1.0
 US = 1e-6
-MEASURES: tuple[Measure, ...] = (
-    Measure("throughput.job", ("metric",), (Metric("value", "first", "/s"),),
-            lambda k: "job throughput", metric_key="metric"),
-    Measure("communication.jobs", (), (
-        Metric("elapsed_max_s", "max", "s", None), Metric("comm_mean_s", "sum", "s", S),
-        Metric("comm_max_s", "max", "s"), Metric("comm_share_mean", "mean", "share"),
-        Metric("comm_imbalance", "max", "x")), lambda k: "MPI per rank"),
-    Measure("message_sizes.bins", ("routine", "bin", "bin_hi_bytes"), (
-        Metric("time_s_per_rank", "sum", "s", S), Metric("calls_per_rank", "sum", "calls"),
-        Metric("busbw_bytes_per_s", "mean", "B/s")), _bin),
-    Measure("communication.routines", ("routine",), (
-        Metric("time_s_per_rank", "sum", "s", S), Metric("calls_per_rank", "sum", "calls"),
-        Metric("bytes_per_rank", "sum", "B"), Metric("time_share", "mean", "share")),
-        lambda k: str(k["routine"])),
-    Measure("communication.ranks", ("rank",), (
-        Metric("comm_time_s", "sum", "s", S), Metric("elapsed_s", "max", "s"),
-        Metric("comm_share", "mean", "share")), lambda k: f"rank {k['rank']}"),
-    Measure("throughput.instances", ("metric", "name", "label", "instance"),
-            (Metric("value", "first", "/s"),), _series, metric_key="metric",
-            where=_per_instance),
-    Measure("horovod.time", (), (
-        Metric("span_us", "max", "s"), Metric("negotiate_wall_us", "sum", "s", US),
-        Metric("op_wall_us", "sum", "s", US), Metric("negotiate_share", "mean", "share"),
-        Metric("op_share", "mean", "share"), Metric("idle_share", "mean", "share")),
-        lambda k: "Horovod timeline"),
-    Measure("horovod.activities", ("level", "op", "activity"), (
-        Metric("wall_us", "sum", "s", US), Metric("intervals", "sum", "intervals")),
-        lambda k: f"{k['op']} (whole op)" if k["level"] == "op"
-        else f"{k['op']} {k['activity']}"),
-    Measure("horovod.stragglers", ("rank",), (
-        Metric("last_share", "mean", "share"), Metric("mean_lag_us", "mean", "us")),
-        lambda k: f"rank {k['rank']} negotiations"),
-    Measure("horovod.fusion", ("op",), (
-        Metric("tensors_per_op", "mean", "tensors"), Metric("mean_bytes", "mean", "B")),
-        lambda k: f"{k['op']} fusion"),
-    Measure("horovod.top_tensors", ("tensor",), (
-        Metric("total_us", "sum", "s", US), Metric("bytes", "max", "B")),
-        lambda k: f"tensor {k['tensor']}"),
-    Measure("tiles.overview", (), (
-        Metric("exec_mean_pct", "mean", "%"), Metric("load_overhead_pct", "mean", "%"),
-        Metric("idle_tiles", "sum", "tiles")), lambda k: "tiles"),
-)
-#: the tables whose time changes are the most specific, in the order the dominant change is
-#: looked for (a size bin says more than its routine, a routine more than a rank)
-SPECIFIC = ("message_sizes.bins", "horovod.activities", "communication.routines",
-            "communication.ranks")
-#: the tables of "what changed most": per source, the most specific one the runs have
-_FAMILIES = (("message_sizes.bins", "communication.routines"),
-             ("horovod.activities", "horovod.time"))
-#: the unit factor of times shown in seconds (``span_us`` is shown in s)
-_TO_UNIT = {"span_us": US, "negotiate_wall_us": US, "op_wall_us": US, "wall_us": US,
-            "total_us": US}
+_MEASURES: dict[str, Measure] = {}
+_FOUND = False
+#: the module of a format package that declares its compared tables
+FORMAT_COMPARE = "compare"
+
+
+def register_measures(*measures: Measure) -> None:
+    """Declare report tables compared across runs (a table declared again is replaced)."""
+    for m in measures:
+        _MEASURES[m.table] = m
+
+
+def measures() -> list[Measure]:
+    """Every compared table, in order: the formats' ``compare`` modules
+    (``dptrace/formats/<format>/compare.py``, or a plug-in's) are imported on first use."""
+    global _FOUND
+    if not _FOUND:
+        _FOUND = True
+        from .. import formats  # the index of formats: discovery, no format's code
+
+        formats.import_parts(FORMAT_COMPARE)
+    return sorted(_MEASURES.values(), key=lambda m: m.order)
 
 
 def measure(table: str) -> Measure | None:
-    return next((m for m in MEASURES if m.table == table), None)
+    """The measure of report table ``table``, or None."""
+    return next((m for m in measures() if m.table == table), None)
 
 
 def values(df: pd.DataFrame, m: Measure, run: str) -> pd.DataFrame | None:
@@ -205,14 +157,14 @@ def values(df: pd.DataFrame, m: Measure, run: str) -> pd.DataFrame | None:
 
 
 def _unit_value(metric: Metric, v: float) -> float:
-    return v * _TO_UNIT.get(metric.column, 1.0)
+    return v * metric.to_unit
 
 
 def compare(tables: Mapping[str, pd.DataFrame], base: str, candidate: str) -> pd.DataFrame:
     """The ``compare`` table of runs ``base`` and ``candidate`` (run ids) from the report
     ``tables`` of a Dataset that holds both (see the module text)."""
     rows: list[dict[str, object]] = []
-    for m in MEASURES:
+    for m in measures():
         df = tables.get(m.table)
         vb, vc = values(df, m, base), values(df, m, candidate)
         if vb is None or vc is None:
@@ -279,12 +231,18 @@ def largest_changes(table: pd.DataFrame, n: int = TOP) -> pd.DataFrame:
     size bins (else routines) and Horovod activities (negotiation and the activities inside
     an op, not the op's whole interval; else the timeline's totals)."""
     have = set(table["table"])
-    keep = [next(t for t in family if t in have) for family in _FAMILIES
-            if any(t in have for t in family)]
-    table = table[table["table"].isin(keep)]
-    # a Horovod op's whole interval holds its activities: the activities are the detail
-    table = table[~((table["table"] == "horovod.activities")
-                    & table["key"].astype(str).str.endswith(" (whole op)"))]
+    families: dict[str, Measure] = {}
+    for m in measures():   # per family, the most specific table the runs have
+        if m.family is not None and m.table in have:
+            best = families.get(m.family)
+            if best is None or m.family_rank < best.family_rank:
+                families[m.family] = m
+    keep = {m.table: m for m in families.values()}
+    table = table[table["table"].isin(list(keep))]
+    for name, m in keep.items():   # rows that hold other rows' time (an op's whole interval)
+        if m.whole is not None:
+            mine = table["table"] == name
+            table = table[~(mine & table["key"].astype(str).map(m.whole).astype(bool))]
     times = table[table["change_s"].notna() & (table["change_s"] != 0)]
     order = times["change_s"].abs().sort_values(ascending=False, kind="stable").index
     return times.loc[order[:n]].reset_index(drop=True)
@@ -311,7 +269,7 @@ def wide(tables: Mapping[str, pd.DataFrame], table: str, column: str,
             out[name] = np.nan
             continue
         got = v[column].groupby(level=0, sort=False).first()
-        col = out["key"].map(got).astype("float64") * _TO_UNIT.get(column, 1.0)
+        col = out["key"].map(got).astype("float64") * metric.to_unit
         out[name] = col.fillna(0.0) if metric.agg == "sum" else col
     return out
 
