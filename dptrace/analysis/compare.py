@@ -1,22 +1,23 @@
 """Two runs side by side (``dptrace compare``): every report table both runs have, row by row.
 
 The input is the ordinary report of a Dataset that holds both runs (each table's ``run``
-column tells them apart). :func:`measures` says, for each report table worth comparing
-(each format declares its own: :func:`register_measures`), which columns identify a row
-across runs (a routine, a size bin, a rank; never a file name or a job id, which differ from run to run) and which numbers are compared, how rows of one
-key within a run combine (two mpitrace jobs of one run: times add up) and which numbers are
-times (so that "what changed most" compares seconds with seconds).
+column tells them apart). :func:`measures` says, for each report table worth comparing (each
+format declares its own: :func:`register_measures`), which columns identify a row across
+runs (a routine, a size bin, a rank; never a file name or a job id, which differ from run to
+run) and which numbers are compared, how rows of one key within a run combine (two mpitrace
+jobs of one run: times add up) and which numbers are times (so that "what changed most"
+compares seconds with seconds).
 
 :func:`compare` gives the ``compare`` table: ``table``, ``key``, ``metric``, ``base``,
 ``candidate``, ``change`` (candidate - base, in the metric's unit), ``change_pct`` (of the
 base; missing where the base is 0 or missing), ``unit`` and ``change_s`` (the change in
-seconds, for times) and ``better`` (``higher`` or ``lower``: which way is faster, for the job
-figures: a rate is better higher, a time such as ``step_time_s`` lower; empty for the
-other numbers). A key that one run has and the other lacks (a routine only the
-candidate calls) counts as 0 in the other for additive numbers (times, calls, bytes), and as
-missing for the others (shares, rates). Rows are in :func:`measures` order and, within a
-table, largest relative change first. :func:`largest_changes` keeps the ten largest
-changes in time. :func:`findings` says what changed, in plain words.
+seconds, for times) and ``better`` (``higher`` or ``lower``: which way is faster, for the
+job figures: a rate is better higher, a time such as ``step_time_s`` lower; empty for the
+other numbers). A key that one run has and the other lacks (a routine only the candidate
+calls) counts as 0 in the other for additive numbers (times, calls, bytes), and as missing
+for the others (shares, rates). Rows are in :func:`measures` order and, within a table,
+largest relative change first. :func:`largest_changes` keeps the ten largest changes in
+time. :func:`findings` says what changed, in plain words.
 
 :func:`wide` lays one metric of a table out with one column per run (the scaling report's
 per-run tables).
