@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dptrace.analysis.compare import S, Measure, Metric, register_measures
+from dptrace.analysis.compare import Measure, Metric, S, register_measures
 
 register_measures(Measure("toy.ranks", ("rank",), (
     Metric("wait_s", "sum", "s", S), Metric("wait_share", "mean", "share")),
