@@ -43,7 +43,7 @@ _PUBLIC = {
 }
 #: ``read_<format>`` for each format package (dptrace/formats/<format>/), made from the
 #: registry by :func:`dptrace.api.read_function` on first use
-_READERS = {f"read_{name}": ".api" for name in _formats.names()}
+_READERS = {f"read_{name}": ".api" for name in _formats.builtin()}
 __all__ = sorted([*_PUBLIC, *_READERS])
 
 if TYPE_CHECKING:  # the names as type checkers and editors see them
@@ -64,6 +64,8 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
 
 def __getattr__(name: str) -> Any:
     module = _PUBLIC.get(name) or _READERS.get(name)
+    if module is None and name.startswith("read_") and name[5:] in _formats.names():
+        module = ".api"   # a format from an entry point (dptrace.formats.ENTRY_POINT_GROUP)
     if module:
         value = getattr(importlib.import_module(module, __name__), name)
         if name in _FUNCTIONS:   # `import dptrace.findings.rules as r` looks the module
@@ -73,8 +75,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'dptrace' has no attribute {name!r}")
 
 
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_PUBLIC, *_READERS])
 class _Package(types.ModuleType):
     """The ``dptrace`` module, whose public name ``findings`` is the function
     :func:`dptrace.api.findings` although ``dptrace.findings`` is also a package.
@@ -98,3 +98,5 @@ _FUNCTIONS = frozenset({"findings"})
 sys.modules[__name__].__class__ = _Package
 
 
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC, *_READERS])

@@ -158,7 +158,7 @@ def findings(ds: Dataset | PathArg | Mapping[str, PathArg], *, warmup: float = 0
 
     ``thresholds``: overrides by kind, in the unit of the ``threshold`` column, e.g.
     ``{"throughput_straggler": 10}`` (10% below the median); the kinds that take one are
-    ``dptrace.findings.thresholds.OVERRIDABLE``. ``warmup`` as for :func:`report`."""
+    ``dptrace.findings.thresholds.overridable()``. ``warmup`` as for :func:`report`."""
     from .findings import build
 
     return build(_dataset(ds), warmup=warmup, thresholds=_thresholds(thresholds))

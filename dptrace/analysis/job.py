@@ -48,7 +48,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from ..runs import rank_of_path
+from ..names import rank_of_path
 from . import throughput as thr
 from .keys import RUN, run_first
 from .memo import memoized

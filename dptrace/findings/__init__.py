@@ -13,9 +13,6 @@ Layering: findings import analysis and schema, never reports; the report's Findi
 
 from __future__ import annotations
 
-import sys
-import types
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -173,18 +170,3 @@ def build(ds: Dataset | Analyses, **opts: Any) -> pd.DataFrame:
     if ids:
         out["run"] = pd.Categorical(out["run"].astype(object), categories=ids)
     return out
-
-
-class _CallableModule(types.ModuleType):
-    """This package is also the notebook's ``dptrace.findings(ds)``: calling it returns the
-    findings table (:func:`dptrace.api.findings`), while ``dptrace.findings.rules`` and
-    ``.thresholds`` stay importable under the same name (design: one public name)."""
-
-    def __call__(self, ds: Dataset, *, warmup: float = 0.1,
-                 thresholds: Mapping[str, float] | None = None) -> pd.DataFrame:
-        from ..api import findings
-
-        return findings(ds, warmup=warmup, thresholds=thresholds)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -23,11 +23,12 @@ profiler traces are the same container).
 
 A format can also live outside dptrace, in a package of its own installed with an entry
 point in the group :data:`ENTRY_POINT_GROUP` (``[project.entry-points."dptrace.formats"]``,
-``mine = "my_dptrace_format"``: the name is the format's, the value its package). Its package has
-the same parts as one here (``SPEC``; ``tables``, ``read``, and any of ``analyses``,
-``findings``, ``facts``, ``compare``, ``sections``): :func:`names` lists it after the built-in formats and
-:func:`module` says where it lives. An entry point that does not load, or that names a
-built-in format, is left out and its error kept in :data:`UNAVAILABLE`.
+``mine = "my_dptrace_format"``: the name is the format's, the value its package). Its
+package has the same parts as one here (``SPEC``; ``tables``, ``read``, and any of
+``analyses``, ``findings``, ``facts``, ``compare``, ``sections``): :func:`names` lists it
+after the built-in formats and :func:`module` says where it lives. An entry point that does
+not load, or that names a built-in format, is left out and its error kept in
+:data:`UNAVAILABLE`.
 
 Every part a format may have is found the same way (:func:`import_parts`): for each format,
 ``<package>.<part>`` is imported if it exists; a part that fails to import costs only that

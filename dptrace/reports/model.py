@@ -94,24 +94,22 @@ class Report:
         """What the CLI would exit with: 0 all parsed, 1 something skipped, 3 nothing parsed."""
         return exit_code(self.dataset)
 
-    def to_json(self) -> str:
-        from .json_report import dumps
+    # The faces are named, not imported: the model imports no face (a face imports the
+    # model), and each is loaded only when asked for, like a section's drawer.
 
-        return dumps(self, self.exit_code)
+    def to_json(self) -> str:
+        """The report as JSON (:mod:`dptrace.reports.json_report`)."""
+        return registry.resolve("dptrace.reports.json_report:dumps")(self, self.exit_code)
 
     def to_html(self, path: str | None = None) -> str:
         """The self-contained HTML dashboard; written to ``path`` when given. Returns the HTML."""
-        from . import html
-
-        text = html.render(self)
+        text: str = registry.resolve("dptrace.reports.html:render")(self)
         if path is not None:
-            html.write_text(path, text)
+            registry.resolve("dptrace.reports.html:write_text")(path, text)
         return text
 
     def _repr_html_(self) -> str:
-        from .html import summary_html
-
-        return summary_html(self)
+        return str(registry.resolve("dptrace.reports.html:summary_html")(self))
 
 
 def exit_code(ds: Dataset) -> int:

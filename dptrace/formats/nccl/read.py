@@ -29,9 +29,9 @@ from ...errors import Problem
 from ...executor import Executor
 from ...formats.trainlog import RE_ENGINE as _re_engine
 from ...formats.trainlog.general import _count_newlines, line_cuts, re2_match
+from ...names import rank_of_path
 from ...numbers import NumberError, fit, note, parse_count, parse_float
 from ...registry import ParseResult
-from ...runs import rank_of_path
 from ...sources import Source
 from . import LINE_PATTERN
 from .tables import NCCL_ENV, NCCL_EVENTS, NCCL_SETUP

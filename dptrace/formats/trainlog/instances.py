@@ -6,7 +6,7 @@ key is reduced to integer codes first (:func:`dptrace.schema.combined_codes`).
 
 - **Printer** (``instance``, ``rank``): the launcher prefix (``3: ``, ``[1,3]<stdout>:``,
   ``[rank3]:``, ``[default3]:``), else the rank a per-rank file's path gives
-  (:func:`dptrace.runs.rank_of_path`), else unknown (null). SambaFlow's ``e2e
+  (:func:`dptrace.names.rank_of_path`), else unknown (null). SambaFlow's ``e2e
   samples_per_sec`` lines are the one documented exception: one line per SambaNova
   instance, so the k-th such line of a file is instance ``k``.
 - **Repeats** (``repeat``): a row of the same kind (pattern, name, label, metric, epoch)
@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ... import schema
-from ...runs import rank_of_path
+from ...names import rank_of_path
 
 #: patterns whose repeated lines are distinct instances by documentation
 INSTANCE_PATTERNS = frozenset({"sambaflow"})

@@ -176,26 +176,6 @@ def build_scaling(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
         figure_args={"by": by})
 
 
-def draw_setup(section: Section, opts: Mapping[str, Any] | None = None) -> Any:
-    """The terminal drawer of the setup: settings and runs whole, changed rows marked
-    (rich is imported here, when the terminal face draws, never when a report is built)."""
-    from rich.console import Group
-    from rich.text import Text
-
-    from ..fit import KEY, TEXT, Col, FitTable
-    from ..fmt import fmt
-
-    df = section.tables["setup"]
-    runs = [str(c) for c in df.columns if c not in ("setting", "changed")]
-    table = FitTable([Col("setting", KEY), Col("changed", KEY),
-                      *(Col(r, TEXT) for r in runs)], (), boxed=True)
-    for r in df.to_dict("records"):
-        table.add_row(fmt(r["setting"]), "changed" if r["changed"] else "",
-                      *("-" if r[c] is None else fmt(r[c]) for c in runs))
-    return Group(Text(section.title, style="bold"), table,
-                 Text(section.caption, style="dim"))
-
-
 def _stacked(tables: Mapping[str, pd.DataFrame], table: str,
              metrics: Sequence[tuple[str, str]], runs: Sequence[str],
              cols: Sequence[str]) -> pd.DataFrame:
@@ -242,7 +222,7 @@ COMPARE = register_section(SectionSpec(
     terminal="dptrace.reports.terminal.runs:draw_compare"))
 SETUP = register_section(SectionSpec(
     "setup", "Setup", order=15, build=build_setup, views=("compare", "scaling"),
-    terminal=lambda section, opts=None: draw_setup(section, opts)))
+    terminal="dptrace.reports.terminal.runs:draw_setup"))
 SCALING = register_section(SectionSpec(
     "scaling", "Scaling", order=20, build=build_scaling, views=("scaling",),
     figures="dptrace.reports.runs_figures:scaling_figures",

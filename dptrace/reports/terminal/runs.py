@@ -86,3 +86,23 @@ _TITLES = {"routines": "MPI time per rank (s) by routine, per run",
            "message_sizes": "MPI time per rank (s) by message size, per run",
            "horovod": "Horovod timeline shares, per run",
            "tiles": "SambaNova tiles, per run"}
+
+
+def draw_setup(section: Section, opts: Mapping[str, Any] | None = None) -> Any:
+    """The terminal drawer of the setup: settings and runs whole, changed rows marked
+    (rich is imported here, when the terminal face draws, never when a report is built)."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from ..fit import KEY, TEXT, Col, FitTable
+    from ..fmt import fmt
+
+    df = section.tables["setup"]
+    runs = [str(c) for c in df.columns if c not in ("setting", "changed")]
+    table = FitTable([Col("setting", KEY), Col("changed", KEY),
+                      *(Col(r, TEXT) for r in runs)], (), boxed=True)
+    for r in df.to_dict("records"):
+        table.add_row(fmt(r["setting"]), "changed" if r["changed"] else "",
+                      *("-" if r[c] is None else fmt(r[c]) for c in runs))
+    return Group(Text(section.title, style="bold"), table,
+                 Text(section.caption, style="dim"))
