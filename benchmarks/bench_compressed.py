@@ -189,10 +189,19 @@ def run(path: Path) -> dict:
     return {**res, **mem, "maxrss_mb": res["maxrss_kb"] / 1e3}
 
 
-def compare(name: str, plain: Path) -> dict:
+def compare(name: str, plain: Path, repeat: int = 1) -> dict:
+    """Plain then ``.gz``, ``repeat`` times interleaved (this machine's load drifts over
+    minutes): the best time of each, the memory of its first run."""
     gz = Path(str(plain) + ".gz")
+    runs: dict[str, list[dict]] = {"plain": [], "gz": []}
+    for _ in range(repeat):
+        for kind, path in (("plain", plain), ("gz", gz)):
+            runs[kind].append(run(path))
     res = {"input": name, "plain_mb": plain.stat().st_size / 1e6,
-           "gz_mb": gz.stat().st_size / 1e6, "plain": run(plain), "gz": run(gz)}
+           "gz_mb": gz.stat().st_size / 1e6}
+    for kind, rs in runs.items():
+        res[kind] = {**rs[0], "seconds": min(r["seconds"] for r in rs),
+                     "all_s": [round(r["seconds"], 1) for r in rs]}
     p, g = res["plain"], res["gz"]
     res["time_ratio"] = g["seconds"] / p["seconds"]
     res["peak_ratio"] = g["peak_mb"] / p["peak_mb"]
@@ -206,7 +215,8 @@ def report(res: dict) -> str:
     lines = [f"{res['input']}: {res['plain_mb']:.0f} MB plain, {res['gz_mb']:.1f} MB .gz"]
     for kind in ("plain", "gz"):
         r = res[kind]
-        lines.append(f"  {kind:>5}: {r['seconds']:7.2f} s, peak {r['peak_mb']:6.0f} MB PSS, "
+        lines.append(f"  {kind:>5}: {r['seconds']:7.2f} s {r['all_s']}, "
+                     f"peak {r['peak_mb']:6.0f} MB PSS, "
                      f"{r['anon_mb']:6.0f} MB anonymous (max RSS {r['maxrss_mb']:.0f} MB; "
                      f"imported {r['base_mb']:.0f} MB), status {','.join(r['status'])}, "
                      f"rows {r['rows']}")
@@ -224,6 +234,8 @@ def main() -> None:
     p.add_argument("--dir", type=Path, help="where the inputs go (kept); default: a temporary "
                    "directory, removed at the end")
     p.add_argument("--json", action="store_true", help="print the results as JSON too")
+    p.add_argument("--repeat", type=int, default=1, help="runs of each, interleaved (best "
+                   "time; memory of the first)")
     a = p.parse_args()
     work = a.dir or Path(tempfile.mkdtemp(prefix="dptrace-bench-compressed-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -240,7 +252,7 @@ def main() -> None:
                 t = time.perf_counter()
                 make(path, size)
                 print(f"wrote {path} and .gz in {time.perf_counter() - t:.0f} s", flush=True)
-            res = compare(what, path)
+            res = compare(what, path, a.repeat)
             if a.json:
                 print(json.dumps(res, indent=1))
             print(report(res), flush=True)

@@ -236,6 +236,15 @@ class Source:
         self._st["notes"] = [Problem(p.source, p.message, line, p.severity)
                              if id(p) in unplaced else p for p in notes]
 
+    def cut_short(self) -> str | None:
+        """Why the content read so far stopped before the end of the file, when it did:
+        ``"limit"`` (the decompression limit), ``"damage"`` (a truncated or corrupt
+        compressed stream), ``"disk"`` (no room for the temporary file), ``"memory"``;
+        None otherwise. A reader whose last record is cut says so instead of guessing (a
+        job killed while writing)."""
+        noted = self._st.get("noted", ())
+        return next((k for k in ("limit", "damage", "disk", "memory") if k in noted), None)
+
     def _deliver(self, problems: list[Problem] | None) -> None:
         if problems is not None and "notes" in self._st:
             problems.extend(self.take_notes())
@@ -521,8 +530,9 @@ class Source:
         if st.capped:
             self._note("limit", f"decompressed content reached the limit of {_human(cap)}"
                        f"{self._why_limit(cap)}: the input was cut at {st.total:,} bytes "
-                       f"decompressed (from {st.consumed:,} compressed bytes of "
-                       f"{_stat_size(self.path):,}) and the rest was not read; raise the "
+                       f"decompressed (after reading {st.consumed:,} of its "
+                       f"{_stat_size(self.path):,} compressed bytes) and the rest was not "
+                       "read; raise the "
                        "limit with --max-decompressed SIZE (or the environment variable "
                        f"{MAX_DECOMPRESSED_ENV}, or load(..., max_decompressed=...)); 0 means "
                        "no limit", "error", True)

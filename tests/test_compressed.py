@@ -215,7 +215,7 @@ def test_the_event_bomb_is_cut_at_the_limit_with_the_numbers(tmp_path):
     assert len(errors) == 1 and errors[0].source == str(bomb) and errors[0].severity == "error"
     msg = str(errors[0].message)
     assert "limit of 2 MiB" in msg and "cut at 2,097,152 bytes decompressed" in msg
-    assert f"compressed bytes of {bomb.stat().st_size:,}" in msg
+    assert f"of its {bomb.stat().st_size:,} compressed bytes" in msg
     assert "--max-decompressed" in msg and sources.MAX_DECOMPRESSED_ENV in msg
     assert "0 means no limit" in msg
 
@@ -248,6 +248,25 @@ def test_the_default_limit_comes_from_the_route_and_says_so(tmp_path, monkeypatc
     msg = [m for m in _messages(ds, "error") if "limit" in m]
     assert len(msg) == 1 and f"cut at {cap:,} bytes decompressed" in msg[0]
     assert "temporary file" in msg[0]
+
+
+def test_a_reader_can_tell_a_cut_at_the_limit_from_a_cut_file(tmp_path):
+    bomb, _ = _bomb(tmp_path)
+    src = Source(str(bomb), bomb, max_decompressed=1 << 20)
+    with src.open() as fh:
+        assert len(fh.read()) == 1 << 20
+    assert src.cut_short() == "limit"
+    data = bomb.read_bytes()
+    cut = tmp_path / "cut.pt.trace.json.gz"
+    cut.write_bytes(data[: len(data) // 2])
+    src = Source(str(cut), cut)
+    with src.open() as fh:
+        fh.read()
+    assert src.cut_short() == "damage"
+    whole = Source(str(bomb), bomb)
+    with whole.open() as fh:
+        fh.read()
+    assert whole.cut_short() is None
 
 
 def test_a_limit_from_the_environment_is_the_limit_of_every_route(tmp_path, monkeypatch):

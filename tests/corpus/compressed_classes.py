@@ -76,8 +76,9 @@ def classes() -> list[dict]:
     trace = bomb()
     add("compressed_gz_event_bomb", "bomb.pt.trace.json.gz", _gz(trace), base=None,
         status="partial", rows=">=1",
-        problem=r"limit of 1 MiB: the input was cut at 1,048,576 bytes decompressed \(from "
-                r"[\d,]+ compressed bytes of [\d,]+\).*--max-decompressed", exit="1",
+        problem=r"limit of 1 MiB: the input was cut at 1,048,576 bytes decompressed "
+                r"\(after reading [\d,]+ of its [\d,]+ compressed bytes\).*"
+                r"--max-decompressed", exit="1",
         env="DPTRACE_MAX_DECOMPRESSED=1M",
         desc=f"the gz event bomb of issue 30, small: a real torch trace whose events are "
              f"{BOMB_COPIES:,} copies of one of its real events ({len(trace) / 1e6:.0f} MB "
