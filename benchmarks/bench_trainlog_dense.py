@@ -2,6 +2,7 @@
 
     python benchmarks/bench_trainlog_dense.py [--size-mb 200] [--repeat 3] [--file PATH]
                                               [--executor auto|serial|both] [--json OUT]
+                                              [--tree LABEL=DIR ...]
 
 The worst case for the training-log reader (issue 14): every fourth line is a tqdm bar of
 several ``\\r``-separated updates with a ``loss=..., v_num=0`` postfix, so a 200 MB log holds
@@ -17,11 +18,15 @@ a temporary directory, or read from ``--file``. dptrace's modules are compiled t
   file of 128 MB or more on a machine with two cores or more; ``serial``: this process only),
   ``python -c "import dptrace; ds = dptrace.load(PATH, executor=...)"`` in a fresh process:
   wall time (less the time the child then takes to count the rows for the checks below:
-  the benchmark's work, not dptrace's), the time of ``load()`` itself, the peak RSS of
+  the benchmark's work, not dptrace's), the time of ``load()`` itself and its CPU seconds
+  (the process's and its scan workers': comparable where the machine is shared), the peak RSS of
   that process (``VmHWM``), of its
   largest scan worker (``RUSAGE_CHILDREN``), and of the whole process tree, sampled every
   10 ms from ``/proc`` (summed, and anonymous memory only: the file is memory-mapped, and
   the pages of it a process touches count towards its RSS).
+
+``--tree LABEL=DIR`` runs each executor again with dptrace imported from another checkout
+(``PYTHONPATH=DIR``), in the same rounds: before/after ratios from one run.
 
 Then it checks the rows: the throughput rows of the SambaFlow pattern must equal the
 ``samples_per_sec`` lines grep counts that are throughput lines (the generator also writes a
@@ -56,18 +61,25 @@ import dptrace
 t1 = time.perf_counter()
 out = {"import_s": t1 - t0}
 if len(sys.argv) > 1:
+    cpu0 = time.process_time()
     ds = dptrace.load(sys.argv[1], executor=sys.argv[2])
     out["load_s"] = time.perf_counter() - t1
+    c1 = time.process_time()
     tp, tm = ds["throughput"], ds["train_metrics"]
     out["throughput"] = {str(k): int(v) for k, v in tp["pattern"].value_counts().items()}
     out["train_metrics"] = {str(k): int(v) for k, v in tm["pattern"].value_counts().items()}
     out["table_mb"] = sum(int(df.memory_usage(deep=True).sum()) for df in (tp, tm)) / 1e6
     out["problems"] = [f"{p.severity}: {p.message}" for p in ds.problems.itertuples()]
     out["checks_s"] = time.perf_counter() - t1 - out["load_s"]
+    out["checks_cpu_s"] = time.process_time() - c1
 for line in open("/proc/self/status"):
     if line.startswith("VmHWM:"):
         out["hwm_kb"] = int(line.split()[1])
 out["workers_kb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+if "load_s" in out:   # CPU seconds of load() (this process and its scan workers)
+    out["cpu_s"] = sum(r.ru_utime + r.ru_stime for r in (
+        resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))
+    out["cpu_s"] -= cpu0 + out.get("checks_cpu_s", 0.0)
 print(json.dumps(out))
 """
 
@@ -127,6 +139,7 @@ def measure(path: Path, executors: list[str], repeat: int,
         best = min(runs[e], key=lambda r: r["wall_s"])
         out[e] = {
             "wall_s": best["wall_s"], "load_s": min(r["load_s"] for r in runs[e]),
+            "cpu_s": min(r["cpu_s"] for r in runs[e]),
             "process_s": min(r["process_s"] for r in runs[e]),
             "rss_mb": max(r["hwm_kb"] for r in runs[e]) * 1024 / MB,
             "worker_rss_mb": max(r["workers_kb"] for r in runs[e]) * 1024 / MB,
@@ -159,6 +172,7 @@ def report(path: Path, size: int, m: dict[str, Any], executors: list[str], repea
         r = m[e]
         row(f"dptrace.load, executor={e} (child process)", r["wall_s"], r["rss_mb"])
         row("  of which load() itself", r["load_s"])
+        row("  CPU seconds of load() (process + workers)", r["cpu_s"])
         row("  the process with its row counts (checks)", r["process_s"])
         if r["worker_rss_mb"]:
             row("  largest scan worker", None, r["worker_rss_mb"])

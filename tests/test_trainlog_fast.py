@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 import dptrace
 from dptrace.formats.trainlog import fast as trainlog_fast
@@ -96,7 +98,8 @@ def _compare(raws: list[bytes]) -> tuple[int, int]:
     buf = b"\n".join(raws) + b"\n"
     line_starts = np.cumsum([0] + [len(r) + 1 for r in raws])[:-1]
     found = trainlog_fast.Found()
-    starts, _ = found.read(buf, 0, len(buf), 1)
+    found.read(buf, 0, len(buf), 1)
+    starts = found.lines_read()
     got_tp = trainlog_fast.frame([], found, "tp", rules.TP_COLS)
     got_tm = trainlog_fast.frame([], found, "tm", rules.TM_COLS)
     read = set(np.searchsorted(line_starts, starts).tolist())
@@ -238,7 +241,7 @@ def test_generated_lines_same_rows() -> None:
         read += got[0]
         python_ok += got[1]
     # the fast reader must not reach equality by declining: it declines Unicode digits, dicts
-    # after a bar, long counts, postfixes that are not plain pairs, parts beyond their bounds
+    # after a bar, counts beyond int64, parts beyond their bounds, ANSI escapes, <std tags
     assert read > 5_000
     assert read > 0.75 * python_ok
 
@@ -304,7 +307,8 @@ def test_utf8_edges_same_as_python() -> None:
                 valid.append(False)
     buf = b"\n".join(raws) + b"\n"
     found = trainlog_fast.Found()
-    starts, _ = found.read(buf, 0, len(buf), 1)
+    found.read(buf, 0, len(buf), 1)
+    starts = found.lines_read()
     line_starts = np.cumsum([0] + [len(r) + 1 for r in raws])[:-1]
     read = set(np.searchsorted(line_starts, starts).tolist())
     assert not any(k in read for k, ok in enumerate(valid) if not ok)
@@ -312,18 +316,38 @@ def test_utf8_edges_same_as_python() -> None:
     assert got >= 17 * 3  # the valid sequences, but where a postfix value ends
 
 
+def _prefixes(texts: list[str]) -> list[str | None]:
+    """The launcher prefix the fast reader finds for each line (once per distinct head)."""
+    found = trainlog_fast.Found()
+    codes = found._prefixes(pa.array(texts, pa.large_string()))
+    names = list(found.strings)
+    return [None if c < 0 else names[c] for c in codes.tolist()]
+
+
 def test_line_prefix_same() -> None:
     """The launcher prefix found from a line's head is _split_prefix's, on generated prefixes
-    (where the head may cut one, the whole line is looked at)."""
+    (white space of every kind Python's ``\\s`` takes, long runs of digits and spaces)."""
     rng = random.Random(3)
-    pieces = [" ", "\t", "\u2003", "\u00a0", "\x1c", "[", "]", ":", ": ", ",", "<std", "out>:",
-              "err>:", "diag>:", "dia>:", "<stdout>:", "a", "Z", "_", "-", "1", "12", "123456",
-              "1234567", "0", "x1", "\r", "9" * 40, " " * 40]
-    for _ in range(20_000):
-        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
-        got = trainlog_fast._line_prefix(text[:trainlog_fast._HEAD])
-        if got is not trainlog_fast._LONG:
-            assert got == trainlog._split_prefix(text)[0], repr(text)
+    pieces = [" ", "\t", "\u2003", "\u00a0", "\x1c", "\x0b", "\u3000", "\x85", "[", "]", ":",
+              ": ", ",", "<std", "out>:", "err>:", "diag>:", "dia>:", "<stdout>:", "a", "Z", "_",
+              "-", "1", "12", "123456", "1234567", "0", "x1", "\r", "9" * 40, " " * 40, "rank",
+              "default", "\u0663"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 8))) for _ in range(20_000)]
+    got = _prefixes(texts)
+    for text, prefix in zip(texts, got, strict=True):
+        assert prefix == trainlog._split_prefix(text)[0], repr(text)
+
+
+def test_white_space_class_is_pythons() -> None:
+    """fast._WS (RE2) holds exactly the characters Python's ``\\s`` matches in a text."""
+    import re
+    import sys
+
+    every = "".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c < 0xE000)
+    python = {c for c in every if re.match(r"\s", c)}
+    ws = pa.array([c for c in every], pa.large_string())
+    hit = pc.match_substring_regex(ws, f"^[{trainlog_fast._WS}]$").to_numpy(zero_copy_only=False)
+    assert {c for c, h in zip(every, hit, strict=True) if h} == python
 
 
 def test_declines_unicode_digits_and_long_counts() -> None:
@@ -331,11 +355,12 @@ def test_declines_unicode_digits_and_long_counts() -> None:
     for text, accepts in [(ok, True), (ok.replace("5/10", "٥/10"), False),
                           (ok + " ²", True), (ok.replace("5/10", "9" * 19 + "/10"), False),
                           (ok.replace("4.50", "4" * 400), True),  # inf, as Python reads it
-                          (ok.replace("it/s]", "it/s, loss=1=2]"), False),
+                          (ok.replace("it/s]", "it/s, loss=1=2]"), True),  # as _POSTFIX reads it
                           (ok.replace("it/s]", "it/s, loss=0.5, v_num=0]"), True)]:
         buf = ("3: \r" + text + "\n").encode()
         found = trainlog_fast.Found()
-        starts, _ = found.read(buf, 0, len(buf), 1)
+        found.read(buf, 0, len(buf), 1)
+        starts = found.lines_read()
         assert bool(len(starts)) is accepts, text
         assert (sum(len(c["lineno"]) for c in found.tp) > 0) is accepts
         read, _ = _compare([buf[:-1]])
@@ -349,6 +374,7 @@ def test_megatron_continuation_lines_left_to_the_scanner() -> None:
     buf = ("iteration 5 | elapsed time per iteration (ms): 12.5 | x\n"
            + "\n".join([upd] * 5) + "\n").encode()
     found = trainlog_fast.Found()
-    starts, _ = found.read(buf, 0, len(buf), 1)
+    found.read(buf, 0, len(buf), 1)
+    starts = found.lines_read()
     line_starts = [0] + [i + 1 for i, b in enumerate(buf) if b == 10][:-1]
     assert starts.tolist() == line_starts[4:]

@@ -5,14 +5,13 @@ A physical line made only of ``\\r``-separated tqdm updates dominates large logs
 scanner's loop runs, :meth:`Found.read` finds every line of the range that holds a ``\\r`` and
 a keyword, and reads them together (RE2, in :func:`pyarrow.compute.extract_regex`, over the
 lines as one Arrow array): each update is split into its parts once, and what needs Python
-(a bar's description, a launcher prefix, a rate's unit, a postfix key) is worked out once per
+(a bar's description, a launcher prefix, a rate's unit, a postfix) is worked out once per
 distinct text. A line gives exactly the rows of :func:`.general._tqdm_updates`, or is declined
 as a whole and left to the scanner, which then reads it as the general engine does: bytes
 that are not UTF-8, ANSI escapes, ``<std`` tags, a dict after a bar, digits that are not
 ASCII, a part longer than :data:`.rules.TQDM_SEGMENT` allows, a count of more than 18 digits,
-a postfix that is not plain ``key=number`` pairs, a line after a Megatron iteration line
-(which may continue on it), a long line. ``engine="fast"`` and ``"auto"`` do this;
-``"general"`` does not.
+a line after a Megatron iteration line (which may continue on it), a long line.
+``engine="fast"`` and ``"auto"`` do this; ``"general"`` does not.
 
 The rows read here stay columns (:class:`Found`: strings as codes into one dictionary);
 :func:`frame` makes of them and of the scanner's tuples the very frame
@@ -55,12 +54,15 @@ _UNICODE_DIGIT = r"[^\P{Nd}0-9]"
 _UTF8 = (r"^(?:[\x00-\x7f]|[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]"
          r"|[\xe1-\xec\xee\xef][\x80-\xbf]{2}|\xed[\x80-\x9f][\x80-\xbf]"
          r"|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}|\xf4[\x80-\x8f][\x80-\xbf]{2})*$")
-#: one ``key=number`` of a postfix, alone between its commas: what ``rules._POSTFIX`` finds in it
-_PAIR = r"^[ \t]*(?P<key>[A-Za-z0-9_]+)=(?P<val>" + rules.NUM + r")[ \t]*$"
 _KEYWORDS = b"|".join(KEYWORDS).decode("ascii")
 _DIGITS = r"^[0-9]{1,18}$"
-#: a launcher prefix is looked for in this many characters of a line (longer: see _line_prefix)
-_HEAD = 96
+#: the characters Python's ``\s`` matches in a text (``str.isspace``; RE2's ``\s`` is ASCII)
+_WS = (r"\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}"
+       r"\x{202f}\x{205f}\x{3000}")
+#: what decides a line's launcher prefix (rules.PREFIX): its leading white space, the run of
+#: other characters after it, and one more white space (every alternative of PREFIX is made of
+#: characters that are not white space but for its last one)
+_PREFIX_HEAD = f"^(?P<head>[{_WS}]*[^{_WS}]*[{_WS}]?)"
 
 TP_STRINGS = ("prefix", "pattern", "name", "metric", "scope", "label")
 TM_STRINGS = ("prefix", "pattern", "name")
@@ -74,6 +76,8 @@ class Found:
         self.strings: dict[str, int] = {}
         self.tp: list[dict[str, np.ndarray]] = []
         self.tm: list[dict[str, np.ndarray]] = []
+        #: where each line read here starts (per chunk)
+        self.starts: list[np.ndarray] = []
 
     def codes(self, values: list[str | None]) -> np.ndarray:
         """The codes of ``values`` (None: -1), new strings added to the dictionary."""
@@ -83,10 +87,15 @@ class Found:
             out[i] = -1 if v is None else strings.setdefault(v, len(strings))
         return out
 
+    def lines_read(self) -> np.ndarray:
+        """Where each line read here starts, in order."""
+        return np.concatenate(self.starts) if self.starts else np.empty(0, np.int64)
+
     def read(self, buf: Any, start: int, end: int, line: int) -> tuple[np.ndarray, np.ndarray]:
         """Read the lines of tqdm updates of ``buf[start:end]`` (``start``: the start of line
-        ``line``); returns the (start, end) of each line read (its ``\\n`` or ``end``), for
-        the scanner to pass over."""
+        ``line``); returns the (start, end) of each run of lines the scanner can pass over
+        (the lines read here and the lines without a keyword; end: the last one's ``\n``, or
+        ``end``)."""
         after_megatron = _after_megatron(buf, start, end)
         starts, ends = [], []
         pos = start
@@ -102,51 +111,69 @@ class Found:
             pos = hi
         if not starts:
             return np.empty(0, np.int64), np.empty(0, np.int64)
-        return np.concatenate(starts), np.concatenate(ends)
+        s, e = np.concatenate(starts), np.concatenate(ends)
+        joined = np.flatnonzero(s[1:] == e[:-1] + 1)  # runs that meet at a chunk's cut
+        return np.delete(s, joined + 1), np.delete(e, joined)
 
     def _chunk(self, buf: Any, lo: int, hi: int, line: int, after_megatron: np.ndarray,
                ) -> tuple[np.ndarray, np.ndarray, int]:
-        """One chunk of whole lines: (starts, ends) of the lines read, newlines in it."""
+        """One chunk of whole lines: the runs of lines to pass over (see :meth:`read`), and
+        the newlines in it."""
         data = np.frombuffer(buf, np.uint8, hi - lo, lo)
         nl = np.flatnonzero(data == 10)
         cr = np.flatnonzero(data == 13)
         none = np.empty(0, np.int64)
         if not len(cr):
             return none, none, len(nl)
+        line_starts = np.concatenate(([0], nl + 1))
+        line_ends = np.append(nl, hi - lo)  # each line's '\n' (or the chunk's end)
         idx = np.unique(np.searchsorted(nl, cr))  # the lines (0-based in the chunk) with a \r
-        ls = np.concatenate(([0], nl + 1))[idx]
-        le = np.append(nl, hi - lo)[idx]
+        read = self._cr_lines(data, idx, line_starts[idx], line_ends[idx], lo, line,
+                              after_megatron)
+        if not read.any():
+            return none, none, len(nl)
+        # every line as one element (with its '\n': the keywords see it as the scanner does):
+        # the lines without a keyword are passed over with the lines read
+        whole = pa.Array.from_buffers(pa.large_binary(), len(line_starts), [
+            None, pa.py_buffer(np.append(line_starts, hi - lo)), pa.py_buffer(data)])
+        skip = ~_mask(pc.match_substring_regex(whole, _KEYWORDS))
+        del whole  # the view of the map
+        skip[idx[read]] = True
+        self.starts.append(line_starts[idx[read]] + lo)
+        return (*_runs(skip, line_starts + lo, line_ends + lo), len(nl))
+
+    def _cr_lines(self, data: np.ndarray, idx: np.ndarray, ls: np.ndarray, le: np.ndarray,
+                  lo: int, line: int, after_megatron: np.ndarray) -> np.ndarray:
+        """Read the lines with a ``\\r`` (``idx``, from ``ls`` to ``le`` in ``data``, the chunk
+        at ``lo`` whose first line is ``line``) that hold a keyword: where each was read."""
+        out = np.zeros(len(idx), dtype=bool)
         keep = (le - ls) < MAX_LINE
         if len(after_megatron):
             keep &= ~_inside(ls + lo, after_megatron)
-        idx, ls, le = idx[keep], ls[keep], le[keep]
-        if not len(idx):
-            return none, none, len(nl)
-        offsets = np.empty(2 * len(idx), dtype=np.int64)
-        offsets[0::2], offsets[1::2] = ls, le
+        pick = np.flatnonzero(keep)
+        if not len(pick):
+            return out
+        offsets = np.empty(2 * len(pick), dtype=np.int64)
+        offsets[0::2], offsets[1::2] = ls[pick], le[pick]
         spans = pa.Array.from_buffers(
             pa.large_binary(), len(offsets) - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
         lines = spans.take(pa.array(np.arange(0, len(offsets) - 1, 2)))
         del spans  # the view of the map
         sel = _mask(pc.and_(pc.match_substring_regex(lines, _KEYWORDS),
                             pc.invert(pc.match_substring_regex(lines, _DECLINE))))
-        lines = lines.filter(pa.array(sel))
-        idx = idx[sel]
+        lines, pick = lines.filter(pa.array(sel)), pick[sel]
         try:
             text = lines.cast(pa.large_string())
         except pa.ArrowInvalid:  # bytes that are not UTF-8: those lines are the scanner's
             valid = _mask(pc.match_substring_regex(lines, _UTF8))
             text = lines.filter(pa.array(valid)).cast(pa.large_string())
-            idx = idx[valid]
+            pick = pick[valid]
         del lines
         ok = ~_mask(pc.match_substring_regex(text, _UNICODE_DIGIT))
-        text, idx = text.filter(pa.array(ok)), idx[ok]
-        if not len(idx):
-            return none, none, len(nl)
-        starts = np.concatenate(([0], nl + 1))[idx] + lo
-        accepted = self._lines(text, idx + line, starts)
-        ends = np.append(nl, hi - lo)[idx] + lo
-        return starts[accepted], ends[accepted], len(nl)
+        text, pick = text.filter(pa.array(ok)), pick[ok]
+        if len(pick):
+            out[pick[self._lines(text, idx[pick] + line, ls[pick] + lo)]] = True
+        return out
 
     def _lines(self, text: pa.Array, lineno: np.ndarray, starts: np.ndarray) -> np.ndarray:
         """Read the lines ``text`` (at ``starts``, numbered ``lineno``): where each was read
@@ -159,8 +186,14 @@ class Found:
         first = np.zeros(len(flat), dtype=bool)
         first[bounds[:-1]] = True
         length = pc.utf8_length(flat).to_numpy(zero_copy_only=False)
-        m = pc.extract_regex(flat, _UPDATE)
-        matched = _mask(m.is_valid())
+        # TQDM_SEGMENT needs a '[': the others (a line's launcher prefix before its first
+        # '\r') are not given to the regex
+        bracket = _mask(pc.match_substring(flat, "["))
+        tried = np.flatnonzero(bracket)
+        m = pc.extract_regex(flat if len(tried) == len(flat) else
+                             flat.filter(pa.array(bracket)), _UPDATE)
+        matched = np.zeros(len(flat), dtype=bool)
+        matched[tried] = _mask(m.is_valid())
         # the segments TQDM_SEGMENT does not read: none, or a first one without '[' or keywords
         skipped = (length > 0) & ~matched
         count = np.bincount(parent[skipped], minlength=k)
@@ -173,8 +206,9 @@ class Found:
             one[parent[lone][fine.astype(bool)]] = True
             good |= (count == 1) & one
         seg = matched & good[parent]
-        fields = {name: m.field(name).filter(pa.array(seg)) for name in
-                  ("pre", "n", "alpha", "rate", "scale", "unit", "per", "post")}
+        chosen = seg[tried]
+        fields = {name: m.field(name) if chosen.all() else m.field(name).filter(pa.array(chosen))
+                  for name in ("pre", "n", "alpha", "rate", "scale", "unit", "per", "post")}
         where = np.flatnonzero(seg)
         bad = np.zeros(k, dtype=bool)
         for name, bound in _BOUNDS.items():  # beyond TQDM_SEGMENT's bounds: not its match
@@ -190,7 +224,7 @@ class Found:
         (keep, metric, value, step, pre, post_rows), _ = rows
         lines_ok = good & ~bad
         keep &= lines_ok[parent[where]]
-        prefix = self._prefixes(text, lines_ok)
+        prefix = self._prefixes(text)
         own, label, epoch = pre
         rows_at = parent[where][keep]
         pre_prefix = own[keep]
@@ -252,7 +286,7 @@ class Found:
                 else:
                     step[i] = c
         pre = self._pre(f["pre"])
-        post = self._post(f["post"], line_of, bad)
+        post = self._post(f["post"])
         return (keep, metric, value, step, pre, post), bad
 
     def _pre(self, pre: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -267,67 +301,29 @@ class Found:
                          dtype=np.float64)[which]
         return own, label, epoch
 
-    def _post(self, post: pa.Array, line_of: np.ndarray, bad: np.ndarray,
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The ``key=value`` pairs of the postfixes: (segment of each, name code, value)."""
-        has = _mask(pc.match_substring(post, "="))
-        none = (np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0))
-        if not has.any():
-            return none
-        segs = np.flatnonzero(has)
-        pieces = pc.split_pattern(post.filter(pa.array(has)), ",")
-        flat = pieces.flatten()
-        owner = segs[np.repeat(np.arange(len(segs)), np.diff(pieces.offsets.to_numpy()))]
-        eq = _mask(pc.match_substring(flat, "="))
-        flat, owner = flat.filter(pa.array(eq)), owner[eq]
-        pairs = pc.extract_regex(flat, _PAIR)
-        ok = _mask(pairs.is_valid())
-        if not ok.all():  # not one plain pair ('name=', 'x=abc'): what rules._POSTFIX finds
-            # in it, once per text; a piece it finds pairs in is left to the scanner
-            empty = _per_value(flat.filter(pa.array(~ok)), _no_pairs)
-            bad[line_of[owner[~ok][~empty]]] = True
-            pairs, owner = pairs.filter(pa.array(ok)), owner[ok]
+    def _post(self, post: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ``key=value`` pairs of the postfixes (:func:`.rules.postfix_pairs`, once per
+        distinct postfix): (segment of each pair, name code, value)."""
+        values, which = _distinct(post)
+        found = [rules.postfix_pairs(v) if "=" in v else [] for v in values] + [[]]
+        per = np.array([len(f) for f in found], dtype=np.int64)
+        names = self.codes([name for f in found for name, _ in f])
+        vals = np.array([v for f in found for _, v in f], dtype=np.float64)
+        first = np.cumsum(per) - per
+        counts = per[which]
+        owner = np.repeat(np.arange(len(which)), counts)
         if not len(owner):
-            return none
-        keys = _per_value(pairs.field("key"), rules._snake, object)
-        names = self.codes(keys.tolist())
-        vals = _floats(pairs.field("val"))
-        return owner, names, vals
+            return owner, np.empty(0, np.int32), np.empty(0)
+        within = np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
+        pair = first[which[owner]] + within
+        return owner, names[pair], vals[pair]
 
-    def _prefixes(self, text: pa.Array, lines: np.ndarray) -> np.ndarray:
-        """The launcher prefix code of each line (``_split_prefix`` of its text; -1: none)."""
-        heads = pc.utf8_slice_codeunits(text, 0, _HEAD)
-        out = _per_value(heads, _line_prefix, object)
-        codes = np.empty(len(out), dtype=np.int32)
-        for i, p in enumerate(out.tolist()):
-            if p is _LONG:  # the head may cut the prefix: the whole line
-                p = general._split_prefix(text[i].as_py())[0] if lines[i] else None
-            codes[i] = -1 if p is None else self.codes([p])[0]
-        return codes
-
-
-#: _line_prefix of a head that may cut a prefix short
-_LONG = object()
-
-
-def _line_prefix(head: str) -> Any:
-    """The launcher prefix of a line from its first :data:`_HEAD` characters, or
-    :data:`_LONG` when those may cut it (a match, or its start, that reaches their end)."""
-    m = rules.PREFIX.match(head)
-    if len(head) < _HEAD:
-        return general._split_prefix(head)[0]
-    if m is not None and m.end() < _HEAD - 8:
-        return general._split_prefix(head)[0]
-    rest = head.lstrip()
-    if m is None and rest and (rest[0] not in "[0123456789" or any(c.isspace() for c in rest)):
-        return None
-    return _LONG
-
-
-def _no_pairs(piece: str) -> bool:
-    """A piece of a postfix between its commas in which rules._POSTFIX finds no pair (a
-    match never crosses a comma, and the comma or the end after a piece ends a number)."""
-    return not rules._POSTFIX.findall(piece)
+    def _prefixes(self, text: pa.Array) -> np.ndarray:
+        """The launcher prefix code of each line (``_split_prefix`` of its text; -1: none),
+        once per distinct head (:data:`_PREFIX_HEAD`)."""
+        heads = pc.extract_regex(text, _PREFIX_HEAD).field("head")
+        values, which = _distinct(heads)
+        return self.codes([general._split_prefix(h)[0] for h in values] + [None])[which]
 
 
 def _plain_head(part: str) -> bool:
@@ -421,6 +417,14 @@ def _after_megatron(buf: Any, start: int, end: int) -> np.ndarray:
     return np.array(out, dtype=np.int64).reshape(-1, 2)
 
 
+def _runs(flags: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """(start of the first, end of the last) line of each run of lines where ``flags``."""
+    edges = np.diff(np.concatenate(([0], flags.astype(np.int8), [0])))
+    first, last = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
+    return starts[first], ends[last]
+
+
 def _inside(points: np.ndarray, ranges: np.ndarray) -> np.ndarray:
     """Whether each point lies in one of the sorted, non-overlapping ``ranges``."""
     k = np.searchsorted(ranges[:, 0], points, side="right") - 1
@@ -438,9 +442,11 @@ def frame(rows: list[tuple[Any, ...]], found: Found | None, table: str,
     py = _records(rows, columns)
     if not chunks or not sum(len(c["lineno"]) for c in chunks):
         return py
-    vec = {c: np.concatenate([ch[c] for ch in chunks]) for c in columns}
-    chunks.clear()
     assert found is not None
+    vec: dict[str, np.ndarray] = {}
+    for col in columns:  # each chunk's column freed once copied
+        vec[col] = np.concatenate([ch.pop(col) for ch in chunks])
+    chunks.clear()
     cats = pd.Index(list(found.strings), dtype=object)
     strings = TP_STRINGS if table == "tp" else TM_STRINGS
     data: dict[str, Any] = {}
