@@ -51,7 +51,6 @@ import pandas as pd
 from ..names import rank_of_path
 from . import throughput as thr
 from .keys import RUN, run_first
-from .memo import memoized
 
 #: copies of a global figure (and a figure and its check) agree within this fraction
 AGREE = 0.05
@@ -76,7 +75,6 @@ COLUMNS = ["run", "input", "metric", "value", "how", "rule", "ranks", "printers"
            "first_lineno"]
 
 
-@memoized
 def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
                 fraction: float = thr.WARMUP_FRACTION,
                 check_ranges: Mapping[tuple[str, str], float] | None = None,
@@ -660,11 +658,14 @@ def printed_ranges(metrics: pd.DataFrame) -> dict[tuple[str, str], float]:
 
 
 def series_figures(summary: pd.DataFrame, tp: pd.DataFrame, runs: pd.DataFrame | None = None,
-                   fraction: float = thr.WARMUP_FRACTION) -> pd.DataFrame:
+                   fraction: float = thr.WARMUP_FRACTION,
+                   inst: pd.DataFrame | None = None) -> pd.DataFrame:
     """``summary`` (:func:`.throughput.throughput_summary`) with each series' ``job_value``,
     ``job_value_all_steps`` and ``job_rule`` made by this module's rules (a global series'
     first copy, never a mean of disagreeing copies; iterations per second a mean over
-    ranks, not a sum; a per-device series of rank 0 times the world size) and ``job_how``."""
+    ranks, not a sum; a per-device series of rank 0 times the world size) and ``job_how``.
+    ``inst``: :func:`.throughput.per_instance` of ``tp`` (without repeats), when the caller
+    has it."""
     if summary.empty:
         return summary.assign(job_how=pd.Series(dtype="object"))
     work = _phased_rows(tp)
@@ -674,7 +675,8 @@ def series_figures(summary: pd.DataFrame, tp: pd.DataFrame, runs: pd.DataFrame |
         added = True
     else:
         added = False
-    inst = thr.per_instance(work, fraction)
+    if inst is None or added:   # (per_instance drops the repeats itself)
+        inst = thr.per_instance(work, fraction)
     world = _world_sizes(runs)
     values, alls, rules, hows = [], [], [], []
     for _, row in summary.iterrows():

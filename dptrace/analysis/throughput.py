@@ -39,7 +39,6 @@ from pandas.core.groupby import DataFrameGroupBy
 
 from ..schema import PHASES, combined_codes, first_rows
 from .keys import RUN, keys, run_first
-from .memo import memoized
 
 SERIES = ["source", "pattern", "name", "label", "metric", "scope", "phase"]
 #: :data:`SERIES` with ``run`` first: what names a series in a table that has ``run``
@@ -60,7 +59,6 @@ WARMUP_FRACTION = 0.1
 STRAGGLER_THRESHOLD = 0.05
 
 
-@memoized
 def mark_warmup(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION) -> pd.Series:
     """Boolean Series, True for the warm-up rows of each (series, instance).
 
@@ -71,7 +69,7 @@ def mark_warmup(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION) -> pd.Serie
     """
     if tp.empty:
         return pd.Series(False, index=tp.index, dtype=bool)
-    tp = _phased(tp)
+    tp = phased(tp)
     # rows without a step count in order of appearance (a line printed every N steps
     # without its step), within series that print no step at all
     step = tp["step"].astype("float64").to_numpy()
@@ -117,9 +115,9 @@ def group_ids(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
     return pd.factorize(combined_codes([df[c] for c in cols]))[0]
 
 
-@memoized
 def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
-                 straggler: float = STRAGGLER_THRESHOLD) -> pd.DataFrame:
+                 straggler: float = STRAGGLER_THRESHOLD,
+                 warm: pd.Series | None = None) -> pd.DataFrame:
     """One row per series and instance.
 
     Columns: the series columns, ``instance``, ``rows``, ``warmup_rows``, ``first_step``,
@@ -128,13 +126,14 @@ def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
     (more than ``straggler`` below the median, for a named printer in a series that is not
     a global figure), ``first_lineno``. Series come in
     :func:`series_order`; the instances of a series in rank order (:func:`rank_keys`).
+    ``warm``: :func:`mark_warmup` of ``tp`` with ``fraction``, when the caller has it.
     """
     if tp.empty:
         return run_first(pd.DataFrame(columns=keys(
             tp, *SERIES, "instance", "rows", "warmup_rows", "first_step", "last_step",
             "value_all", "value", "below_median_pct", "straggler", "first_lineno")), tp)
-    tp = _phased(tp)
-    df = tp.assign(_warm=mark_warmup(tp, fraction))
+    tp = phased(tp)
+    df = tp.assign(_warm=mark_warmup(tp, fraction) if warm is None else warm)
     df = df.assign(_steady=df["value"].where(~df["_warm"]))
     cols = keys(df, *SERIES, "instance")
     ids = group_ids(df, cols)
@@ -160,7 +159,6 @@ def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
     return _in_order(run_first(out, tp))
 
 
-@memoized
 def drift(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION) -> pd.DataFrame:
     """One row per series and instance of training figures: how the steady figures (after
     warm-up, :func:`mark_warmup`; repeats skipped) changed from the first third of the run to
@@ -175,7 +173,7 @@ def drift(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION) -> pd.DataFrame:
             "first_lineno", "last_lineno"]
     if tp.empty:
         return run_first(pd.DataFrame(columns=keys(tp, *cols)), tp)
-    tp = _phased(tp)
+    tp = phased(tp)
     tp = tp[(tp["phase"].astype("object") == "train")]
     df = tp[~mark_warmup(tp, fraction).reindex(tp.index, fill_value=False).to_numpy()]
     rows = []
@@ -213,9 +211,9 @@ def _text_mask(s: pd.Series, test: Callable[[pd.Series], pd.Series]) -> np.ndarr
 WARMUP_REACH = 0.5
 
 
-@memoized
 def warmup_length(tp: pd.DataFrame, reach: float = WARMUP_REACH,
-                  fraction: float = WARMUP_FRACTION) -> pd.DataFrame:
+                  fraction: float = WARMUP_FRACTION,
+                  warm: pd.Series | None = None) -> pd.DataFrame:
     """One row per training series and instance printed per step: how long its warm-up was,
     measured from its figures (not the fixed share :func:`mark_warmup` drops).
 
@@ -240,8 +238,8 @@ def warmup_length(tp: pd.DataFrame, reach: float = WARMUP_REACH,
             "warmup_time_share", "first_lineno", "end_lineno"]
     if tp.empty:
         return run_first(pd.DataFrame(columns=keys(tp, *cols)), tp)
-    tp = _phased(tp)
-    tp = tp.assign(_dropped=mark_warmup(tp, fraction))
+    tp = phased(tp)
+    tp = tp.assign(_dropped=mark_warmup(tp, fraction) if warm is None else warm)
     tp = tp[(tp["phase"].astype("object") == "train") & tp["step"].notna()
             & _text_mask(tp["metric"], lambda text: text.str.endswith("_per_s"))]
     rows = []
@@ -302,9 +300,9 @@ def rank_keys(instance: pd.Series) -> pd.DataFrame:
     }, index=instance.index)
 
 
-@memoized
 def throughput_summary(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
-                       straggler: float = STRAGGLER_THRESHOLD) -> pd.DataFrame:
+                       straggler: float = STRAGGLER_THRESHOLD,
+                       inst: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per series: aggregates over its instances and the job figure with its rule.
 
     Columns: the series columns; ``instances``; ``rows``; ``sum``, ``mean``, ``hmean``,
@@ -314,7 +312,8 @@ def throughput_summary(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
     (count); ``job_value`` and ``job_rule`` (how the job figure was made);
     ``job_value_all_steps`` (the same rule over all steps, warm-up included); ``warmup_rows``.
     """
-    inst = per_instance(tp, fraction, straggler)
+    if inst is None:
+        inst = per_instance(tp, fraction, straggler)
     k = keys(inst, *SERIES)
     if inst.empty:
         return run_first(pd.DataFrame(columns=k + _SUMMARY_COLS), tp)
@@ -419,10 +418,10 @@ def _summarise(key: tuple, grp: pd.DataFrame, scope: object) -> list:
     ]
 
 
-@memoized(share=True)  # read only by its callers
-def _phased(tp: pd.DataFrame) -> pd.DataFrame:
+def phased(tp: pd.DataFrame) -> pd.DataFrame:
     """``tp`` without its repeats (``repeat``: tqdm's closing redraw, a line printed twice)
-    and with a phase on every row: rows built without one (by hand) are training."""
+    and with a phase on every row: rows built without one (by hand) are training. ``tp``
+    itself when it has neither (so a second call costs a look at two columns)."""
     if "repeat" in tp and tp["repeat"].any():
         tp = tp[~tp["repeat"].fillna(False).astype(bool)]
     if "phase" in tp and tp["phase"].notna().all():

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..analyses import Analyses
-from ..analysis import memo
 from ..dataset import Dataset
 from ..exitcodes import EXIT_FAILURE, EXIT_OK, EXIT_PARTIAL
 from . import registry
@@ -136,7 +135,6 @@ def build(ds: Dataset, view: str = "report", **opts: object) -> Report:
                                          if k in ("warmup", "thresholds")})
     # one analysis context: the derived tables sections and rules share, computed once
     options["analyses"] = Analyses(ds, options)
-    with memo.per_report():
-        sections = [s for spec in registry.sections(view)
-                    if (s := spec.build(ds, options)) is not None]
+    sections = [s for spec in registry.sections(view)
+                if (s := spec.build(ds, options)) is not None]
     return Report(ds, sections, view)

@@ -12,10 +12,15 @@ def _runs(a: Analyses) -> pd.DataFrame | None:
     return a.table("hvd_runs") if a.has("hvd_runs") else None
 
 
-def _small_allreduces(a: Analyses) -> pd.DataFrame | None:
+def _groups(a: Analyses) -> pd.DataFrame | None:
     if not a.has("hvd_runs"):
         return None
-    return hv.small_allreduces(hv.fusion_groups(a.table("hvd_tensors")))
+    return hv.fusion_groups(a.table("hvd_tensors"))
+
+
+def _small_allreduces(a: Analyses) -> pd.DataFrame | None:
+    groups = a["horovod.fusion_groups"]
+    return None if groups is None else hv.small_allreduces(groups)
 
 
 def _stragglers(a: Analyses) -> pd.DataFrame | None:
@@ -26,6 +31,7 @@ def _stragglers(a: Analyses) -> pd.DataFrame | None:
 
 register_derived(
     Derived("horovod.runs", _runs, "one row per timeline (hvd_runs)"),
+    Derived("horovod.fusion_groups", _groups, "tensors by the op that fused them"),
     Derived("horovod.small_allreduces", _small_allreduces, "small Allreduces per timeline"),
     Derived("horovod.stragglers", _stragglers, "the last rank ready per negotiation"),
 )

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ... import analyses
 from ...analysis import horovod as hv
 from ...dataset import Dataset
 from ...findings import thresholds as th
@@ -43,17 +44,19 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
     runs = ds["hvd_runs"]
     if runs.empty:
         return None
+    a = analyses.of(ds, opts)
     acts, tensors = ds["hvd_activities"], ds["hvd_tensors"]
-    groups = hv.fusion_groups(tensors)
+    groups = a["horovod.fusion_groups"]
     gaps = hv.idle_gaps(acts)
     return Section(SPEC.name, SPEC.title, CAPTION, {
         "runs": runs,
         "time": hv.time_summary(acts, runs, gaps),
         "activities": hv.activity_breakdown(acts, runs),
-        "stragglers": stragglers(ds["hvd_ready"], acts, runs, opts.get("thresholds")),
+        "stragglers": stragglers(ds["hvd_ready"], acts, runs, opts.get("thresholds"),
+                                 a["horovod.stragglers"]),
         "fusion": hv.fusion_summary(groups, acts),
         "fusion_sizes": hv.fusion_sizes(groups),
-        "small_allreduces": hv.small_allreduces(groups),
+        "small_allreduces": a["horovod.small_allreduces"],
         "throughput": hv.op_throughput(groups, tensors, acts),
         "cycles": hv.cycle_stats(ds["hvd_cycles"]),
         "idle_gaps": hv.longest_gaps(gaps, MAX_GAPS),
@@ -62,7 +65,7 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
 
 
 def stragglers(ready: pd.DataFrame, acts: pd.DataFrame, runs: pd.DataFrame,
-               thresholds: Any = None) -> pd.DataFrame:
+               thresholds: Any = None, phases: pd.DataFrame | None = None) -> pd.DataFrame:
     """``horovod.straggler_ranks`` (every compared negotiation) with the steady-state
     judgement beside each rank (``horovod.phase_stragglers``' steady rows): the steady
     state's compared negotiations of the source (``steady_compared``, 0 when none), the times
@@ -73,7 +76,8 @@ def stragglers(ready: pd.DataFrame, acts: pd.DataFrame, runs: pd.DataFrame,
     Sorted by source, the straggler first, then ``steady_waited`` and ``last`` descending."""
     ranks = hv.straggler_ranks(ready)
     k = [c for c in ranks.columns if c in ("run", "source")]
-    phases = hv.phase_stragglers(ready, acts)
+    if phases is None:   # (the report's context has it: ``horovod.stragglers``)
+        phases = hv.phase_stragglers(ready, acts)
     steady = phases[phases["phase"].astype(str) == hv.STEADY]
     text = {c: (lambda df, c=c: df[c].astype(str)) for c in k}
     keys = [f"_{c}" for c in k]

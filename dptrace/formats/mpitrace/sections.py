@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ... import analyses
 from ...analysis import communication as comm
 from ...dataset import Dataset
 from ...reports.model import Section
@@ -20,7 +21,15 @@ def build_communication(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
     ranks, routines = ds["mpi_ranks"], ds["mpi_routines"]
     if ranks.empty and routines.empty:
         return None
-    rt = comm.rank_times(ranks)
+    a = analyses.of(ds, opts)
+    rt = a["communication.ranks"]
+    if rt is None:   # mpiP's routines without its task rows
+        rt = comm.rank_times(ranks)
+        jobs = comm.job_summary(rt, ds["mpi_jobs"])
+        top = comm.top_routines(routines, n=None)
+    else:
+        jobs, top = a["communication.jobs"], a["communication.routines"]
+    small = a["communication.small_messages"]
     return Section(
         COMMUNICATION.name, COMMUNICATION.title,
         "Per job: time in MPI per rank (comm) against its elapsed time (an mpiP report: "
@@ -29,9 +38,9 @@ def build_communication(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
         "the ranks that wrote a profile (an mpiP report's rows of every rank count them all). "
         "MPI times include waiting at collectives: a high share often means imbalance "
         "elsewhere.",
-        {"jobs": comm.job_summary(rt, ds["mpi_jobs"]), "ranks": rt,
-         "routines": comm.top_routines(routines, n=None),
-         "small_messages": comm.small_messages(ds["mpi_messages"], routines)},
+        {"jobs": jobs, "ranks": rt, "routines": top,
+         "small_messages": comm.small_messages(ds["mpi_messages"], routines)
+         if small is None else small},
     )
 
 
@@ -46,7 +55,7 @@ def build_message_sizes(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
         "(algbw = size/time; busbw = algbw x 2(n-1)/n for Allreduce, (n-1)/n for Allgather, "
         "ReduceScatter and Alltoall, 1 for Bcast and Reduce); times include waiting, so it is "
         "a lower bound. Bins with under 10 ms get none (mpitrace prints ms).",
-        {"bins": comm.message_sizes(messages)},
+        {"bins": analyses.of(ds, opts)["communication.message_sizes"]},
     )
 
 

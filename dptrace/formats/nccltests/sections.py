@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from ... import analyses
 from ...analysis import nccltests as nt
 from ...dataset import Dataset
 from ...reports.model import Section
@@ -19,7 +20,7 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
     if rows.empty:
         return None
     tables = {"tests": nt.overview(rows, summary), "busbw": nt.curve(rows)}
-    jvs = _job_vs_system(ds, rows, summary)
+    jvs = _job_vs_system(ds, opts)
     if not jvs.empty:
         tables["job_vs_system"] = jvs
     return Section(
@@ -35,14 +36,12 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
     )
 
 
-def _job_vs_system(ds: Dataset, rows: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+def _job_vs_system(ds: Dataset, opts: Mapping[str, Any]) -> pd.DataFrame:
+    """Each run's collectives against its own nccl-tests (the table the findings judge)."""
     if ds["mpi_messages"].empty and ds["torch_events"].empty:
         return pd.DataFrame()
-    parts = [nt.job_vs_system(nt.job_bins(part["mpi_messages"], part["torch_events"],
-                                          part["torch_traces"]),
-                              part["nccl_tests"], part["nccl_tests_summary"])
-             for part in (ds.by_run().values() if len(ds.run_ids) > 1 else [ds])]
-    parts = [p for p in parts if not p.empty]
+    parts = [t for run in analyses.of(ds, opts).of_runs().values()
+             if (t := run["nccltests.job_vs_system"]) is not None and not t.empty]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 

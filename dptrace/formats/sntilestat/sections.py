@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ... import analyses
 from ...analysis import tiles as tl
 from ...dataset import Dataset
 from ...reports.model import Section
@@ -15,6 +16,7 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
     tiles = ds["tiles"]
     if tiles.empty:
         return None
+    a = analyses.of(ds, opts)
     return Section(
         SPEC.name, SPEC.title,
         "Each cell is one tile: its mean %exec over the snapshots, and the instance (#n, one "
@@ -23,8 +25,8 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
         {
             "overview": tl.overview(tiles),
             "grid": tl.grid(tiles),
-            "instances": tl.instances(tiles),
-            "idle_tiles": tl.idle_tiles(tiles),
+            "instances": a["tiles.instances"],
+            "idle_tiles": a["tiles.idle_tiles"],
             "exec_series": tl.exec_series(tiles),
         },
         figure_args={"tiles": tiles},

@@ -11,13 +11,45 @@ from ...analysis import job as jobfig
 from ...analysis import throughput as thr
 
 
+def _rows(a: Analyses) -> pd.DataFrame | None:
+    """The throughput rows without repeats, a phase on each (:func:`.throughput.phased`)."""
+    return thr.phased(a.table("throughput")) if a.has("throughput") else None
+
+
 def _tp(a: Analyses) -> pd.DataFrame | None:
-    return a.table("throughput") if a.has("throughput") else None
+    return a["throughput.rows"]
+
+
+def _warm(a: Analyses) -> pd.DataFrame | None:
+    """The warm-up rows of each instance (:func:`.throughput.mark_warmup`), as a column."""
+    tp = _tp(a)
+    return None if tp is None else thr.mark_warmup(tp, a.warmup).to_frame("warmup")
+
+
+def _warm_mask(a: Analyses) -> pd.Series | None:
+    warm = a["throughput.warm"]
+    return None if warm is None else warm["warmup"]
 
 
 def _instances(a: Analyses) -> pd.DataFrame | None:
     tp = _tp(a)
-    return None if tp is None else thr.per_instance(tp, a.warmup)
+    return None if tp is None else thr.per_instance(tp, a.warmup, warm=_warm_mask(a))
+
+
+def _summary(a: Analyses) -> pd.DataFrame | None:
+    tp = _tp(a)
+    if tp is None:
+        return None
+    return thr.throughput_summary(tp, a.warmup, inst=a["throughput.instances"])
+
+
+def _series(a: Analyses) -> pd.DataFrame | None:
+    """The summary with each series' own job figure (:func:`.job.series_figures`)."""
+    summary = a["throughput.summary"]
+    if summary is None:
+        return None
+    return jobfig.series_figures(summary, a.table("throughput"), a.ds.runs, a.warmup,
+                                 inst=a["throughput.instances"])
 
 
 def _ranks(a: Analyses) -> pd.DataFrame | None:
@@ -27,7 +59,8 @@ def _ranks(a: Analyses) -> pd.DataFrame | None:
 
 def _warmup(a: Analyses) -> pd.DataFrame | None:
     tp = _tp(a)
-    return None if tp is None else thr.warmup_length(tp, thr.WARMUP_REACH, a.warmup)
+    return None if tp is None else thr.warmup_length(tp, thr.WARMUP_REACH, a.warmup,
+                                                     warm=_warm_mask(a))
 
 
 def _drift(a: Analyses) -> pd.DataFrame | None:
@@ -41,16 +74,28 @@ def _end_summaries(a: Analyses) -> pd.DataFrame | None:
     return jobfig.end_summaries(a.table("throughput"), a.table("train_metrics"))
 
 
-def _job(a: Analyses) -> pd.DataFrame | None:
+def _job(a: Analyses) -> pd.DataFrame:
+    """The job figures (empty, with the columns, when the Dataset has no training rows)."""
     mllog = a.table("mllog") if "mllog" in a.ds.tables else None
-    if not a.has("throughput") and mllog is None:
-        return None
     metrics = a.table("train_metrics")
     return jobfig.job_figures(a.table("throughput"), a.ds.runs, a.warmup,
                               jobfig.printed_ranges(metrics), metrics, mllog)
 
 
+def _judged(a: Analyses) -> pd.DataFrame | None:
+    """The job figures the rules judge: those of runs with throughput lines or an MLPerf
+    log (a log of step times only has its figure in the section, and no finding)."""
+    if not a.has("throughput") and "mllog" not in a.ds.tables:
+        return None
+    return a["throughput.job"]
+
+
 register_derived(
+    Derived("throughput.job_judged", _judged, "the job figures the findings judge"),
+    Derived("throughput.rows", _rows, "the throughput rows without repeats, phased"),
+    Derived("throughput.warm", _warm, "the warm-up rows of each instance"),
+    Derived("throughput.summary", _summary, "per series: aggregates over its instances"),
+    Derived("throughput.series", _series, "the summary with each series' job figure"),
     Derived("throughput.instances", _instances, "per series and instance: steady rate, steps"),
     Derived("throughput.ranks", _ranks, "the rank of each instance"),
     Derived("throughput.warmup", _warmup, "how long each series takes to warm up"),

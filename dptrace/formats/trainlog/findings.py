@@ -468,9 +468,9 @@ def _cross_sources(found: list[Finding], a: Analyses, **kwargs: Any) -> list[Fin
 register_rules(
     Rule(("throughput_straggler",), ("throughput.instances", "throughput.ranks"),
          throughput_stragglers, 60),
-    Rule(("job_copies_disagree",), ("throughput.job",), job_copies_disagree, 70),
-    Rule(("job_check_failed",), ("throughput.job",), job_check_failed, 80),
-    Rule(("unknown_world_size",), ("throughput.job",), unknown_world_size, 90),
+    Rule(("job_copies_disagree",), ("throughput.job_judged",), job_copies_disagree, 70),
+    Rule(("job_check_failed",), ("throughput.job_judged",), job_check_failed, 80),
+    Rule(("unknown_world_size",), ("throughput.job_judged",), unknown_world_size, 90),
     Rule(("throughput_drift",), ("throughput.drift",), throughput_drift, 100),
     Rule(("long_warmup",), ("throughput.warmup",), long_warmup, 140),
     Rule(("truncated_input",), ("throughput.end_summaries",), truncated_log, 150),

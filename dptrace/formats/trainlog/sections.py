@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ... import analyses
 from ...analysis import job
 from ...analysis import throughput as thr
 from ...dataset import Dataset
@@ -13,15 +14,18 @@ from ...reports.registry import SectionSpec, register_section
 
 
 def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
+    a = analyses.of(ds, opts)
     tp = ds["throughput"]
-    mllog = ds["mllog"] if "mllog" in ds.tables else None
-    fraction = opts.get("warmup", thr.WARMUP_FRACTION)
-    metrics = ds["train_metrics"]
-    figures = job.job_figures(tp, ds.runs, fraction, job.printed_ranges(metrics), metrics,
-                              mllog)
-    if tp.empty and figures.empty:   # an MLPerf log's own figure is a job figure too
+    fraction = a.warmup
+    figures = a["throughput.job"]
+    if figures is None or tp.empty and figures.empty:   # (an MLPerf log's own figure is a
+        # job figure too)
         return None
-    summary = job.series_figures(thr.throughput_summary(tp, fraction), tp, ds.runs, fraction)
+    summary = a["throughput.series"]
+    if summary is None:
+        summary = job.series_figures(thr.throughput_summary(tp, fraction), tp, ds.runs,
+                                     fraction)
+    instances = a["throughput.instances"]
     return Section(
         SPEC.name, SPEC.title,
         "The job figure first: per run and metric, the job's training throughput and the rule "
@@ -35,7 +39,7 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
         {
             "job": figures,
             "summary": summary,
-            "instances": thr.per_instance(tp, fraction),
+            "instances": thr.per_instance(tp, fraction) if instances is None else instances,
         },
         figure_args={"tp": tp, "fraction": fraction},
     )
