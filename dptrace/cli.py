@@ -192,9 +192,9 @@ def _fraction(text: str) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "schema":   # no rich: plain text for pipes and files
+    if args.command in ("schema", "formats"):   # plain text: no rich, no pandas
         try:
-            return _schema()
+            return _schema() if args.command == "schema" else _formats()
         except BrokenPipeError:
             return _stdout_closed(EXIT_OK)
     from rich.console import Console
@@ -210,8 +210,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = _Console(width=getattr(args, "width", None), highlight=False)
     err = Console(stderr=True, highlight=False)
     try:
-        if args.command == "formats":
-            return _formats(console)
         if args.command == "export":
             return _export(args, err)
         if args.command in ("compare", "scaling"):
@@ -453,12 +451,22 @@ def _schema() -> int:
     return EXIT_OK
 
 
-def _formats(console: Console) -> int:
+def _formats() -> int:
+    """Each format's name, tables and description, as plain text wrapped to the terminal
+    (80 columns in a pipe): the command imports no reader, no pandas and no rich."""
+    import shutil
+    import textwrap
+
     from . import registry
 
+    width = max(40, shutil.get_terminal_size().columns if sys.stdout.isatty() else 80)
+    out = []
     for p in registry.parsers().values():
-        console.print(f"[bold]{p.name}[/bold]  tables: {', '.join(p.tables)}\n    "
-                      f"{p.description}", markup=True)
+        out.append(textwrap.fill(f"{p.name}  tables: {', '.join(p.tables)}", width,
+                                 subsequent_indent="    ", break_on_hyphens=False))
+        out.append(textwrap.fill(p.description, width, initial_indent="    ",
+                                 subsequent_indent="    ", break_on_hyphens=False))
+    sys.stdout.write("\n".join(out) + "\n")
     return EXIT_OK
 
 

@@ -1,7 +1,10 @@
 """Every table dptrace produces: its columns, dtypes, units and meaning.
 
-This module holds :class:`Column`, :class:`Table`, :func:`conform`, the table registry
-(:data:`TABLES`) and the tables every load has (``sources``, ``problems``). Each format
+This module holds :class:`Column`, :class:`Table`, the table registry (:data:`TABLES`) and
+the tables every load has (``sources``, ``problems``), and imports neither pandas nor numpy:
+``dptrace schema``, ``dptrace formats`` and each format's ``tables`` module stay light. What
+needs pandas (:func:`conform`, :data:`STRING`, the column helpers) is in :mod:`dptrace.frames`
+and is named here too: ``schema.conform`` imports it on first use. Each format
 defines its own tables in ``dptrace/formats/<format>/tables.py`` and registers them here
 with :func:`register_table`; the first look at :data:`TABLES` imports those modules (found
 with :func:`dptrace.formats.names`), so the registry is complete whichever module asks.
@@ -14,13 +17,37 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import warnings
-from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .frames import (  # noqa: F401  (names given here, imported on first use)
+        _LOOKUP_CHUNK,
+        _TEXT_INDEX,
+        STRING,
+        _as_category,
+        _as_dtype,
+        _categorical_strings,
+        _default_index,
+        _is_categorical,
+        _nulls,
+        _whole_floats,
+        code_counts,
+        combined_codes,
+        concat,
+        conform,
+        factorize,
+        first_rows,
+        from_rows,
+        isin,
+        lookup,
+        lookup_chunks,
+        text_categories,
+        union_categories,
+        unite_categories,
+    )
 
 
 @dataclass(frozen=True)
@@ -54,6 +81,10 @@ class Table:
     def empty(self) -> pd.DataFrame:
         """A zero-row frame with this table's columns and dtypes (``run`` first, as
         ``load`` gives every table)."""
+        import pandas as pd
+
+        from .frames import conform
+
         df = conform({c.name: [] for c in self.columns}, self)
         if "run" not in df.columns:
             df.insert(0, "run", pd.Categorical([]))
@@ -150,9 +181,23 @@ if TYPE_CHECKING:
     TABLES: dict[str, Table]
 
 
+#: the names of :mod:`dptrace.frames` this module gives (imported on first use)
+_FRAMES = frozenset({
+    "conform", "from_rows", "concat", "unite_categories", "union_categories", "first_rows",
+    "factorize", "lookup", "lookup_chunks", "code_counts", "isin", "combined_codes",
+    "text_categories", "STRING", "_TEXT_INDEX", "_LOOKUP_CHUNK", "_default_index",
+    "_is_categorical", "_as_dtype", "_nulls", "_whole_floats", "_as_category",
+    "_categorical_strings"})
+
+
 def __getattr__(name: str) -> Any:
     if name == "TABLES":   # complete on first use: the formats' tables register themselves
         return tables()
+    if name in _FRAMES:    # the pandas side, imported when first asked for
+        from . import frames
+
+        value = globals()[name] = getattr(frames, name)
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -188,300 +233,10 @@ register_table(PROBLEMS, SHARED_PLACE)
 register_table(RUNS, SHARED_PLACE)
 
 
-def conform(data: pd.DataFrame | Mapping[str, Any], table: Table) -> pd.DataFrame:
-    """Return ``data`` as a DataFrame with ``table``'s columns, in order, with its dtypes.
-
-    Missing columns are added as nulls; extra columns are kept after the schema's.
-    """
-    df = data if isinstance(data, pd.DataFrame) else pd.DataFrame(dict(data))
-    n = len(df)
-    out: dict[str, Any] = {}
-    for col in table.columns:
-        out[col.name] = (_as_dtype(df[col.name], col.dtype) if col.name in df
-                         else _nulls(n, col.dtype))
-    extra = {k: df[k] for k in df.columns if k not in out}
-    # no copy: the columns are new, or the caller's (copy-on-write shares them safely); a
-    # copy made the peak memory of a large table three times its size
-    frame = pd.DataFrame({**out, **extra}, copy=False)
-    return frame if _default_index(frame) else frame.reset_index(drop=True)
-
-
-def from_rows(rows: list[dict[str, Any]], table: Table) -> pd.DataFrame:
-    """A reader's rows (dicts keyed by column; ``run`` is the loader's) as ``table``,
-    conformed; the empty table with its columns when there are none."""
-    cols = [c for c in table.names if c != "run"]
-    df = pd.DataFrame(rows, columns=cols) if rows else table.empty().drop(columns="run")
-    return conform(df, table)
-
-
-def _default_index(data: pd.DataFrame | pd.Series) -> bool:
-    """True when the index is 0..n-1 already: pandas 2's ``reset_index`` copies every
-    column (on millions of rows, a copy of the table at its largest)."""
-    index = data.index
-    return isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1
-
-
-def concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    """The parts' rows in order. Parts with all-null columns are kept as they are; the
-    schema sets each column's dtype afterwards (:func:`conform`), so pandas 2's
-    FutureWarning about how such columns will count towards the result's dtype does not
-    apply. Categorical columns stay categorical (:func:`unite_categories`): pandas makes
-    objects of categoricals whose categories differ (two files' sources), a Python object
-    per row that :func:`conform` would have to turn back."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        return pd.concat(unite_categories(parts), ignore_index=True)
-
-
-def _is_categorical(s: pd.Series) -> bool:
-    return isinstance(s.dtype, pd.CategoricalDtype)
-
-
-def unite_categories(frames: list[pd.DataFrame]) -> list[pd.DataFrame]:
-    """``frames`` with one categorical dtype in each column that is categorical in every
-    frame with rows (frames without rows may hold anything there: all-null objects), so
-    that they concatenate into a categorical. Where the frames with rows agree, that dtype
-    is kept (its categories keep their order: ``phase``'s is meaningful); otherwise the
-    categories become the sorted union (what ``astype("category")`` gives the
-    concatenated values). The codes are recoded, no value becomes an object."""
-    full = [df for df in frames if len(df)]
-    if len(frames) < 2 or not full:
-        return frames
-    cols = [c for c in full[0].columns
-            if all(c in df.columns and _is_categorical(df[c]) for df in full)
-            and all(c in df.columns for df in frames)]
-    out = None
-    for col in cols:
-        if all(df[col].dtype == full[0][col].dtype for df in frames):
-            continue
-        dtype = full[0][col].dtype
-        if not all(df[col].dtype == dtype for df in full):
-            dtype = pd.CategoricalDtype(union_categories(
-                [df[col].cat.categories for df in full]))
-        if out is None:
-            out = [df.copy(deep=False) for df in frames]
-        for df in out:
-            if df[col].dtype == dtype:
-                continue
-            df[col] = (df[col].cat.set_categories(dtype.categories) if _is_categorical(df[col])
-                       else df[col].astype(dtype))
-    return frames if out is None else out
-
-
-def union_categories(categories: Sequence[pd.Index]) -> pd.Index:
-    """The sorted union of several categoricals' categories (in order of appearance when
-    they are of kinds that do not sort together): what ``astype("category")`` gives their
-    concatenated values."""
-    values = list(dict.fromkeys(v for c in categories for v in c.tolist()))
-    with contextlib.suppress(TypeError):   # mixed kinds: in order of appearance
-        values = sorted(values)
-    return text_categories(values) if all(isinstance(v, str) for v in values) \
-        else pd.Index(values)
-
-
-def first_rows(codes: np.ndarray) -> np.ndarray:
-    """The first row of each code 0..k-1 of ``codes`` (every code present)."""
-    at = np.zeros(int(codes.max()) + 1 if len(codes) else 0, dtype=np.int64)
-    at[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
-    return at
-
-
-def factorize(s: pd.Series) -> tuple[np.ndarray, pd.Index]:
-    """(codes, values) of a column, -1 for null: a categorical's own codes and categories
-    (unused ones too: a lookup table of the values is indexed by the codes), else
-    ``pd.factorize``'s (a hash of every row)."""
-    if isinstance(s.dtype, pd.CategoricalDtype):
-        return s.cat.codes.to_numpy(), s.cat.categories
-    codes, values = pd.factorize(s, use_na_sentinel=True)
-    return codes, pd.Index(values)
-
-
-def lookup(table: np.ndarray, codes: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``table[codes]`` for small-integer ``codes`` (a categorical's, -1 the last entry of
-    ``table``), into ``out`` when given, a chunk at a time (:func:`lookup_chunks`)."""
-    if out is None:
-        out = np.empty(len(codes), dtype=table.dtype)
-    for _ in lookup_chunks(table, codes, out):
-        pass
-    return out
-
-
-def lookup_chunks(table: np.ndarray, codes: np.ndarray, out: np.ndarray | None = None,
-                  ) -> Iterator[tuple[int, np.ndarray]]:
-    """``(lo, table[codes[lo:lo + m]])`` a chunk of :data:`_LOOKUP_CHUNK` codes at a time:
-    written into ``out[lo:lo + m]`` when ``out`` is given, else into one buffer reused for
-    every chunk (use each before taking the next). ``take`` is 3x faster than indexing with
-    8-bit codes, but wants 64-bit indices (a whole column's cast would be 8 bytes a row of
-    memory at a load's peak): each chunk's are cast into one buffer, and ``mode="wrap"``
-    writes straight to the destination (take's default mode copies each chunk through a new
-    temporary). No allocation per chunk, whose fresh pages cost as much as the lookup."""
-    n = len(codes)
-    index = np.empty(min(n, _LOOKUP_CHUNK), dtype=np.intp)
-    reuse = out is None
-    into = np.empty(len(index), dtype=table.dtype) if out is None else out
-    for lo in range(0, n, _LOOKUP_CHUNK):
-        m = min(_LOOKUP_CHUNK, n - lo)
-        index[:m] = codes[lo:lo + m]
-        at = 0 if reuse else lo
-        dest = into[at:at + m]
-        table.take(index[:m], out=dest, mode="wrap")  # -1: the last, as 'raise' takes it
-        yield lo, dest
-
-
-#: codes looked up at once by :func:`lookup` (its 64-bit copy of them: 512 KB)
-_LOOKUP_CHUNK = 1 << 16
-
-
-def code_counts(codes: np.ndarray, k: int) -> np.ndarray:
-    """The rows of each code 0..k-1 of a categorical's ``codes`` (-1, null, not counted)."""
-    if codes.dtype.kind == "i" and codes.dtype.itemsize <= 2:   # -1 in the top bin
-        return np.bincount(codes.view(f"u{codes.dtype.itemsize}"), minlength=k)[:k]
-    return np.bincount(codes[codes >= 0], minlength=k)[:k]
-
-
-def isin(s: pd.Series, values: Any) -> np.ndarray:
-    """``s.isin(values)`` as a bool array; a categorical's by its categories (one lookup of
-    each row's code; none at all when no category is among ``values``)."""
-    if isinstance(s.dtype, pd.CategoricalDtype):
-        hit = s.cat.categories.isin(list(values))
-        if not hit.any():
-            return np.zeros(len(s), dtype=bool)
-        return lookup(np.append(hit, False), s.cat.codes.to_numpy())   # -1: the False
-    return s.isin(values).to_numpy(dtype=bool)
-
-
-def combined_codes(columns: Sequence[pd.Series]) -> np.ndarray:
-    """One int64 code per row for the combination of ``columns`` (nulls are a value): each
-    column's codes (a categorical's own, else ``factorize``) mixed into one number, in
-    place (one array of the rows' length at a time)."""
-    out: np.ndarray | None = None
-    for col in columns:
-        if isinstance(col.dtype, pd.CategoricalDtype):
-            codes = col.cat.codes.to_numpy()
-            n = len(col.cat.categories) + 1
-        else:
-            codes, uniques = pd.factorize(col, use_na_sentinel=True)
-            n = len(uniques) + 1
-        if out is None:
-            out = codes.astype(np.int64)
-        else:
-            out *= n
-            out += codes
-        out += 1  # null (-1) is 0
-        if out.max(initial=0) > (1 << 40):  # re-number before the product could overflow
-            out = pd.factorize(out)[0].astype(np.int64)
-    return np.zeros(0, dtype=np.int64) if out is None else out
-
-
-def text_categories(values: Any) -> pd.Index:
-    """Categories of text in the dtype pandas gives text categories by default (object on
-    pandas 2, ``str`` on pandas 3), whatever they arrived as (Arrow strings, objects): so
-    that the categoricals of two files or two routes compare equal and concatenate."""
-    return pd.Index(list(values), dtype=_TEXT_INDEX)
-
-
-#: the dtype of an Index of Python strings on this pandas
-_TEXT_INDEX = pd.Index(["x"]).dtype
-
-
-#: the one text dtype: Arrow-backed on every pandas (pandas 2 would keep whichever storage a
-#: column arrived with, so the same table could come out in two dtypes by route)
-STRING = pd.StringDtype("pyarrow")
-
-
-def _as_dtype(values: Any, dtype: str) -> pd.Series:
-    s = values if isinstance(values, pd.Series) else pd.Series(values)
-    if not _default_index(s):
-        s = s.reset_index(drop=True)
-    if dtype == "string":
-        if isinstance(s.dtype, pd.CategoricalDtype):
-            return _categorical_strings(s)
-        return s if s.dtype == STRING else s.astype(STRING)
-    if dtype == "category":
-        return _as_category(s)
-    if str(s.dtype) == dtype:
-        return s
-    if dtype.startswith("datetime64"):
-        return pd.to_datetime(s, errors="coerce").astype(dtype)
-    if dtype == "float64":
-        return pd.to_numeric(s, errors="coerce").astype("float64")
-    if dtype == "Int64":
-        if isinstance(s.dtype, np.dtype) and s.dtype == np.int64:
-            # the values as they are, with a mask (astype copies them)
-            return pd.Series(pd.arrays.IntegerArray(s.to_numpy(), np.zeros(len(s), dtype=bool)),
-                             index=s.index, name=s.name, copy=False)
-        if pd.api.types.is_integer_dtype(s.dtype):
-            return s.astype("Int64")
-        if isinstance(s.dtype, np.dtype) and s.dtype == np.float64:
-            return _whole_floats(s)
-        return pd.to_numeric(s, errors="coerce").astype("Int64")
-    return s.astype(dtype)
-
-
-def _nulls(n: int, dtype: str) -> pd.Series:
-    """A column of ``n`` nulls of ``dtype``, made as that dtype (a list of ``n`` Nones
-    converted took several times the column's size)."""
-    if dtype == "Int64":
-        return pd.Series(pd.arrays.IntegerArray(np.zeros(n, dtype=np.int64),
-                                                np.ones(n, dtype=bool)), copy=False)
-    if dtype == "float64":
-        return pd.Series(np.full(n, np.nan), copy=False)
-    if dtype == "category":
-        return pd.Series(pd.Categorical.from_codes(np.full(n, -1, dtype=np.int8),
-                                                   categories=text_categories([])), copy=False)
-    return _as_dtype(pd.Series([None] * n, dtype="object"), dtype)
-
-
-def _whole_floats(s: pd.Series) -> pd.Series:
-    """A float64 column of whole numbers (NaN: missing) as Int64, with one integer array
-    and the mask as temporaries (pandas' ``astype`` makes several of the column's size).
-    Fractions and numbers beyond int64 go through ``astype``, which raises on them."""
-    v = s.to_numpy()
-    missing = np.isnan(v)
-    if missing.all() or not (np.nanmin(v) >= -2.0 ** 63 and np.nanmax(v) < 2.0 ** 63):
-        return s.astype("Int64")
-    with np.errstate(invalid="ignore"):
-        ints = v.astype(np.int64)
-    exact = ints == v
-    exact |= missing
-    if not exact.all():
-        return s.astype("Int64")
-    ints[missing] = 0
-    return pd.Series(pd.arrays.IntegerArray(ints, missing), index=s.index, name=s.name,
-                     copy=False)
-
-
-def _as_category(s: pd.Series) -> pd.Series:
-    """``s`` as a categorical; text categories in one dtype (:func:`text_categories`)."""
-    if not _is_categorical(s):
-        s = s.astype("category")
-    cats = s.cat.categories
-    if cats.dtype == _TEXT_INDEX or not pd.api.types.is_string_dtype(cats.dtype) or (
-            len(cats) and not all(isinstance(v, str) for v in cats.tolist())):
-        return s
-    dtype = pd.CategoricalDtype(text_categories(cats.tolist()), ordered=s.cat.ordered)
-    return pd.Series(pd.Categorical.from_codes(s.cat.codes.to_numpy(), dtype=dtype),
-                     index=s.index, name=s.name)
-
-
-def _categorical_strings(s: pd.Series) -> pd.Series:
-    """A categorical column of strings as :data:`STRING`: the categories converted once and
-    taken by code in Arrow (``astype`` makes a Python object per row). Other categories
-    (numbers, ...) go through ``astype``."""
-    import pyarrow as pa  # a dependency of STRING
-
-    categories = s.cat.categories
-    if not (categories.empty or pd.api.types.is_string_dtype(categories.dtype)) or \
-            categories.hasnans:
-        return s.astype(STRING)
-    codes = s.cat.codes.to_numpy()
-    values = pa.array(categories.to_numpy(dtype=object, na_value=None), pa.large_string())
-    taken = values.take(pa.array(codes, mask=codes < 0))
-    return pd.Series(pd.array(taken, dtype=STRING), index=s.index, name=s.name)
-
-
 def describe() -> pd.DataFrame:
     """The schema as a table: table, column, dtype, unit, doc."""
+    import pandas as pd
+
     rows = [
         (t.name, c.name, c.dtype, c.unit, c.doc) for t in tables().values()
         for c in t.loaded_columns
@@ -537,8 +292,13 @@ FINDINGS = register_table(Table(
            "states (%, a count, ...); null when the rule is a yes/no"),
         _c("threshold", "float64", "the limit the value crossed, in the same unit; null when "
            "there is none"),
-        _c("evidence", "string", "the report table and rows behind it: "
-           "'<section>.<table> key=value ...'"),
+        _c("evidence", "string", "the report table and rows behind it, as text: "
+           "'<section>.<table> key=value ...' (several joined by '; ')"),
+        _c("evidence_table", "string", "the table of each evidence row ('<section>.<table>' "
+           "of the report, or a Dataset table), joined by '; ' when the finding merges "
+           "several sources' evidence"),
+        _c("evidence_key", "string", "JSON: a list with one object per table of "
+           "evidence_table, the values that pick its row ({\"job\": \"19013\", \"rank\": 0})"),
     ),
     key=("run", "kind", "evidence"),
 ))
