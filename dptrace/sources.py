@@ -239,11 +239,11 @@ class Source:
     def cut_short(self) -> str | None:
         """Why the content read so far stopped before the end of the file, when it did:
         ``"limit"`` (the decompression limit), ``"damage"`` (a truncated or corrupt
-        compressed stream), ``"disk"`` (no room for the temporary file), ``"memory"``;
-        None otherwise. A reader whose last record is cut says so instead of guessing (a
-        job killed while writing)."""
+        compressed stream), ``"memory"`` (no memory to hold more); None otherwise. A
+        reader whose last record is cut says so instead of guessing (a job killed while
+        writing)."""
         noted = self._st.get("noted", ())
-        return next((k for k in ("limit", "damage", "disk", "memory") if k in noted), None)
+        return next((k for k in ("limit", "damage", "memory") if k in noted), None)
 
     def _deliver(self, problems: list[Problem] | None) -> None:
         if problems is not None and "notes" in self._st:
@@ -340,8 +340,8 @@ class Source:
 
         A truncated or corrupt compressed stream yields what could be decompressed up to
         the damage, and adds an error to ``problems``; so does content cut at the
-        decompression limit, or where the temporary file's disk is full. UTF-16 text is
-        transcoded to UTF-8 (a warning).
+        decompression limit. Where the temporary file's disk is full, the content goes on
+        in memory (a warning). UTF-16 text is transcoded to UTF-8 (a warning).
         """
         if self.compression is None and not self._st.get("enc"):
             mapped = self._map()
@@ -373,25 +373,28 @@ class Source:
             data: bytes | mmap.mmap = first
         else:
             spill = _Spill.make()
-            if spill is None:   # no temporary file: anonymous memory (and its limit)
+            rest: Iterator[bytes] = chain([first], chunks)
+            if spill is not None and spill.fill(rest):
+                self._st["spill"] = spill
+                data = spill.map()
+            else:   # no temporary file, or no room in it: anonymous memory (and its limit)
                 self._st["route"] = "memory"
-                data, whole = _collect(chain([first], chunks),
-                                       self._size[0] if self._size else 0,
+                if spill is not None:   # what was written comes back from the file
+                    self._note("disk", f"no room for the decompressed content in the "
+                               f"temporary directory {spill.where} ({spill.error}) after "
+                               f"{spill.size:,} bytes: held in memory instead (set "
+                               f"{TMPDIR_ENV} to a directory with more room)", "warning")
+                    rest = chain(spill.chunks(), [spill.rest], rest)
+                data, whole = _collect(rest, self._size[0] if self._size else 0,
                                        self._limit("memory"))
+                if spill is not None:
+                    spill.close()
                 if not whole:
                     self._note("memory", f"not enough memory to hold more of the content: "
                                f"cut at {len(data):,} bytes, the rest was not read (a lower "
                                "--max-decompressed cuts such inputs before memory runs "
-                               f"out; {TMPDIR_ENV} names a directory for a temporary file, "
-                               "which needs no memory)", "error", True)
-            else:
-                self._st["spill"] = spill
-                if not spill.fill(chain([first], chunks)):
-                    self._note("disk", f"no room for the decompressed content in the "
-                               f"temporary directory {spill.where} ({spill.error}): cut at "
-                               f"{spill.size:,} bytes, the rest was not read (set "
-                               f"{TMPDIR_ENV} to a directory with more room)", "error", True)
-                data = spill.map()
+                               f"out; {TMPDIR_ENV} names a directory with room for a "
+                               "temporary file, which needs no memory)", "error", True)
         self._place(data)
         return data
 
@@ -694,13 +697,15 @@ class _Spill:
     like a plain file. Its disk space is freed when it is closed (:meth:`close`, or when
     it is collected)."""
 
-    __slots__ = ("fd", "size", "where", "error")
+    __slots__ = ("fd", "size", "where", "error", "rest", "_done")
 
     def __init__(self, fd: int, where: str) -> None:
         self.fd: int | None = fd
         self.size = 0
         self.where = where
         self.error: str | None = None
+        self.rest = b""    # taken from the content but not written (the disk was full)
+        self._done = 0     # bytes of the write under way written
 
     @staticmethod
     def directory() -> str:
@@ -728,37 +733,48 @@ class _Spill:
         return cls(fd, where)
 
     def fill(self, chunks: Iterator[bytes]) -> bool:
-        """Write ``chunks`` to the file in writes of about 1 MB; False when the disk is full
-        (the file then holds what was written before, the iterator is closed)."""
+        """Write ``chunks`` to the file in writes of about 1 MB; False when the disk is full:
+        the file then holds the first :attr:`size` bytes, :attr:`rest` the bytes taken from
+        ``chunks`` that were not written, and ``chunks`` the others."""
         assert self.fd is not None
         batch: list[bytes] = []
         pending = 0
-        try:
-            for chunk in chain(chunks, [b""]):
-                if chunk:
-                    batch.append(chunk)
-                    pending += len(chunk)
-                    if pending < _WRITE:
-                        continue
-                if batch:
-                    self._write(b"".join(batch))
-                    batch, pending = [], 0
-        except OSError as exc:
-            if hasattr(chunks, "close"):
-                chunks.close()
-            self.error = exc.strerror or str(exc)
-            with contextlib.suppress(OSError):
-                os.ftruncate(self.fd, self.size)
-            return False
+        for chunk in chain(chunks, [b""]):
+            if chunk:
+                batch.append(chunk)
+                pending += len(chunk)
+                if pending < _WRITE:
+                    continue
+            if batch:
+                data, batch, pending = b"".join(batch), [], 0
+                try:
+                    self._write(data)
+                except OSError as exc:
+                    self.error = exc.strerror or str(exc)
+                    self.rest = data[self._done:]
+                    return False
         return True
 
     def _write(self, data: bytes) -> None:
         assert self.fd is not None
         view = memoryview(data)
+        self._done = 0
         while view:
             n = os.write(self.fd, view)
             self.size += n
+            self._done += n
             view = view[n:]
+
+    def chunks(self) -> Iterator[bytes]:
+        """The bytes written, read back in pieces of :data:`_WRITE`."""
+        assert self.fd is not None
+        at = 0
+        while at < self.size:
+            piece = os.pread(self.fd, min(_WRITE, self.size - at), at)
+            if not piece:
+                return
+            at += len(piece)
+            yield piece
 
     def map(self) -> bytes | mmap.mmap:
         """The content, mapped read-only (shared: a forked worker's reads are the same page

@@ -158,7 +158,9 @@ def test_the_content_is_decompressed_once_for_all_the_formats_that_read_it(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gz"]   # nothing left behind
 
 
-def test_a_full_disk_cuts_the_content_with_a_problem(tmp_path, monkeypatch, spill_everything):
+def test_a_full_disk_goes_on_in_memory_with_a_warning(tmp_path, monkeypatch, spill_everything):
+    """The temporary file's disk fills up after 1 MiB: what was written comes back from it,
+    the rest of the content goes on in memory, every row is read, a warning says so."""
     import errno
 
     real = sources._Spill._write
@@ -170,17 +172,21 @@ def test_a_full_disk_cuts_the_content_with_a_problem(tmp_path, monkeypatch, spil
         if len(data) > room:
             raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(sources, "_WRITE", 1 << 16)
+    monkeypatch.setattr(sources, "_WRITE", 300_000)   # a write across the disk's end
     monkeypatch.setattr(sources._Spill, "_write", full)
-    log = (FIXTURES / "trainlog/dschat_step1_opt1.3b_gbs128.log").read_bytes()
-    gz = tmp_path / "big.log.gz"
-    gz.write_bytes(gzip.compress(log * 8, mtime=0))   # 2.5 MB of log
+    log = (FIXTURES / "trainlog/dschat_step1_opt1.3b_gbs128.log").read_bytes() * 8
+    plain = tmp_path / "big.log"
+    plain.write_bytes(log)                            # 2.5 MB of log
+    gz = tmp_path / "gz" / "big.log.gz"
+    gz.parent.mkdir()
+    gz.write_bytes(gzip.compress(log, mtime=0))
     ds = dptrace.load(gz)
-    row = _row(ds, gz)
-    assert row["status"] == "partial" and row["rows"] > 0
-    msg = [m for m in _messages(ds, "error") if "no room" in m]
+    _same(dptrace.load(plain), ds)
+    msg = [m for m in _messages(ds, "warning") if "no room" in m]
     assert len(msg) == 1 and "No space left on device" in msg[0]
-    assert "cut at 1,048,576 bytes" in msg[0] and sources.TMPDIR_ENV in msg[0]
+    assert "after 1,048,576 bytes: held in memory instead" in msg[0]
+    assert sources.TMPDIR_ENV in msg[0]
+    assert not _messages(ds, "error")
 
 
 # --- the limit ----------------------------------------------------------------------------
