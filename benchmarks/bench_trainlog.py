@@ -2,6 +2,7 @@
 
     python benchmarks/bench_trainlog.py [--size-mb 1000] [--instances 64] [--seed 0]
                                         [--repeat 3] [--keep] [--json OUT]
+                                        [--tree LABEL=DIR ...]
 
 Generates a log with :mod:`gen_trainlog` (64 ``srun --label`` ranks, > 95 % noise lines,
 tqdm / DeepSpeed / HF Trainer / Horovod / SambaFlow throughput lines) into a temporary
@@ -20,6 +21,9 @@ the file is read once to warm the page cache, then, best of
   sampled every 10 ms from ``/proc`` (the parser forks scan workers on large files);
 * ``python -c "import dptrace; ds = dptrace.load(PATH)"``: what ``dptrace report`` reads
   (the training log and every other format that claims the file: the NCCL lines in it);
+
+``--tree LABEL=DIR`` also runs the ``read_trainlog`` child with dptrace imported from another
+checkout (``PYTHONPATH=DIR``) in each round, and checks it finds the same rows.
 
 Then it checks the rows found against ``<file>.expected.json`` and exits 1, printing FAIL,
 when any count differs.
@@ -191,13 +195,17 @@ def _status_kb(pid: int) -> tuple[int, int]:
     return rss, anon
 
 
-def child(path: Path | None, load: bool = False) -> dict[str, Any]:
+def child(path: Path | None, load: bool = False, tree: str | None = None) -> dict[str, Any]:
     """Run CHILD in a fresh interpreter: wall time, its report, sampled tree RSS
-    (``load``: ``dptrace.load`` instead of ``read_trainlog``)."""
+    (``load``: ``dptrace.load`` instead of ``read_trainlog``; ``tree``: dptrace imported
+    from that directory)."""
     cmd = [sys.executable, "-c", CHILD, *([str(path)] if path else []),
            *(["load"] if load else [])]
+    # in the tree's directory: ``python -c`` puts the working directory first on sys.path
+    env = {**os.environ, "PYTHONPATH": tree} if tree else None
     t = time.perf_counter()
-    with (subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as p,
+    with (subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=env, cwd=tree) as p,
           TreeRss(p.pid) as tree):
         out, err = p.communicate()
     wall = time.perf_counter() - t
@@ -210,16 +218,28 @@ def child(path: Path | None, load: bool = False) -> dict[str, Any]:
     return res
 
 
-def measure(path: Path, repeat: int) -> dict[str, Any]:
-    """Interleaved rounds, so every reader sees the same cache state; best wall time of each."""
+def measure(path: Path, repeat: int, trees: dict[str, str] | None = None) -> dict[str, Any]:
+    """Interleaved rounds, so every reader sees the same cache state; best wall time of each.
+    ``trees``: label -> another dptrace checkout, whose read_trainlog runs in the same rounds."""
+    trees = trees or {}
     runs: dict[str, list[Any]] = {"grep": [], "grep1": [], "import": [], "dptrace": [],
-                                  "load": []}
+                                  "load": [], **{f"tree {k}": [] for k in trees}}
     for _ in range(repeat):
         runs["grep"].append(grep(KEYWORDS, path, extended=True))
         runs["grep1"].append(grep("samples_per_sec", path, extended=False))
         runs["import"].append(child(None))
         runs["dptrace"].append(child(path))
         runs["load"].append(child(path, load=True))
+        for label, tree in trees.items():
+            runs[f"tree {label}"].append(child(path, tree=tree))
+    other = {}
+    for label in trees:
+        rs = runs[f"tree {label}"]
+        best_t = min(rs, key=lambda r: r["wall_s"])
+        other[label] = {"dptrace_s": best_t["wall_s"], "parse_s": min(r["parse_s"] for r in rs),
+                        "rss_mb": max(r["hwm_kb"] for r in rs) * 1024 / MB,
+                        "found": {k: best_t[k] for k in ("throughput", "train_metrics",
+                                                          "instances")}}
     dp, imp, ld = runs["dptrace"], runs["import"], runs["load"]
     best = min(dp, key=lambda r: r["wall_s"])
     return {
@@ -238,6 +258,7 @@ def measure(path: Path, repeat: int) -> dict[str, Any]:
         "tree_anon_mb": max(r["tree_anon_kb"] for r in dp) * 1024 / MB,
         "found": {k: best[k] for k in ("throughput", "train_metrics", "instances")},
         "problems": best["problems"],
+        "trees": other,
     }
 
 
@@ -286,6 +307,9 @@ def report(path: Path, expected: dict[str, Any], m: dict[str, Any], repeat: int,
         row("  largest scan worker", None, m["worker_rss_mb"])
     row("  whole process tree (sampled)", None, m["tree_rss_mb"])
     row("  whole process tree, anonymous only", None, m["tree_anon_mb"])
+    for label, t in m["trees"].items():
+        row(f"read_trainlog [{label}] (child process)", t["dptrace_s"], t["rss_mb"])
+        row("  of which read_trainlog() itself", t["parse_s"])
     row("dptrace.load (child process)", m["load_s"], m["load_rss_mb"])
     row("  of which load() itself", m["load_parse_s"])
     print("  tables: " + ", ".join(f"{k} {v:,}" for k, v in m["load_tables"].items()))
@@ -311,15 +335,23 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true",
                     help="keep the generated log in benchmarks/.data/ for later runs")
     ap.add_argument("--json", type=Path, help="also write the numbers here")
+    ap.add_argument("--tree", action="append", default=[], metavar="LABEL=DIR",
+                    help="also run read_trainlog with dptrace imported from DIR (another "
+                         "checkout), in the same rounds: before/after ratios from one run")
     args = ap.parse_args()
+    trees = dict(t.split("=", 1) for t in args.tree)
     with tempfile.TemporaryDirectory() as tmp:
         path, expected, gen_s = prepare(args, Path(tmp))
         bytecode()
         warm_s = warm(path)
-        m = measure(path, args.repeat)
+        m = measure(path, args.repeat, trees)
     report(path, expected, m, args.repeat, gen_s)
     rows = check(m["found"], expected, m["grep_lines"])
     ok = print_checks(rows)
+    for label, t in m["trees"].items():
+        same = t["found"] == m["found"]
+        ok &= same
+        print(f"{'same rows as [' + label + ']':38} {'yes' if same else 'NO':>10}")
     for p in m["problems"]:
         print(f"parser problem: {p}")
     if args.json:

@@ -103,10 +103,11 @@ def child(path: Path | None, executor: str = "auto", tree: str | None = None) ->
     """Run CHILD in a fresh interpreter (importing dptrace from ``tree`` when given):
     wall time, its report, sampled tree RSS."""
     cmd = [sys.executable, "-c", CHILD, *([str(path), executor] if path else [])]
+    # in the tree's directory: ``python -c`` puts the working directory first on sys.path
     env = {**os.environ, "PYTHONPATH": tree} if tree else None
     t = time.perf_counter()
     with (subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           env=env) as p,
+                           env=env, cwd=tree) as p,
           TreeRss(p.pid) as tree):
         out, err = p.communicate()
     wall = time.perf_counter() - t

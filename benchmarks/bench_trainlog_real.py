@@ -35,15 +35,20 @@ for p in paths:
     rows = [len(ds["throughput"]), len(ds["train_metrics"]),
             float(ds["throughput"]["value"].sum()), float(ds["train_metrics"]["value"].sum())]
     out[p] = {"s": best, "rows": repr(rows)}
-print(json.dumps(out))
+print(json.dumps({"dptrace": dptrace.__file__, "files": out}))
 """
 
 
 def run(engine: str, repeat: int, paths: list[str], tree: str | None) -> dict:
+    # in the tree's directory: ``python -c`` puts the working directory first on sys.path
     env = {**os.environ, "PYTHONPATH": tree} if tree else None
     out = subprocess.run([sys.executable, "-c", CHILD, engine, str(repeat), *paths],
-                         capture_output=True, text=True, check=True, env=env).stdout
-    return json.loads(out.strip().splitlines()[-1])
+                         capture_output=True, text=True, check=True, env=env,
+                         cwd=tree).stdout
+    res = json.loads(out.strip().splitlines()[-1])
+    if tree and not res["dptrace"].startswith(str(Path(tree).resolve())):
+        raise SystemExit(f"FAIL: the child imported {res['dptrace']}, not the tree {tree}")
+    return dict(res["files"])
 
 
 def main() -> int:

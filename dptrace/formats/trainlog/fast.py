@@ -27,6 +27,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ... import memory
 from . import KEYWORDS, general, rules
 
 #: bytes of whole lines read at once (bounds the temporaries of a range)
@@ -46,10 +47,10 @@ _BOUNDS = {"pre": 240, "alpha": 20, "unit": 30, "per": 30, "post": 500}
 for _part in (r"[^\r]{0,240}?", r"[A-Za-z]{0,20}", r"[A-Za-z_]{1,30}",
               r"(?P<per>s|[A-Za-z_]{1,30})", r"[^\]\r]{0,500}", r"\](?![^\r]*\{')[^\r]*"):
     assert _part in rules.TQDM_SEGMENT.pattern, _part
-#: what a line must not hold to be read here (the lookahead of TQDM_SEGMENT: a dict after a bar)
-_DECLINE = r"\x1b|<std|\{'"
-#: a digit that is not ASCII (Python's ``\d`` takes it, RE2's does not)
-_UNICODE_DIGIT = r"[^\P{Nd}0-9]"
+#: what a line must not hold to be read here: an ANSI escape, a ``<std`` tag, a dict after a
+#: bar (the lookahead of TQDM_SEGMENT), a digit that is not ASCII (Python's ``\d`` takes it,
+#: RE2's does not)
+_DECLINE = r"\x1b|<std|\{'|[^\P{Nd}0-9]"
 #: valid UTF-8, as Python's strict decoder takes it (the bytes of a binary array, one by one)
 _UTF8 = (r"^(?:[\x00-\x7f]|[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]"
          r"|[\xe1-\xec\xee\xef][\x80-\xbf]{2}|\xed[\x80-\x9f][\x80-\xbf]"
@@ -111,6 +112,7 @@ class Found:
             pos = hi
         if not starts:
             return np.empty(0, np.int64), np.empty(0, np.int64)
+        memory.release(sum(len(c["lineno"]) for c in self.tm))  # the chunks' temporaries
         s, e = np.concatenate(starts), np.concatenate(ends)
         joined = np.flatnonzero(s[1:] == e[:-1] + 1)  # runs that meet at a chunk's cut
         return np.delete(s, joined + 1), np.delete(e, joined)
@@ -127,25 +129,28 @@ class Found:
             return none, none, len(nl)
         line_starts = np.concatenate(([0], nl + 1))
         line_ends = np.append(nl, hi - lo)  # each line's '\n' (or the chunk's end)
-        idx = np.unique(np.searchsorted(nl, cr))  # the lines (0-based in the chunk) with a \r
-        read = self._cr_lines(data, idx, line_starts[idx], line_ends[idx], lo, line,
-                              after_megatron)
-        if not read.any():
-            return none, none, len(nl)
-        # every line as one element (with its '\n': the keywords see it as the scanner does):
-        # the lines without a keyword are passed over with the lines read
+        # every line as one element (with its '\n': the keywords see it as the scanner does)
         whole = pa.Array.from_buffers(pa.large_binary(), len(line_starts), [
             None, pa.py_buffer(np.append(line_starts, hi - lo)), pa.py_buffer(data)])
-        skip = ~_mask(pc.match_substring_regex(whole, _KEYWORDS))
+        keyword = _mask(pc.match_substring_regex(whole, _KEYWORDS))
         del whole  # the view of the map
+        idx = np.unique(np.searchsorted(nl, cr))  # the lines (0-based in the chunk) with a \r
+        idx = idx[keyword[idx]]
+        read = self._cr_lines(data, idx, line_starts[idx], line_ends[idx], lo, line,
+                              after_megatron)
+        pa.default_memory_pool().release_unused()  # the chunk's temporaries (mimalloc keeps them)
+        if not read.any():
+            return none, none, len(nl)
+        # the lines without a keyword are passed over with the lines read
+        skip = ~keyword
         skip[idx[read]] = True
         self.starts.append(line_starts[idx[read]] + lo)
         return (*_runs(skip, line_starts + lo, line_ends + lo), len(nl))
 
     def _cr_lines(self, data: np.ndarray, idx: np.ndarray, ls: np.ndarray, le: np.ndarray,
                   lo: int, line: int, after_megatron: np.ndarray) -> np.ndarray:
-        """Read the lines with a ``\\r`` (``idx``, from ``ls`` to ``le`` in ``data``, the chunk
-        at ``lo`` whose first line is ``line``) that hold a keyword: where each was read."""
+        """Read the lines with a ``\\r`` and a keyword (``idx``, from ``ls`` to ``le`` in
+        ``data``, the chunk at ``lo`` whose first line is ``line``): where each was read."""
         out = np.zeros(len(idx), dtype=bool)
         keep = (le - ls) < MAX_LINE
         if len(after_megatron):
@@ -159,9 +164,6 @@ class Found:
             pa.large_binary(), len(offsets) - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
         lines = spans.take(pa.array(np.arange(0, len(offsets) - 1, 2)))
         del spans  # the view of the map
-        sel = _mask(pc.and_(pc.match_substring_regex(lines, _KEYWORDS),
-                            pc.invert(pc.match_substring_regex(lines, _DECLINE))))
-        lines, pick = lines.filter(pa.array(sel)), pick[sel]
         try:
             text = lines.cast(pa.large_string())
         except pa.ArrowInvalid:  # bytes that are not UTF-8: those lines are the scanner's
@@ -169,7 +171,7 @@ class Found:
             text = lines.filter(pa.array(valid)).cast(pa.large_string())
             pick = pick[valid]
         del lines
-        ok = ~_mask(pc.match_substring_regex(text, _UNICODE_DIGIT))
+        ok = ~_mask(pc.match_substring_regex(text, _DECLINE))
         text, pick = text.filter(pa.array(ok)), pick[ok]
         if len(pick):
             out[pick[self._lines(text, idx[pick] + line, ls[pick] + lo)]] = True
@@ -444,8 +446,9 @@ def frame(rows: list[tuple[Any, ...]], found: Found | None, table: str,
         return py
     assert found is not None
     vec: dict[str, np.ndarray] = {}
-    for col in columns:  # each chunk's column freed once copied
+    for col in columns:  # each chunk's column freed once copied, its pages handed back
         vec[col] = np.concatenate([ch.pop(col) for ch in chunks])
+        memory.release(len(vec[col]))
     chunks.clear()
     cats = pd.Index(list(found.strings), dtype=object)
     strings = TP_STRINGS if table == "tp" else TM_STRINGS
@@ -456,6 +459,8 @@ def frame(rows: list[tuple[Any, ...]], found: Found | None, table: str,
         else:
             data[col] = _numbers(py[col] if len(py) else None, vec.pop(col), col)
     out = pd.DataFrame(data, copy=False)
+    del data, vec
+    memory.release(len(out))
     if len(py):
         order = np.argsort(out["lineno"].to_numpy(), kind="stable")
         if (order != np.arange(len(order))).any():
