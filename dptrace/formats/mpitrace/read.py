@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.extensions import ExtensionArray
 
-from ... import schema
+from ... import memory, schema
 from ...errors import Problem
 from ...registry import ParseResult, SourceReport
 from ...sources import Source
@@ -100,6 +100,9 @@ def parse_many(sources: Sequence[Source], problems: list[Problem],
     many.stacked_files()
     order = {id(src): i for i, src in enumerate(sources)}
     many.parsed.sort(key=lambda p: order[id(p.source)])
+    # the files' texts are freed by now, in holes between the parts: handed back before
+    # the tables are built, so that the building does not add to them
+    memory.release(sum(p.rows for p in many.parsed))
     return many.rows.frames(conform=True), many.parsed
 
 
@@ -285,6 +288,15 @@ class Codes(NamedTuple):
     categories: list[str]
 
 
+class Repeated(NamedTuple):
+    """A column of per-file ``values``, each repeated over its file's ``rows``: kept so in
+    the parts and expanded when the table is built (:func:`_column`), one column at a
+    time, instead of a row-long array per batch and column."""
+
+    values: Sequence[Any]
+    rows: np.ndarray
+
+
 class Rows:
     """Column lists for every mpitrace table, filled block by block, and parts given as
     whole columns (:meth:`add_columns`), kept in order."""
@@ -422,7 +434,7 @@ class Rows:
 
     def frames(self, conform: bool) -> dict[str, pd.DataFrame]:
         """One frame per non-empty table (conformed, or raw but cheap: see parse; raw only
-        without parts)."""
+        without parts). Conformed frames take the rows: the lists and parts are emptied."""
         out = {}
         for name, cols in self.cols.items():
             parts = self.parts[name] + ([cols] if cols["source"] else [])
@@ -430,8 +442,8 @@ class Rows:
                 continue
             table = schema.TABLES[name]
             if conform:
-                out[name] = schema.conform({c.name: _column(parts, c) for c in table.columns},
-                                           table)
+                out[name] = schema.conform(_columns(parts, table), table)
+                self.parts[name], self.cols[name] = [], {k: [] for k in cols}
             else:
                 assert parts == [cols], "raw frames are built from the lists alone"
                 out[name] = _raw_frame(cols, table)
@@ -476,6 +488,20 @@ def _raw_frame(cols: dict[str, list[Any]], table: schema.Table) -> pd.DataFrame:
         return pd.DataFrame(dict(zip(table.names, arrays, strict=True)), copy=False)
 
 
+def _columns(parts: list[dict[str, Any]], table: schema.Table) -> dict[str, pd.Series]:
+    """Every column of ``table`` over all parts, in its schema dtype, made one at a time; a
+    column's pieces leave the parts as soon as it is made, so that the parts and the table
+    never both hold the rows whole (on thousands of rank files, the load's peak)."""
+    out = {}
+    for c in table.columns:
+        values = _column(parts, c)
+        for part in parts:
+            part[c.name] = None
+        out[c.name] = schema._as_dtype(values, c.dtype)
+        del values
+    return out
+
+
 def _column(parts: list[dict[str, Any]], column: schema.Column) -> Any:
     """One column over all parts: a Categorical built from codes (categories in order of
     first appearance, as ``pd.factorize``), float64 for numbers, a pandas array for strings
@@ -484,7 +510,9 @@ def _column(parts: list[dict[str, Any]], column: schema.Column) -> Any:
     if column.dtype == "category":
         return _categories(values)
     if column.dtype in _INT_DTYPES:
-        arrays = [np.asarray(v, dtype=np.float64) for v in values]
+        arrays = [np.repeat(np.asarray(v.values, dtype=np.float64), v.rows)
+                  if isinstance(v, Repeated) else np.asarray(v, dtype=np.float64)
+                  for v in values]
         return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
     if column.dtype == "string":
         strings = [v if isinstance(v, ExtensionArray) else pd.array(v, dtype="string")
@@ -502,7 +530,7 @@ def _categories(parts: list[Any]) -> pd.Categorical:
         else:
             part_codes, categories = pd.factorize(np.array(part, dtype=object))
         remap = [index.setdefault(c, len(index)) for c in categories]
-        codes.append(np.array([*remap, -1], dtype=np.intp)[part_codes])
+        codes.append(np.array([*remap, -1], dtype=np.int32)[part_codes])
     return pd.Categorical.from_codes(np.concatenate(codes),
                                      categories=np.array(list(index), dtype=object).astype(str))
 
@@ -511,11 +539,12 @@ def _coded(values: Sequence[str | None], rows: np.ndarray) -> Codes:
     """Per-file ``values`` repeated over each file's ``rows`` (None: missing)."""
     used = rows > 0
     codes, categories = pd.factorize(np.array(values, dtype=object)[used])
-    return Codes(np.repeat(codes, rows[used]), list(categories))
+    return Codes(np.repeat(codes.astype(np.int32), rows[used]), list(categories))
 
 
 def _strings(values: Sequence[str], rows: np.ndarray) -> ExtensionArray:
-    """Per-file ``values`` repeated over each file's ``rows``, as a string array."""
+    """Per-file ``values`` repeated over each file's ``rows``, as a string array (made per
+    batch: one take over the whole column holds twice its size in Arrow's pool at once)."""
     return pd.array(values, dtype="string").take(np.repeat(np.arange(len(values)), rows))
 
 
@@ -556,13 +585,13 @@ def _plain_tables(cols: fast.PlainColumns, bins: tuple[np.ndarray, np.ndarray, n
 
     def key(rows: np.ndarray) -> dict[str, Any]:
         return {"source": _strings(names, rows), "job": _coded(jobs, rows),
-                "rank": np.repeat(cols.rank, rows), "nranks": np.repeat(cols.nranks, rows)}
+                "rank": Repeated(cols.rank, rows), "nranks": Repeated(cols.nranks, rows)}
 
     r, m, one = cols.routine, cols.message, np.ones(nfiles, dtype=np.intp)
     codes, routines = pd.factorize(np.array(cols.routine_name, dtype=object))
     return {
         "mpi_routines": {
-            **key(cols.routine_rows), "routine": Codes(codes, list(routines)),
+            **key(cols.routine_rows), "routine": Codes(codes.astype(np.int32), list(routines)),
             "calls": r[:, 0], "avg_bytes": r[:, 1], "bytes": r[:, 0] * r[:, 1],
             "time_s": r[:, 2],
             "region": _coded([region for _, region in cols.times], cols.routine_rows)},
