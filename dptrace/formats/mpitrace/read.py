@@ -293,7 +293,7 @@ class Repeated(NamedTuple):
     the parts and expanded when the table is built (:func:`_column`), one column at a
     time, instead of a row-long array per batch and column."""
 
-    values: Sequence[Any]
+    values: np.ndarray
     rows: np.ndarray
 
 
