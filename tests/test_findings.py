@@ -402,7 +402,8 @@ def test_findings_table_is_in_the_schema():
     t = schema.TABLES["findings"]
     # what a reader needs first comes first (the HTML shows the columns in this order)
     assert t.names == ["run", "severity", "message", "hint", "kind", "scope", "subject",
-                       "rank", "value", "threshold", "evidence"]
+                       "rank", "value", "threshold", "evidence", "evidence_table",
+                       "evidence_key"]
     assert "findings" in set(schema.describe()["table"])
     assert "### `findings`" in schema.markdown()
 

@@ -15,7 +15,7 @@ from dptrace.analysis import job
 from dptrace.analysis import throughput as thr
 from dptrace.formats.mpitrace import findings as mpitrace_findings
 from dptrace.formats.trainlog import findings as trainlog_findings
-from dptrace.reports.evidence import locate
+from dptrace.reports.evidence import first, locate
 
 FIX = Path(__file__).parent / "fixtures"
 REAL = Path(__file__).resolve().parents[2] / "shared" / "realdata"
@@ -70,7 +70,7 @@ def test_low_busbw_fires_on_the_thetagpu_guide():
     assert r["evidence"].startswith("message_sizes.bins job=seed_001")
     # the evidence is the bin's row of the report (the HTML links it)
     tables = dptrace.report(dptrace.load(path)).tables
-    section, table, row = locate(tables, r["evidence"], r["run"])
+    section, table, row = locate(tables, *first(r), r["run"])
     bin_row = tables[f"{section}.{table}"].iloc[row]
     assert (bin_row["routine"], bin_row["calls"], bin_row["time_s"]) == \
         ("MPI_Allreduce", 50, pytest.approx(20.893))

@@ -14,8 +14,9 @@ import pytest
 import dptrace
 from dptrace.cli import main
 from dptrace.exitcodes import EXIT_FAILURE, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from dptrace.findings import Finding, ev, frame
 from dptrace.findings import thresholds as th
-from dptrace.reports.evidence import locate, parse
+from dptrace.reports.evidence import first, locate
 
 FIX = Path(__file__).parent / "fixtures"
 REAL = Path(__file__).resolve().parents[2] / "shared" / "realdata"
@@ -104,12 +105,19 @@ def test_fail_on_critical_fires_on_a_critical_finding(capsys):
     assert code == EXIT_FINDINGS
 
 
-def test_evidence_text_with_spaces():
-    cols = ["run", "source", "name", "label", "straggler"]
-    key, kv = parse("throughput.instances source=a b.md name=e2e samples_per_sec "
-                    "straggler=True", cols)
-    assert key == "throughput.instances"
-    assert kv == {"source": "a b.md", "name": "e2e samples_per_sec", "straggler": "True"}
+def test_evidence_with_spaces_is_structured():
+    """A value with spaces (a file name, SambaFlow's 'e2e samples_per_sec') stays whole: the
+    evidence is its table and a key, never text split again."""
+    f = frame([Finding("warning", "throughput_straggler", "instance", "instance 0", "m.",
+                       ev("throughput.instances", source="a b.md", name="e2e samples_per_sec",
+                          straggler=True))])
+    assert f["evidence"].iloc[0] == ("throughput.instances source=a b.md "
+                                     "name=e2e samples_per_sec straggler=True")
+    assert f["evidence_table"].iloc[0] == "throughput.instances"
+    assert json.loads(f["evidence_key"].iloc[0]) == [
+        {"source": "a b.md", "name": "e2e samples_per_sec", "straggler": True}]
+    assert first(f.iloc[0]) == ("throughput.instances", {
+        "source": "a b.md", "name": "e2e samples_per_sec", "straggler": True})
 
 
 @pytest.mark.parametrize("name", ["mpitrace", "horovod_timeline", "sntilestat", "trainlog",
@@ -124,18 +132,17 @@ def test_every_finding_resolves_to_its_row(name):
     findings = tables["findings.findings"]
     resolved = 0
     for f in findings.itertuples(index=False):
-        found = locate(tables, f.evidence, f.run)
+        found = locate(tables, *first(f), f.run)
         if found is None:
-            assert "." not in f.evidence.split(" ")[0], f.evidence   # an input table
+            assert "." not in f.evidence_table.split("; ")[0], f.evidence   # an input table
             continue
         section, table, row = found
         assert row is not None, f.evidence
         df = tables[f"{section}.{table}"]
-        _, kv = parse(f.evidence, [str(c) for c in df.columns])
-        for col, value in kv.items():
+        for col, value in first(f)[1].items():
             cell = df[col].iloc[row]
             assert str(int(cell) if isinstance(cell, float) and cell.is_integer() else cell) \
-                == value, (f.evidence, col)
+                == str(value), (f.evidence, col)
         if not pd.isna(f.rank) and "rank" in df.columns:
             assert int(df["rank"].iloc[row]) == int(f.rank), f.evidence
         resolved += 1

@@ -14,7 +14,7 @@ import pytest
 from horovod_ticks import negotiations
 
 import dptrace
-from dptrace.reports.evidence import locate
+from dptrace.reports.evidence import first, locate
 
 FIX = Path(__file__).parent / "fixtures" / "horovod_mpi"
 SIZES = {"float32": 4, "int64": 8, "float64": 8}
@@ -63,7 +63,7 @@ def test_latency_bound_horovod_by_hand():
     row = hv.iloc[0]
     assert row["value"] == pytest.approx(100 * share) and row["value"] > 50
     assert "3,300 responses of 3,300 tensors" in row["message"]
-    sec, table, at = locate(report.tables, row["evidence"], row["run"])
+    sec, table, at = locate(report.tables, *first(row), row["run"])
     assert (sec, table) == ("horovod", "small_allreduces") and at == 0
     # the same run's mpitrace profiles: Horovod's allreduces and negotiation, all MPI,
     # mostly <= 64 B; the MPI-side rule fires too, on its own evidence

@@ -17,7 +17,7 @@ import dptrace
 from dptrace.formats.horovod import figures as fh
 from dptrace.formats.horovod.sections import build as horovod_section
 from dptrace.formats.horovod.terminal import draw_horovod
-from dptrace.reports.evidence import locate
+from dptrace.reports.evidence import first, locate
 
 FIX = Path(__file__).parent / "fixtures"
 RANK4 = FIX / "horovod" / "andrewor14_horovod_timeline_2019_4rank.json"
@@ -114,7 +114,7 @@ def test_marked_ranks_are_the_finding_s_and_its_evidence_row(path):
     marked = {(str(r.source), int(r.rank)) for r in t[t["straggler"]].itertuples()}
     named = set()
     for f in found.itertuples():
-        _, _, row = locate(report.tables, f.evidence, f.run)
+        _, _, row = locate(report.tables, *first(f), f.run)
         assert row is not None and bool(t["straggler"].iloc[row]), f.evidence
         named.add((str(t["source"].iloc[row]), int(f.rank)))
     assert marked == named

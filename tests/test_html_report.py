@@ -102,7 +102,7 @@ def test_cli_export(tmp_path, fmt, capsys):
     assert code == 0
     names = sorted(p.stem for p in tmp_path.iterdir())
     assert names == sorted(["tiles", "mpi_routines", "mpi_messages", "mpi_ranks", "mpi_jobs",
-                            "sources", "problems"])
+                            "sources", "problems", "runs", "findings"])
     ds = dptrace.load(FIX / "mpitrace" / "alcfws_theta_knl32")
     path = tmp_path / f"mpi_ranks.{fmt}"
     back = {"csv": pd.read_csv, "json": pd.read_json, "parquet": pd.read_parquet}[fmt](path)

@@ -21,7 +21,7 @@ import pytest
 
 import dptrace
 from dptrace.analysis import nccltests as nt
-from dptrace.reports.evidence import locate
+from dptrace.reports.evidence import first, locate
 
 HERE = Path(__file__).parent
 REAL = HERE.parent.parent / "shared" / "realdata"
@@ -111,7 +111,7 @@ def test_the_finding_names_the_bin_with_the_most_time(tmp_path):
     assert "8 ranks on 1 host; the job ran 2 ranks" in r["message"]
     assert r["evidence"] == "nccl_tests.job_vs_system run=run collective=all_reduce bin=24"
     report = dptrace.report(ds)
-    sec, table, row = locate(report.tables, r["evidence"], r["run"])
+    sec, table, row = locate(report.tables, *first(r), r["run"])
     assert (sec, table) == ("nccl_tests", "job_vs_system") and row is not None
     assert report.tables["nccl_tests.job_vs_system"].iloc[row]["bin"] == 24
     assert r["value"] == pytest.approx(100 * 8.6934 / 149.986, rel=1e-3)

@@ -13,9 +13,11 @@ Layering: findings import analysis and schema, never reports; the report's Findi
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from ..schema import FINDINGS, SEVERITIES, conform
@@ -24,7 +26,8 @@ if TYPE_CHECKING:
     from ..analyses import Analyses
     from ..dataset import Dataset
 
-__all__ = ["CAUSES", "FINDINGS", "SCOPES", "SEVERITIES", "SYMPTOMS", "Finding", "build", "frame"]
+__all__ = ["CAUSES", "FINDINGS", "SCOPES", "SEVERITIES", "SYMPTOMS", "Evidence", "Finding",
+           "build", "ev", "frame"]
 
 #: what a finding can be about
 SCOPES = ("job", "rank", "instance", "tensor", "tile", "input")
@@ -36,6 +39,57 @@ CAUSES = ("cross_source_straggler", "compute_straggler")
 #: severity they come last
 SYMPTOMS = ("small_message_allreduce", "comm_share_high", "low_busbw", "latency_bound_allreduce",
             "throughput_drift", "job_check_failed")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Where a finding's numbers are: a report table (``<section>.<table>``, or a Dataset
+    table) and the values that pick its row (``job=19013, rank=0``)."""
+
+    table: str
+    key: tuple[tuple[str, Any], ...] = ()
+
+    def text(self) -> str:
+        """``'communication.ranks job=19013 rank=0'``: what the faces show."""
+        return " ".join([self.table, *(f"{k}={v}" for k, v in self.key)])
+
+    def key_dict(self) -> dict[str, Any]:
+        """The key as plain JSON values (numpy numbers as Python's, missing as None)."""
+        return {k: _plain(v) for k, v in self.key}
+
+
+def ev(table: str, /, **key: Any) -> Evidence:
+    """The evidence of a finding: ``ev("communication.ranks", job=job, rank=r)``."""
+    return Evidence(table, tuple(key.items()))
+
+
+def _plain(v: Any) -> Any:
+    if v is None or v is pd.NA or (isinstance(v, float) and v != v):
+        return None
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        return float(v)
+    return str(v)
+
+
+def _rows_of(text: str) -> tuple[Evidence, ...]:
+    """Evidence given as text (a plug-in's rule may): ``'table k=v k=v'``, several joined by
+    '; ', each value up to the next space. dptrace's own rules give :class:`Evidence`."""
+    out = []
+    for piece in str(text).split("; "):
+        table, _, rest = piece.strip().partition(" ")
+        if table:
+            pairs = (w.partition("=") for w in rest.split(" ") if "=" in w)
+            out.append(Evidence(table, tuple((k, v) for k, _, v in pairs if k)))
+    return tuple(out)
+
+
+#: what a rule may give as a finding's evidence: one row, several (a finding merged from
+#: several sources), or text (``'table k=v ...'``)
+EvidenceArg = Evidence | tuple[Evidence, ...] | str
 
 
 @dataclass(frozen=True)
@@ -52,7 +106,9 @@ class Finding:
     scope: str
     subject: str
     message: str
-    evidence: str
+    #: where its numbers are (:class:`Evidence`, or several); kept as the text the faces
+    #: show, its rows in :attr:`rows`
+    evidence: EvidenceArg
     hint: str = ""
     rank: int | None = None
     value: float | None = None
@@ -64,8 +120,19 @@ class Finding:
     #: not a column: the job or file a straggler finding comes from (a run with two mpitrace
     #: jobs or two timelines cannot say which of them goes with another source)
     origin: str | None = None
+    #: the evidence's rows (the ``evidence_table`` and ``evidence_key`` columns); made from
+    #: ``evidence``
+    rows: tuple[Evidence, ...] = ()
 
     def __post_init__(self) -> None:
+        given = self.evidence
+        if isinstance(given, Evidence):
+            given = (given,)
+        if isinstance(given, tuple):
+            object.__setattr__(self, "rows", given)
+            object.__setattr__(self, "evidence", "; ".join(e.text() for e in given))
+        elif not self.rows:
+            object.__setattr__(self, "rows", _rows_of(str(given)))
         if self.severity not in SEVERITIES:
             raise ValueError(f"severity {self.severity!r} is not one of {SEVERITIES}")
         if self.scope not in SCOPES:
@@ -112,9 +179,9 @@ def point_to_causes(findings: list[Finding]) -> list[Finding]:
         found = causes.get(f.run, []) if f.kind in POINTS_TO_CAUSES else []
         if f.kind in STRAGGLER_CAUSED:
             found = [c for c in found if c.kind != "small_message_allreduce"]
-        job = _job_of(f.evidence)
+        job = _job_of(f)
         if job is not None:   # a job's symptom: the causes found in that job
-            found = [c for c in found if _job_of(c.evidence) in (job, None)]
+            found = [c for c in found if _job_of(c) in (job, None)]
         if found:
             found = sorted(found, key=lambda c: _place(c.kind))   # stable: stragglers first
             names = "; ".join(dict.fromkeys(f"{c.subject} ({c.kind})" for c in found))
@@ -123,11 +190,12 @@ def point_to_causes(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-def _job_of(evidence: str) -> str | None:
-    """The ``job=`` key of an evidence text (the value up to the next space), else None."""
-    for word in evidence.split(" ")[1:]:
-        if word.startswith("job="):
-            return word[4:]
+def _job_of(f: Finding) -> str | None:
+    """The ``job`` of a finding's first evidence row, else None."""
+    for e in f.rows[:1]:
+        for k, v in e.key:
+            if k == "job":
+                return str(v)
     return None
 
 
@@ -137,7 +205,8 @@ def frame(findings: list[Finding]) -> pd.DataFrame:
     :data:`SYMPTOMS`), then kind, then value (largest first; none last), then subject and
     evidence (so the order is stable)."""
     cols = FINDINGS.names
-    rows = [asdict(f) for f in findings]
+    rows = [{**asdict(f), "evidence_table": "; ".join(e.table for e in f.rows),
+             "evidence_key": json.dumps([e.key_dict() for e in f.rows])} for f in findings]
     df = pd.DataFrame(rows, columns=cols) if rows else pd.DataFrame({c: [] for c in cols})
     df = df.astype({"rank": "object", "value": "float64", "threshold": "float64"})
     if len(df):

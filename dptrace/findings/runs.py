@@ -29,7 +29,7 @@ from ..analysis import compare as cmp_analysis
 from ..analysis.scaling import lower_is_better
 from ..analysis.scaling import unit as _metric_unit
 from ..schema import SEVERITIES
-from . import Finding, frame
+from . import Evidence, Finding, ev, frame
 from . import thresholds as th
 
 #: the kinds of this module, in the order they are listed within a severity
@@ -64,8 +64,8 @@ def _factor(b: float, c: float) -> str:
     return f"{(c - b) / b * 100:+.0f}%" if b else "from 0"
 
 
-def _ev(table: str, key: str, metric: str) -> str:
-    return f"compare.compare table={table} key={key} metric={metric}"
+def _ev(table: str, key: str, metric: str) -> Evidence:
+    return ev("compare.compare", table=table, key=key, metric=metric)
 
 
 def ordered(findings: list[Finding]) -> pd.DataFrame:
@@ -147,14 +147,14 @@ def setup_change(setup: pd.DataFrame | None, cmp: pd.DataFrame, base: str, cand:
     if not changes:
         return []
     what = "; ".join(f"{k}: {b} -> {c}" for k, b, c in changes)
-    ev = "; ".join(f"setup.setup setting={k}" for k, _, _ in changes[:1])
+    where = tuple(ev("setup.setup", setting=k) for k, _, _ in changes[:1])
     job = cmp[(cmp["table"] == "throughput.job") & cmp["base"].notna() & cmp["candidate"].notna()]
     if job.empty:
         return [Finding(
             "info", "setup_change", "job", f"{base} -> {cand}",
             f"The network path between nodes changed from {base} to {cand} ({what}); the job "
             "throughput is not known for both runs, so what it cost is not measured here.",
-            ev, hint="the setup table shows every setting of both runs")]
+            where, hint="the setup table shows every setting of both runs")]
     rates = job[~job["metric"].astype(str).map(lower_is_better)]
     r = next((rates if len(rates) else job).itertuples(index=False))
     metric = str(r.metric)
@@ -170,7 +170,7 @@ def setup_change(setup: pd.DataFrame | None, cmp: pd.DataFrame, base: str, cand:
         f"The network path between nodes changed from {base} to {cand} ({what}), and {figure} "
         f"{verb} {abs(pct):.1f}%: {_n(r.base)} -> {_n(r.candidate, _unit(metric))} "
         f"({'slower' if slower else 'faster'}).",
-        f"{ev}; {_ev(r.table, r.key, r.metric)}",
+        (*where, _ev(r.table, r.key, r.metric)),
         hint=("a job that fell back to TCP sockets (NCCL network Socket) or lost GPUDirect "
               "RDMA moves its gradients through host memory: check the net plugin "
               "(NCCL_NET_PLUGIN, LD_LIBRARY_PATH), NCCL_NET_GDR_LEVEL and "
@@ -329,7 +329,7 @@ def scaling_efficiency(sc: pd.DataFrame, growth: pd.DataFrame | None, by: str = 
             msg += f"; {grown}"
         out.append(Finding(
             "warning", "scaling_efficiency", "job", f"{who}", msg + ".",
-            f"scaling.scaling run={r['run']} metric={metric}",
+            ev("scaling.scaling", run=r['run'], metric=metric),
             hint="the per-run tables show which cost grows with the number of workers",
             value=float(r["efficiency"]) * 100, threshold=floor * 100))
     return out
@@ -378,7 +378,7 @@ def negative_scaling(sc: pd.DataFrame, by: str = "ranks") -> list[Finding]:
                            f"{_who(r.workers, by)}: adding workers made the job slower.")
                 out.append(Finding(
                     "warning", "negative_scaling", "job", _who(r.workers, by), msg,
-                    f"scaling.scaling run={r.run} metric={metric}",
+                    ev("scaling.scaling", run=r.run, metric=metric),
                     hint="communication or a shared resource (network, file system) "
                     "dominates: compare the two runs (dptrace compare)",
                     value=float(r.rate_), threshold=float(best.rate_)))
@@ -398,7 +398,7 @@ def scaling_incomplete(sc: pd.DataFrame) -> list[Finding]:
             "warning" if nothing else "info", "scaling_incomplete", "input", str(r.label),
             f"Run {r.label} gave no data: nothing of its inputs was read (see Problems)."
             if nothing else f"Run {r.label} lacks {r.missing}: it is kept for what it has.",
-            f"scaling.scaling run={r.run}"))
+            ev("scaling.scaling", run=r.run)))
     if "efficiency_note" not in sc.columns:
         return out
     lacking = set(sc.loc[sc["missing"].astype(str) != "", "run"].astype(str))
@@ -412,7 +412,7 @@ def scaling_incomplete(sc: pd.DataFrame) -> list[Finding]:
             f"Run {r['label']} has no efficiency: its job figure is a step time of "
             f"{_n(float(r['job_value']), 's')}, and its efficiency is "
             f"{r['efficiency_note']}.",
-            f"scaling.scaling run={r['run']} metric={r['metric']}",
+            ev("scaling.scaling", run=r['run'], metric=r['metric']),
             hint="a log that prints the global batch per step (Megatron's 'global batch "
             "size') or a samples/s figure gives the rate"))
     return out

@@ -25,8 +25,9 @@ import pandas as pd
 
 from .. import __version__
 from ..dataset import Dataset
-from ..schema import tables as schema_tables
-from .evidence import ROW_ID, TABLE_ID, anchor, locate, split_evidence
+from .evidence import ROW_ID, TABLE_ID, anchor, locate
+from .evidence import rows as evidence_rows
+from .evidence import text as evidence_text
 from .fmt import is_share, table_float, table_share
 from .model import Report, Section
 from .registry import section_spec
@@ -241,14 +242,17 @@ def _evidence_link(r: object, tables: dict[str, pd.DataFrame]) -> str:
     """Each piece of the evidence (a finding resting on several sources joins them with
     '; ') linked to its row (or its table, when the row is not written to the page); plain
     text when it names no table of the report."""
-    text = str(getattr(r, "evidence", "") or "")
     run = getattr(r, "run", None)
-    names = [*tables, *schema_tables()]
-    return "; ".join(_one_link(part, tables, run) for part in split_evidence(text, names))
+    found = evidence_rows(getattr(r, "evidence_table", None), getattr(r, "evidence_key", None))
+    if not found:   # (a findings table without the structured columns: the text as it is)
+        return f"<code>{_e(str(getattr(r, 'evidence', '') or ''))}</code>"
+    return "; ".join(_one_link(name, key, tables, run) for name, key in found)
 
 
-def _one_link(text: str, tables: dict[str, pd.DataFrame], run: object) -> str:
-    found = locate(tables, text, run)
+def _one_link(name: str, key: dict[str, object], tables: dict[str, pd.DataFrame],
+              run: object) -> str:
+    text = evidence_text(name, key)
+    found = locate(tables, name, key, run)
     if found is None:
         return f"<code>{_e(text)}</code>"
     section, table, row = found

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ...analysis import horovod as hv
-from ...findings import Finding
+from ...findings import Finding, ev
 from ...findings import text as tx
 from ...findings import thresholds as th
 from ...findings.rules import Rule, register_rules
@@ -71,7 +71,7 @@ def small_horovod_allreduce(small: pd.DataFrame, share: float = th.SMALL_SHARE,
             f"({tx.plural(n, 'response')} of {tx.plural(int(r['small_tensors']), 'tensor')}, "
             f"{tx.time_us(r['small_us_each'])} each): latency, not bandwidth, sets "
             "their time.",
-            f"horovod.small_allreduces source={r['source']}",
+            ev("horovod.small_allreduces", source=r['source']),
             "Send fewer, larger allreduces: keep tensor fusion on (HOROVOD_FUSION_THRESHOLD, "
             "default 64 MB; 0 turns it off) and give it time to fill (HOROVOD_CYCLE_TIME); "
             "average metrics every N steps, or stack the scalars into one tensor and "
@@ -86,7 +86,7 @@ def truncated_input(runs: pd.DataFrame) -> list[Finding]:
         "warning", "truncated_input", "input", str(r["source"]),
         f"The timeline {r['source']} ends inside a record, so the job was probably killed "
         "while writing it; the events up to the cut are used.",
-        f"horovod.runs source={r['source']} truncated=True",
+        ev("horovod.runs", source=r['source'], truncated=True),
         "Numbers cover the traced part of the run only.")
         for _, r in runs.iterrows() if tx.flag(r["truncated"])]
 
@@ -97,7 +97,7 @@ def open_intervals(runs: pd.DataFrame) -> list[Finding]:
         "warning", "open_intervals", "input", str(r["source"]),
         f"{tx.plural(int(r['open_intervals']), 'interval')} of {r['source']} never closed "
         "(B without E); they are counted as open, with no duration.",
-        f"horovod.runs source={r['source']} open_intervals={int(r['open_intervals'])}",
+        ev("horovod.runs", source=r['source'], open_intervals=int(r['open_intervals'])),
         "An op still in flight when the file ended: the job was killed or the timeline cut.",
         value=float(r["open_intervals"]), threshold=0.0)
         for _, r in runs.iterrows() if tx.count(r["open_intervals"])]
@@ -109,7 +109,7 @@ def unmatched_ends(runs: pd.DataFrame) -> list[Finding]:
         "info", "unmatched_ends", "input", str(r["source"]),
         f"{int(r['unmatched_ends']):,} E record(s) of {r['source']} closed nothing (the file "
         "was rewritten or cut at its start) and were ignored.",
-        f"horovod.runs source={r['source']} unmatched_ends={int(r['unmatched_ends'])}",
+        ev("horovod.runs", source=r['source'], unmatched_ends=int(r['unmatched_ends'])),
         value=float(r["unmatched_ends"]), threshold=0.0)
         for _, r in runs.iterrows() if tx.count(r["unmatched_ends"])]
 
@@ -128,7 +128,7 @@ def cached_negotiations(runs: pd.DataFrame) -> list[Finding]:
                 f"Only {ticked:,} of {n:,} negotiations in {r['source']} have rank-ready ticks "
                 "(Horovod's response cache skips them), so the straggler figures cover those "
                 "only.",
-                f"horovod.runs source={r['source']} negotiations_with_ticks={ticked}",
+                ev("horovod.runs", source=r['source'], negotiations_with_ticks=ticked),
                 value=float(ticked), threshold=float(n)))
     return out
 
@@ -190,7 +190,7 @@ def _startup_only(src: str, startup: pd.DataFrame, steady_n: int, min_steady: in
         f"the timeline cannot name the rank the others wait for. Its "
         f"{tx.plural(n, 'compared negotiation')} {'is' if n == 1 else 'are'} start-up: "
         f"{' and '.join(kinds)}, {at}.{cache} {lead}",
-        f"horovod.stragglers source={src}",
+        ev("horovod.stragglers", source=src),
         "To see who the others wait for in the steady state, profile a run with "
         "HOROVOD_CACHE_CAPACITY=0 (every negotiation then carries ticks), or compare the "
         "ranks' step times.",
@@ -232,8 +232,8 @@ def negotiation_stragglers(stragglers: pd.DataFrame, runs: pd.DataFrame | None =
                 "info", "unjudged_negotiations", "input", named[0][0],
                 f"The timelines of this run name different ranks as the one the others wait "
                 f"for in the steady state ({said}), so none is named.",
-                "; ".join(f"horovod.stragglers source={src} rank={r['rank']}"
-                          for src, r, _ in named),
+                tuple(ev("horovod.stragglers", source=src, rank=r["rank"])
+                      for src, r, _ in named),
                 "Give each job's timeline a run of its own (LABEL=PATH), or check that the "
                 "files come from one job."))
             continue
@@ -248,7 +248,7 @@ def negotiation_stragglers(stragglers: pd.DataFrame, runs: pd.DataFrame | None =
                 "on (a tensor's second negotiation or later; start-up is left out); its ticks "
                 f"came {tx.time_us(r['mean_lag_us'])} after the first rank's on average (max "
                 f"{tx.time_us(r['max_lag_us'])}).",
-                f"horovod.stragglers source={src} rank={r['rank']}",
+                ev("horovod.stragglers", source=src, rank=r['rank']),
                 f"The other ranks wait for rank {r['rank']} before each collective: look at "
                 "what it does between steps (data loading, uneven work, a slower node).",
                 rank=int(r["rank"]), value=100 * float(r["waited_share"]),

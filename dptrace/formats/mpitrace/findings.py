@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ...analysis import communication as comm
-from ...findings import Finding
+from ...findings import Finding, ev
 from ...findings import text as tx
 from ...findings import thresholds as th
 from ...findings.rules import Rule, register_rules
@@ -139,7 +139,7 @@ def files_disagree(rt: pd.DataFrame) -> list[Finding]:
             f"that differs from rank 0's table by more than {TABLE_TOLERANCE_S:g} s, e.g. "
             f"rank {ex['rank']} elapsed {ex['own_elapsed_s']:.2f} s vs {ex['elapsed_s']:.2f} s "
             "in the table.",
-            f"communication.ranks job={job} mismatch=True",
+            ev("communication.ranks", job=job, mismatch=True),
             "The profiles probably come from different runs with the same job id: keep one "
             "run's files per directory (rank 0's table is used meanwhile).",
             value=float(len(bad)), threshold=0.0))
@@ -160,7 +160,7 @@ def role_claimed_twice(ranks: pd.DataFrame) -> list[Finding]:
                     "warning", "role_claimed_twice", "job", f"job {job}",
                     f"In job {job}, {n} rank files say they had the {role} communication time, "
                     "which only one rank can have.",
-                    f"mpi_ranks job={job} origin=own comm_role={role}",
+                    ev("mpi_ranks", job=job, origin='own', comm_role=role),
                     "The directory probably mixes the profiles of several runs of the same job "
                     "id.", value=float(n), threshold=1.0))
     return out
@@ -179,7 +179,7 @@ def ranks_missing(rt: pd.DataFrame) -> list[Finding]:
                 "warning", "ranks_missing", "job", f"job {job}",
                 f"Rank 0's table of job {job} lists {listed} of {nr} ranks, so the spread of "
                 "communication time covers those ranks only.",
-                f"communication.ranks job={job} origin=rank0_table",
+                ev("communication.ranks", job=job, origin='rank0_table'),
                 "Check that rank 0's profile is complete (not cut) and from the same run.",
                 value=float(listed), threshold=float(nr)))
     return out
@@ -203,7 +203,7 @@ def small_message_allreduce(small: pd.DataFrame, share: float = th.SMALL_SHARE,
             f"{100 * s:.1f}% of job {r.job}'s MPI time ({r.small_time_s:.2f} s of "
             f"{r.mpi_time_s:.2f} s) is in Allreduces of at most {limit_bytes} bytes "
             f"({tx.integer(r.small_calls)} calls).",
-            f"communication.small_messages job={r.job}",
+            ev("communication.small_messages", job=r.job),
             "With Horovod these are its tensor negotiation, not gradients; with NCCL the "
             "gradient traffic is not in MPI at all.",
             value=100 * float(s), threshold=100 * share))
@@ -407,7 +407,7 @@ def waiting_ranks(rt: pd.DataFrame, routines: pd.DataFrame, messages: pd.DataFra
             f"{of:.1f}%, {o.gap / o.mad:.1f} times their spread){where}: it waited for them. "
             f"They spent far less time in MPI, so rank {o.rank} has far less to compute than "
             "they do: the job runs at their pace while it idles.",
-            f"communication.ranks job={o.job} rank={o.rank}",
+            ev("communication.ranks", job=o.job, rank=o.rank),
             f"If rank {o.rank} coordinates by design (a manager, I/O), count it out of the "
             "compute ranks; otherwise give it its share of the work (the domain "
             "decomposition, its data shard). The job's speed is the others' compute, not "
@@ -421,7 +421,7 @@ def _compute_finding(job: object, r: int, n: int, mine: float, med: float, gap: 
                      elapsed: float, share: float, mad: float, w: _Wait | None,
                      world: int) -> Finding:
     where = ""
-    evidence = f"communication.ranks job={job} rank={r}"
+    evidence = ev("communication.ranks", job=job, rank=r)
     if w is not None and w.routine is not None:
         where = (f", most in {w.routine}{tx.bytes_range(w.bin_lo, w.bin_hi)} ("
                  f"{tx.num(w.routine_s)} s more than rank {r} there, median of "
@@ -469,7 +469,7 @@ def comm_share_high(jobs: pd.DataFrame, routines: pd.DataFrame,
             f"The ranks of job {r.job} spent {tx.pct1(float(s))} of their elapsed time in MPI on "
             f"average ({r.comm_mean_s:.2f} s of up to {r.elapsed_max_s:.2f} s{spread})"
             f"{top}.",
-            f"communication.jobs job={r.job}",
+            ev("communication.jobs", job=r.job),
             "Communication not hidden behind computation: fuse more and overlap (Horovod "
             "HOROVOD_FUSION_THRESHOLD / HOROVOD_CYCLE_TIME, DDP bucket_cap_mb), check the "
             "message-size table for slow bins; time the others spent waiting for a slow "
@@ -516,7 +516,7 @@ def low_busbw(bins: pd.DataFrame, fraction: float = BUSBW_FRACTION,
             f"{100 * ratio:.1f}% of "
             f"the job's best bin, {best['routine']}{tx.bin_bytes(best)} at "
             f"{float(best['busbw_bytes_per_s']) / 1e9:.3g} GB/s{others}.",
-            f"message_sizes.bins job={job} routine={worst['routine']} bin={int(worst['bin'])}",
+            ev("message_sizes.bins", job=job, routine=worst['routine'], bin=int(worst['bin'])),
             "Large messages should move at least as fast as smaller ones. mpitrace counts the "
             "time ranks wait for a late rank inside a collective, so look first for a "
             "straggler; otherwise for a change of protocol or algorithm at this size (MPI "

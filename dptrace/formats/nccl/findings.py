@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from ...findings import Finding
+from ...findings import Evidence, Finding, ev
 from ...findings.rules import Rule, register_rules
 
 
@@ -23,9 +23,9 @@ def _na(v: Any) -> bool:
     return v is None or (not isinstance(v, str) and bool(pd.isna(v)))
 
 
-def _evidence(r: Any) -> str:
+def _evidence(r: Any) -> Evidence:
     """The overview row of the run (one per run): ``nccl.overview run=R``."""
-    return f"nccl.overview run={r['run']}"
+    return ev("nccl.overview", run=r["run"])
 
 
 _SOCKET_HINT = ("Make NCCL use the fabric: check that the InfiniBand verbs library and HCA "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...findings import Finding
+from ...findings import Finding, ev
 from ...findings import text as tx
 from ...findings import thresholds as th
 from ...findings.rules import Rule, register_rules
@@ -66,7 +66,7 @@ def below_system_busbw(jvs: pd.DataFrame, fraction: float = SYSTEM_BUSBW_FRACTIO
             f"{tx.plural(int(worst['test_nhosts']), 'host')}"
         beyond = (" (the job's size is above the largest the test ran: its busbw there)"
                   if bool(worst["beyond_tested"]) else "")
-        run = f" run={worst['run']}" if "run" in g.columns else ""
+        run = {"run": worst["run"]} if "run" in g.columns else {}
         out.append(Finding(
             "warning", "below_system_busbw", "job", str(evidence),
             f"The job's {worst['collective']}{tx.bin_bytes(worst)} ({tx.integer(worst['calls'])} "
@@ -75,8 +75,8 @@ def below_system_busbw(jvs: pd.DataFrame, fraction: float = SYSTEM_BUSBW_FRACTIO
             f"{100 * r:.1f}% of the {float(worst['system_busbw_gbps']):.3g} GB/s this "
             f"system's nccl-tests {worst['test']}_perf measured at that size{beyond} "
             f"({tested}; the job ran {tx.integer(worst['nranks'])} ranks){others}.",
-            f"nccl_tests.job_vs_system{run} collective={worst['collective']} "
-            f"bin={int(worst['bin'])}",
+            ev("nccl_tests.job_vs_system", **run, collective=worst["collective"],
+               bin=int(worst["bin"])),
             "nccl-tests time a collective with every rank ready at once; a job's collective "
             "time also holds its wait for the last rank to arrive, so look first for a "
             "straggler (the per-rank findings) and for compute that the collectives wait "

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ...analysis import tiles as tl
-from ...findings import Finding
+from ...findings import Finding, ev
 from ...findings import text as tx
 from ...findings.rules import Rule, register_rules
 from ...findings.thresholds import Threshold, register_thresholds
@@ -53,7 +53,7 @@ def idle_tiles(idle: pd.DataFrame) -> list[Finding]:
             "warning", "idle_tiles", "tile", src,
             f"{len(g)} tile(s) of {src} were idle in every snapshot ({tx.plural(snaps, 'snapshot')}"
             f"): no process owned them and they were at least {IDLE_PCT:g}% idle.",
-            f"tiles.idle_tiles source={src} always_idle=True",
+            ev("tiles.idle_tiles", source=src, always_idle=True),
             "Check that the job asked for every RDU it was given (more data-parallel "
             "instances), or release them for other work.",
             value=float(len(g))))
@@ -77,7 +77,7 @@ def lowest_exec_instance(instances: pd.DataFrame) -> list[Finding]:
             "info", "lowest_exec_instance", "instance", f"PID {low['pid']}",
             f"PID {low['pid']} has the lowest mean %exec of the {len(g)} instances in {src}: "
             f"{low['exec_mean_pct']:.1f}% (instances' median {med:.1f}%).",
-            f"tiles.instances source={src} pid={low['pid']} lowest=True",
+            ev("tiles.instances", source=src, pid=low['pid'], lowest=True),
             value=float(low["exec_mean_pct"])))
     return out
 
@@ -97,7 +97,7 @@ def low_exec(instances: pd.DataFrame, pct: float = LOW_EXEC_PCT) -> list[Finding
             f"its {tx.plural(tx.count(r.tiles), 'tile')} and "
             f"{tx.plural(tx.count(r.snapshots), 'snapshot')}"
             f"{busy}.",
-            f"tiles.instances source={r.source} pid={r.pid}",
+            ev("tiles.instances", source=r.source, pid=r.pid),
             "A SambaNova instance that is not executing is loading, checkpointing or waiting "
             "for input: look at the host side (data loading, the other instances it "
             "synchronises with) and at the snapshots' timing (program load at start-up).",
@@ -119,7 +119,7 @@ def load_overhead(instances: pd.DataFrame, pct: float = LOAD_PCT) -> list[Findin
             "warning", "load_overhead", "instance", f"PID {r.pid}",
             f"PID {r.pid} in {r.source} spent {total:.1f}% of its tiles' time loading or "
             f"checkpointing ({detail}).",
-            f"tiles.instances source={r.source} pid={r.pid}",
+            ev("tiles.instances", source=r.source, pid=r.pid),
             "Program load belongs to start-up: a long capture of a training run should "
             "show it once; frequent checkpoints or argument loads cost steps (SambaFlow "
             "checkpoint interval, arguments kept on the device).",

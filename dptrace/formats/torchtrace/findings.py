@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...findings import Finding
+from ...findings import Finding, ev
 from ...findings import text as tx
 from ...findings.rules import Rule, register_rules
 
@@ -66,7 +66,7 @@ def collective_stragglers(ranks: pd.DataFrame, share: float = COLLECTIVE_GAP_SHA
                 f"{tx.time_us(med)} in {int(r.collectives):,} {where}; the gap is "
                 f"{100 * gap / span:.1f}% of the {tx.time_us(span)} profiled): the others "
                 "waited for it inside the collectives.",
-                f"torchtrace.ranks run={run} rank={r.rank}",
+                ev("torchtrace.ranks", run=run, rank=r.rank),
                 f"Look at what rank {r.rank} does before each collective (data loading, "
                 "uneven work, a slower node or GPU); compare its ProfilerStep#N CPU time with "
                 "the others'.",

@@ -5,7 +5,6 @@ straggler finding: pure functions from the derived tables of :mod:`.analyses` to
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Any
 
@@ -14,7 +13,7 @@ import pandas as pd
 from ...analyses import Analyses
 from ...analysis import job as jobfig
 from ...analysis import throughput as thr
-from ...findings import Finding
+from ...findings import Evidence, Finding, ev
 from ...findings import text as tx
 from ...findings.rules import FindingsRule, Rule, register_rules
 from ...findings.thresholds import Threshold, register_thresholds
@@ -124,8 +123,7 @@ def throughput_stragglers(instances: pd.DataFrame, ranks: pd.DataFrame | None = 
             f"'{k['name']}'{label} in {k['source']}: {tx.num(slow['value'])} {unit} after "
             f"warm-up, {slow['below_median_pct']:.1f}% below the median of {tx.num(v.median())} "
             f"{unit}; {tx.plural(n_slow, 'instance')} more than {tx.pct(straggler)} below.",
-            f"throughput.instances source={k['source']} name={k['name']}"
-            + (f" label={k['label']}" if label else "") + " straggler=True",
+            _series_ev(k["source"], k["name"], k["label"] if label else None, straggler=True),
             "The job waits for its slowest instance at every synchronisation: compare that "
             "instance's node, data shard and input pipeline with the others.",
             rank=of_rank.get((str(k["source"]), str(slow["instance"]))),
@@ -145,7 +143,7 @@ def job_copies_disagree(job: pd.DataFrame) -> list[Finding]:
             f"copies that disagree ({r['rule'].split('; ')[-1]}); {tx.num(r['value'])} {unit} "
             "is shown. Copies of one job figure should be equal: these are different runs in "
             "one file, or a problem.",
-            f"throughput.job run={r['run']} metric={r['metric']} copies_agree=False",
+            ev("throughput.job", run=r['run'], metric=r['metric'], copies_agree=False),
             "Split the file per run (or label each run's inputs: dptrace LABEL=PATH), or find "
             "which copy belongs to the run you mean; the per-series table lists every copy.",
             value=float(r["value"])))
@@ -163,7 +161,7 @@ def job_check_failed(job: pd.DataFrame) -> list[Finding]:
             "warning", "job_check_failed", "job", f"run {r['run']}",
             f"Run {r['run']}: the job figure {tx.num(r['value'])} {unit} ({r['name']}) and "
             f"{r['check_name']} = {tx.num(r['check_value'])} {unit} differ by more than {tol}.",
-            f"throughput.job run={r['run']} metric={r['metric']} check_agrees=False",
+            ev("throughput.job", run=r['run'], metric=r['metric'], check_agrees=False),
             "A per-device rate times the world size should match the printed total: a gap "
             "means the ranks did not all run at rank 0's rate (stragglers), or the world size "
             "or the figures belong to different runs.",
@@ -219,8 +217,7 @@ def _drift_finding(r: Any, drift: float) -> Finding:
         f"third of its {tx.integer(r.steady_rows)} steady figures has a median of "
         f"{tx.num(r.last_median)} {unit}, {d:.1f}% below the first third's "
         f"{tx.num(r.first_median)} {unit} ({tx.lines(r.first_lineno, r.last_lineno)}).",
-        f"throughput.instances source={r.source} name={r.name}"
-        + (f" label={r.label}" if label else "") + f" instance={r.instance}",
+        _series_ev(r.source, r.name, r.label if label else None, instance=r.instance),
         _DRIFT_HINT, value=float(d), threshold=100.0 * drift)
 
 
@@ -244,8 +241,7 @@ def _drift_of_all(rows: list[Any], drift: float) -> Finding:
         f"{min(drops):.1f}-{max(drops):.1f}% below the first third (medians "
         f"{_span(min(firsts), max(firsts))} -> {_span(min(lasts), max(lasts))} {unit}); in "
         "lockstep the whole job slowed down.",
-        f"throughput.instances source={r.source} name={r.name}"
-        + (f" label={r.label}" if label else "") + f" instance={r.instance}",
+        _series_ev(r.source, r.name, r.label if label else None, instance=r.instance),
         _DRIFT_HINT, value=max(drops), threshold=100.0 * drift)
 
 
@@ -280,8 +276,7 @@ def long_warmup(warmups: pd.DataFrame, share: float = LONG_WARMUP_SHARE,
             f"{tx.pct1(float(s))} of the steps, about "
             f"{tx.pct1(float(r.warmup_time_share))} of the time) to reach half its steady rate "
             f"of {tx.num(r.steady_median)} {unit} ({end}); {covered}.",
-            f"throughput.instances source={r.source} name={r.name}"
-            + (f" label={r.label}" if label else "") + f" instance={r.instance}",
+            _series_ev(r.source, r.name, r.label if label else None, instance=r.instance),
             "A warm-up this long relative to the run: make the run longer before judging its "
             "speed, or drop the warm-up from the averages (dptrace report --warmup); look at "
             "what makes the first steps slow (compilation or graph building, autotuning, cold "
@@ -307,7 +302,7 @@ def truncated_log(summaries: pd.DataFrame) -> list[Finding]:
             f"{r.trainer} training ({tx.lines(r.first_lineno, r.last_lineno)}) but not "
             f"{r.expected}: the job was probably killed, or the log cut, before training "
             "finished.",
-            f"inputs.sources source={r.file}",
+            ev("inputs.sources", source=r.file),
             "Figures cover the logged part of the run only, and there is no end-of-run figure "
             "to check them against: look at the end of the log (and the scheduler's) for why "
             "the job stopped (time limit, out of memory, a crash on one rank).",
@@ -335,7 +330,7 @@ def unknown_world_size(job: pd.DataFrame) -> list[Finding]:
             f"({tx.num(r['value'])} {unit}, {r['how']}) covers the "
             f"{tx.plural(printers, 'printer')} in the log; nothing in the inputs says how many "
             "ranks the job had, so the whole job's throughput is not known.",
-            f"throughput.job run={r['run']} input={r['input']} metric={r['metric']}",
+            ev("throughput.job", run=r['run'], input=r['input'], metric=r['metric']),
             "Give dptrace every rank's log, or make the job print its world size (WORLD_SIZE, "
             "the launcher's banner, HF Trainer's 'Num processes').",
             value=float(r["value"])))
@@ -351,7 +346,7 @@ STRAGGLER_SOURCES: dict[str, str] = {
 
 
 def _lockstep(instances: pd.DataFrame | None, ranks: pd.DataFrame | None,
-              straggler: float) -> tuple[str, str, int] | None:
+              straggler: float) -> tuple[str, Evidence, int] | None:
     """(sentence, evidence, ranks) when the log has a per-rank throughput series (2+ printers
     that are ranks, per-step lines preferred) in which no rank is a straggler: in synchronous
     data parallelism every rank runs at the slowest one's pace, so those lines cannot show
@@ -382,10 +377,22 @@ def _lockstep(instances: pd.DataFrame | None, ranks: pd.DataFrame | None,
     return (f"The per-rank throughput lines cannot show it: the {len(g)} ranks' '{k['name']}' "
             f"are within {spread:.2g}% of their median, as every rank of synchronous data "
             "parallelism runs at the slowest one's pace.",
-            f"throughput.instances source={k['source']} name={k['name']}", len(g))
+            ev("throughput.instances", source=k["source"], name=k["name"]), len(g))
 
 
-_JOB_OF = re.compile(r"communication\.ranks job=(.*?) rank=")
+def _job_of_ranks(f: Finding) -> str | None:
+    """The job of a finding whose evidence is a row of ``communication.ranks``."""
+    for e in f.rows:
+        if e.table == "communication.ranks":
+            return next((str(v) for k, v in e.key if k == "job"), None)
+    return None
+
+
+def _series_ev(source: object, name: object, label: object = None, **more: object) -> Evidence:
+    """A throughput series' row: source, name, the label where the series has one."""
+    key = {"source": source, "name": name, **({"label": label} if label is not None else {}),
+           **more}
+    return ev("throughput.instances", **key)
 
 
 def cross_source_stragglers(found: list[Finding], instances: pd.DataFrame | None = None,
@@ -425,20 +432,20 @@ def cross_source_stragglers(found: list[Finding], instances: pd.DataFrame | None
         by_rank_merged.add(r)
         named = [STRAGGLER_SOURCES[k] for k in kinds]
         said = " ".join(f.message for f in fs)
-        ev = "; ".join(f.evidence for f in fs)
+        rows = tuple(e for f in fs for e in f.rows)
         if lock and "throughput_straggler" not in kinds and lock[2] in worlds:
-            said, ev = f"{said} {lock[0]}", f"{ev}; {lock[1]}"
+            said, rows = f"{said} {lock[0]}", (*rows, lock[1])
         lead = next((f for f in fs if f.kind == "compute_straggler"), fs[0])
         merged[r] = Finding(
             "critical", "cross_source_straggler", "rank", f"rank {r}",
             f"Rank {r} is the straggler by {len(kinds)} sources, "
             f"{', '.join(named[:-1])} and {named[-1]}. {said}",
-            ev, lead.hint, rank=r, value=float(len(kinds)), threshold=float(sources))
+            rows, lead.hint, rank=r, value=float(len(kinds)), threshold=float(sources))
     out: list[Finding] = []
     slow_in: dict[str, list[int]] = {}      # job -> its compute stragglers
     for f in found:
-        if f.kind == "compute_straggler" and (job_of := _JOB_OF.match(f.evidence)):
-            slow_in.setdefault(job_of.group(1), []).append(int(f.rank or 0))
+        if f.kind == "compute_straggler" and (job := _job_of_ranks(f)) is not None:
+            slow_in.setdefault(job, []).append(int(f.rank or 0))
     for f in found:
         if f.kind in STRAGGLER_SOURCES and f.rank is not None and int(f.rank) in merged:
             out.append(merged.pop(int(f.rank)))   # in the first named finding's place

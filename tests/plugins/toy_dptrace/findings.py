@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dptrace.findings import Finding
+from dptrace.findings import Finding, ev
 from dptrace.findings.rules import Rule, register_rules
 from dptrace.findings.thresholds import Threshold, register_thresholds
 
@@ -19,7 +19,7 @@ def toy_waiting(waits: pd.DataFrame, share: float = WAIT_SHARE) -> list[Finding]
                 "warning", "toy_waiting", "rank", f"rank {r.rank}",
                 f"Rank {r.rank} waited {100 * r.wait_share:.0f}% of its time "
                 f"({r.wait_s:g} s of {r.busy_s + r.wait_s:g} s).",
-                f"toy.waits source={r.source} rank={r.rank}", rank=int(r.rank),
+                ev("toy.waits", source=r.source, rank=r.rank), rank=int(r.rank),
                 value=100.0 * r.wait_share, threshold=100.0 * share))
     return out
 
