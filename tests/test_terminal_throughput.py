@@ -9,6 +9,7 @@ rank order, and a series with one instance has nothing to compare, so no bar.
 from __future__ import annotations
 
 import io
+from functools import cache
 from pathlib import Path
 
 import pandas as pd
@@ -32,9 +33,15 @@ needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="shared/realdata is no
 BAR_BLOCKS = set("▏▎▍▌▋▊▉█")
 
 
+@cache
+def _report(path: Path) -> model.Report:
+    """The report of ``path``, built once per process (drawing it changes nothing)."""
+    return model.build(dptrace.load(str(path)))
+
+
 def throughput_text(path: Path, *, show_all: bool = False) -> str:
     """The throughput section as the terminal draws it, on a pinned 120-column console."""
-    report = model.build(dptrace.load(str(path)))
+    report = _report(path)
     section = report.section("throughput")
     assert section is not None
     console = Console(width=120, color_system=None, file=io.StringIO())
