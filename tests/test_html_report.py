@@ -22,8 +22,13 @@ def everything():
 
 
 @pytest.fixture(scope="module")
-def all_html(everything):
-    return dptrace.report(everything).to_html()
+def everything_report(everything):
+    return dptrace.report(everything)
+
+
+@pytest.fixture(scope="module")
+def all_html(everything_report):
+    return everything_report.to_html()
 
 
 def test_self_contained_offline_and_under_5_mb(all_html):
@@ -33,8 +38,8 @@ def test_self_contained_offline_and_under_5_mb(all_html):
     assert "cdn.plot.ly" not in all_html and "@import" not in all_html
 
 
-def test_every_section_with_caption_figures_and_tables(everything, all_html):
-    report = dptrace.report(everything)
+def test_every_section_with_caption_figures_and_tables(everything_report, all_html):
+    report = everything_report
     for s in report.sections:
         assert f"<section id='{s.name}'>" in all_html
         assert f"<h2>{s.title}</h2>" in all_html
