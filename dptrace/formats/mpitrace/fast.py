@@ -16,7 +16,6 @@ the files the scanner's checks would report on, which then take the per-file pat
 
 from __future__ import annotations
 
-import io
 import re
 import sys
 from collections.abc import Callable
@@ -26,6 +25,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import general as scan
 
@@ -206,13 +207,13 @@ class Plain:
         words = "".join(routine_text).split()
         names = words[0::4]
         del words[0::4]
-        routine = np.array(words, dtype=np.float64).reshape(-1, 3)
+        routine = _floats(words).reshape(-1, 3)
         routine_rows = np.fromiter(map(str.count, routine_text, repeat("\n")), np.intp, nfiles)
         # the sections passed _PLAIN: '#' is only in headings, and each bin row has two '.'
         split = _HEADING.split("".join(message_text))
         bodies = split[2::2]
         bin_rows = np.fromiter(map(str.count, bodies, repeat(".")), np.intp, len(bodies)) // 2
-        message = _rows3("".join(bodies)) if bin_rows.any() else np.zeros((0, 3))
+        message = _floats("".join(bodies).split()).reshape(-1, 3)
         heading_file = np.repeat(np.arange(nfiles), np.fromiter(
             map(str.count, message_text, repeat("#")), np.intp, nfiles))
         if len(names) != len(routine) or bin_rows.sum() != len(message) or \
@@ -233,11 +234,16 @@ class Plain:
         return cols
 
 
-def _rows3(text: str) -> np.ndarray:
-    """The rows of three numbers in ``text`` (blank lines between them; at least one row)
-    as float64, with numpy's text reader: a third faster than splitting into words and
-    converting them, and the same values."""
-    return np.loadtxt(io.StringIO(text), dtype=np.float64, ndmin=2)
+def _floats(words: list[str]) -> np.ndarray:
+    """The numbers ``words`` (digits and a '.': the layout's) as float64, converted in
+    Arrow: 2.5x faster than numpy's text reader or ``float`` (a correctly rounded parse,
+    like ``float``: the same values). Words Arrow does not take go through numpy."""
+    pool = pa.system_memory_pool()   # the C heap, as numpy's: freed, reused by either
+    try:
+        return pc.cast(pa.array(words, pa.string(), memory_pool=pool), pa.float64(),
+                       memory_pool=pool).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return np.array(words, dtype=np.float64)
 
 
 @dataclass
