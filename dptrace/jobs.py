@@ -149,7 +149,9 @@ def group(paths: Sequence[str], members: Sequence[int], root: str,
             u = by_key[key] = Unit([], key[0], key[1], os.path.dirname(path), True)
             units.append(u)
         u.members.append(i)
-        u.home = _common_dir(u.home, os.path.dirname(path))
+        d = os.path.dirname(path)
+        if d != u.home:   # thousands of rank files share one directory: no path walk each
+            u.home = _common_dir(u.home, d)
     for u in units:
         if u.kind == "ranks":
             u.home = u.key
