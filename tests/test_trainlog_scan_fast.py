@@ -179,3 +179,15 @@ def test_patched_recognisers_read_under_the_fast_engine(monkeypatch: pytest.Monk
     general._Scanner(b"0: e2e samples_per_sec: 5\n", "x", rows, [], 0, 26,
                      found=trainlog_fast.Found()).run()
     assert seen == ["e2e samples_per_sec: 5"]
+
+
+def test_few_tqdm_lines_among_many() -> None:
+    """A chunk with few lines of \\r updates (fewer than one in fast._FEW_CR): only those are
+    looked at, and the scanner passes over them alone."""
+    rng = random.Random(11)
+    for _ in range(20):
+        lines = [_plain(rng) if rng.random() < 0.3 else "noise line 12 of 99"
+                 for _ in range(rng.randint(50, 300))]
+        for _ in range(rng.randint(1, 4)):
+            lines.insert(rng.randrange(len(lines) + 1), _tqdm(rng))
+        _same(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))

@@ -32,6 +32,9 @@ from . import KEYWORDS, general, rules
 
 #: bytes of whole lines read at once (bounds the temporaries of a range)
 CHUNK = 16 << 20
+#: a chunk with fewer lines of ``\r`` than one in this many: only those are looked at (no
+#: keyword pass over the whole chunk to find the lines the scanner may pass over)
+_FEW_CR = 8
 #: lines at least this long are left to the scanner (its look-around window: see general.WINDOW)
 MAX_LINE = general.WINDOW // 2
 
@@ -129,28 +132,34 @@ class Found:
             return none, none, len(nl)
         line_starts = np.concatenate(([0], nl + 1))
         line_ends = np.append(nl, hi - lo)  # each line's '\n' (or the chunk's end)
-        # every line as one element (with its '\n': the keywords see it as the scanner does)
-        whole = pa.Array.from_buffers(pa.large_binary(), len(line_starts), [
-            None, pa.py_buffer(np.append(line_starts, hi - lo)), pa.py_buffer(data)])
-        keyword = _mask(pc.match_substring_regex(whole, _KEYWORDS))
-        del whole  # the view of the map
         idx = np.unique(np.searchsorted(nl, cr))  # the lines (0-based in the chunk) with a \r
-        idx = idx[keyword[idx]]
+        keyword = None
+        if len(idx) * _FEW_CR >= len(line_starts):
+            # every line as one element (with its '\n': the keywords see it as the scanner
+            # does): the lines without a keyword are passed over with the lines read
+            whole = pa.Array.from_buffers(pa.large_binary(), len(line_starts), [
+                None, pa.py_buffer(np.append(line_starts, hi - lo)), pa.py_buffer(data)])
+            keyword = _mask(pc.match_substring_regex(whole, _KEYWORDS))
+            del whole  # the view of the map
+            idx = idx[keyword[idx]]
         read = self._cr_lines(data, idx, line_starts[idx], line_ends[idx], lo, line,
-                              after_megatron)
+                              after_megatron, keyword is None)
         pa.default_memory_pool().release_unused()  # the chunk's temporaries (mimalloc keeps them)
         if not read.any():
             return none, none, len(nl)
-        # the lines without a keyword are passed over with the lines read
+        self.starts.append(line_starts[idx[read]] + lo)
+        if keyword is None:  # a few lines read: the scanner passes over those alone
+            return line_starts[idx[read]] + lo, line_ends[idx[read]] + lo, len(nl)
         skip = ~keyword
         skip[idx[read]] = True
-        self.starts.append(line_starts[idx[read]] + lo)
         return (*_runs(skip, line_starts + lo, line_ends + lo), len(nl))
 
     def _cr_lines(self, data: np.ndarray, idx: np.ndarray, ls: np.ndarray, le: np.ndarray,
-                  lo: int, line: int, after_megatron: np.ndarray) -> np.ndarray:
+                  lo: int, line: int, after_megatron: np.ndarray, keywords: bool,
+                  ) -> np.ndarray:
         """Read the lines with a ``\\r`` and a keyword (``idx``, from ``ls`` to ``le`` in
-        ``data``, the chunk at ``lo`` whose first line is ``line``): where each was read."""
+        ``data``, the chunk at ``lo`` whose first line is ``line``; ``keywords``: not known
+        yet, look): where each was read."""
         out = np.zeros(len(idx), dtype=bool)
         keep = (le - ls) < MAX_LINE
         if len(after_megatron):
@@ -164,6 +173,9 @@ class Found:
             pa.large_binary(), len(offsets) - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
         lines = spans.take(pa.array(np.arange(0, len(offsets) - 1, 2)))
         del spans  # the view of the map
+        if keywords:
+            sel = _mask(pc.match_substring_regex(lines, _KEYWORDS))
+            lines, pick = lines.filter(pa.array(sel)), pick[sel]
         try:
             text = lines.cast(pa.large_string())
         except pa.ArrowInvalid:  # bytes that are not UTF-8: those lines are the scanner's
