@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from decimal import Decimal
 from pathlib import Path
 
 import pandas as pd
@@ -92,8 +93,8 @@ def test_callsites_keep_every_row_and_where_the_call_is(full):
     per_rank, every = cs[cs["rank"].notna()], cs[cs["rank"].isna()]
     assert len(per_rank) == 32 == len(every)   # 'Callsite Time statistics ...: 32'
     s6 = per_rank[(per_rank["site"] == 6)].iloc[0]
-    assert (s6["rank"], s6["routine"], s6["calls"], s6["call_mean_ms"], s6["mpi_pct"]) == \
-        (0, "MPI_Allreduce", 600, 1.24, 71.83)
+    assert (s6["rank"], s6["routine"], s6["calls"], s6["call_mean_us"], s6["mpi_pct"]) == \
+        (0, "MPI_Allreduce", 600, 1240.0, 71.83)      # Mean 1.24 ms
     assert math.isclose(s6["time_s"], 0.744)
     assert (s6["file"], s6["line"], s6["function"]) == ("dp_steps.c", 64, "step")
     assert s6["call_path"] == "step (dp_steps.c:64) < main (dp_steps.c:111)"
@@ -105,6 +106,22 @@ def test_callsites_keep_every_row_and_where_the_call_is(full):
     for site, g in per_rank.groupby("site"):
         star = every[every["site"] == site].iloc[0]
         assert g["calls"].sum() == star["calls"]
+
+
+def test_callsite_call_times_are_the_reports_ms_times_1000_in_us(full):
+    """Max, Mean and Min of every 'Callsite Time statistics' row (printed in ms, read here
+    with a regex) are call_max_us, call_mean_us and call_min_us: the printed decimal x 1000,
+    to the float nearest it (0.0138 ms is 13.8 us, not 0.0138 * 1000 = 13.799999999999999)."""
+    cs = full["mpi_callsites"]
+    rows = _section(FULL.read_text(), "Callsite Time statistics")
+    assert len(rows) == len(cs) == 64
+    for x in rows:
+        rank = None if x[2] == "*" else int(x[2])
+        got = cs[(cs["site"] == int(x[1])) & (cs["rank"].isna() if rank is None
+                                               else cs["rank"] == rank)].iloc[0]
+        for col, text in zip(("call_max_us", "call_mean_us", "call_min_us"), x[4:7],
+                             strict=True):
+            assert got[col] == float(Decimal(text) * 1000), (x, col)
 
 
 def test_concise_report():
@@ -349,7 +366,7 @@ def test_guide_excerpts_give_no_partial_routine_totals():
     assert ds["mpi_routines"].empty
     cs = ds["mpi_callsites"]
     site1 = cs[(cs["site"] == 1) & cs["rank"].notna()]
-    assert site1["call_mean_ms"].tolist() == [0.0138, 0.0138, 0.0143, 0.013]
+    assert site1["call_mean_us"].tolist() == [13.8, 13.8, 14.3, 13.0]   # 0.0138 ms, ...
     assert site1["function"].iloc[0] == "hypre_MPI_Allreduce"
     assert any("1 of 211 callsites" in m for m in ds.problems["message"])
 

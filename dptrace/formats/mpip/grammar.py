@@ -85,7 +85,8 @@ AGGREGATE_TIME = (NAME("call") + INT("site") + FLOAT("time_ms") + FLOAT("app_pct
 AGGREGATE_SENT = (NAME("call") + INT("site") + INT("count") + FLOAT("total_bytes")
                   + FLOAT("mean_bytes") + FLOAT("sent_pct") + _END)
 
-#: Callsite Time statistics: ``Name Site Rank Count Max Mean Min App% MPI%`` (ms per call)
+#: Callsite Time statistics: ``Name Site Rank Count Max Mean Min App% MPI%`` (ms per call;
+#: the fields keep the input's unit, the reader converts them to the table's us)
 CALLSITE_TIME = (NAME("call") + INT("site") + RANK("rank") + INT("count") + FLOAT("max_ms")
                  + FLOAT("mean_ms") + FLOAT("min_ms") + FLOAT("app_pct") + FLOAT("mpi_pct")
                  + _END)

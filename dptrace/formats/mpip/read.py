@@ -48,6 +48,7 @@ from ...numbers import KEPT, SKIPPED, NumberError, fit, note, parse_count
 from ...registry import ParseResult
 from ...sources import Source
 from .._problems import note_skipped
+from .._units import MS_TO_US, scaled
 from ..mpitrace.tables import MPI_RANKS, MPI_ROUTINES
 from . import grammar as g
 from .tables import MPI_CALLSITES
@@ -314,6 +315,11 @@ def _num(v: Any) -> Any:
     return v if not isinstance(v, float) or math.isfinite(v) else None
 
 
+def _us(ms: Any) -> Any:
+    """One call's time, printed in ms, in microseconds (exact to the printed decimal)."""
+    return _num(scaled(ms, MS_TO_US))
+
+
 def _tables(reports: list[_Report], name: str, problems: list[Problem]
             ) -> dict[str, pd.DataFrame]:
     ranks: list[dict[str, Any]] = []
@@ -415,8 +421,8 @@ def _callsites(rep: _Report, common: dict[str, Any]) -> list[dict[str, Any]]:
         t = _mul(r["count"], r["mean_ms"], 1e-3)
         out[(rank, r["site"])] = {
             **common, "rank": rank, "site": r["site"], "routine": "MPI_" + r["call"],
-            "calls": r["count"], "time_s": _num(t), "call_max_ms": _num(r["max_ms"]),
-            "call_mean_ms": _num(r["mean_ms"]), "call_min_ms": _num(r["min_ms"]),
+            "calls": r["count"], "time_s": _num(t), "call_max_us": _us(r["max_ms"]),
+            "call_mean_us": _us(r["mean_ms"]), "call_min_us": _us(r["min_ms"]),
             "app_pct": _num(r["app_pct"]), "mpi_pct": _num(r["mpi_pct"]),
             **_where(paths.get(r["site"])), "lineno": lineno}
     for lineno, r in rep.get("callsite_time_concise"):

@@ -27,9 +27,12 @@ MPI_CALLSITES = register_table(Table(
         _c("calls", "Int64", "calls made at the callsite (Count); null in a concise report"),
         _c("time_s", "float64", "time in the calls: Count x Mean of a full report, Tasks x "
            "Mean of a concise one (mpiP prints 3-4 significant digits)", "s"),
-        _c("call_max_ms", "float64", "longest call (full report)", "ms"),
-        _c("call_mean_ms", "float64", "mean call (full report)", "ms"),
-        _c("call_min_ms", "float64", "shortest call (full report)", "ms"),
+        _c("call_max_us", "float64", "longest call (full report): 'Callsite Time "
+           "statistics' Max, printed in milliseconds, x 1000", "us"),
+        _c("call_mean_us", "float64", "mean call (full report): 'Callsite Time statistics' "
+           "Mean (ms) x 1000", "us"),
+        _c("call_min_us", "float64", "shortest call (full report): 'Callsite Time "
+           "statistics' Min (ms) x 1000", "us"),
         _c("app_pct", "float64", "time_s as a share of the rank's app time (App%)", "%"),
         _c("mpi_pct", "float64", "time_s as a share of the rank's MPI time (MPI%)", "%"),
         _c("tasks", "Int64", "concise report: tasks that called at the callsite"),
