@@ -6,6 +6,7 @@ file and line, never other numbers."""
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from pathlib import Path
 
 import pandas as pd
@@ -53,13 +54,26 @@ def test_docs_page_values():
     assert (r["op"], r["caller"], r["count"]) == ("reduce_scatter_tensor",
                                                   "reduce_scatter_fn", 80)
     assert r["size_bytes"] == round(678.86 * 1024 ** 2)
-    assert (r["total_latency_ms"], r["avg_latency_ms"], r["tput_gbps"], r["busbw_gbps"]) == \
-        (1527.17, 13.94, 1211.75, 1136.01)
+    assert (r["total_latency_s"], r["avg_latency_us"], r["tput_gbps"], r["busbw_gbps"]) == \
+        (1.52717, 13940.0, 1211.75, 1136.01)          # 1527.17 ms / 1000, 13.94 ms x 1000
     # the first summary has no caller; '2.0 KB  146  11.12  0.08  0.43  0.41' (line 16)
     first = t[t["lineno"] == 16].iloc[0]
     assert (first["op"], first["size_bytes"], first["count"]) == ("broadcast", 2048, 146)
     assert pd.isna(first["caller"])
     assert ds.problems.empty
+
+
+def test_latencies_are_the_printed_ms_in_the_data_models_units():
+    """Every printed row of the docs page (read here with a regex): 'Total Latency(ms)' / 1000
+    is total_latency_s (a total over the calls), 'Avg Latency(ms)' x 1000 is avg_latency_us
+    (one call), each the float nearest the printed decimal scaled."""
+    t = dptrace.load(DOCS)["ds_comms"].set_index("lineno")
+    printed = {n: line.split()[-5:] for n, line in
+               enumerate(DOCS.read_text().splitlines(), 1) if ROW.match(line)}
+    assert sorted(printed) == sorted(t.index) and len(printed) == 6
+    for n, (_, total, avg, _, _) in printed.items():
+        assert t.loc[n, "total_latency_s"] == float(Decimal(total) / 1000), n
+        assert t.loc[n, "avg_latency_us"] == float(Decimal(avg) * 1000), n
 
 
 @needs_real
@@ -70,8 +84,8 @@ def test_polaris_log_beside_trainlog():
     assert len(t) == _count_rows(POLARIS) == 9
     assert t["op"].tolist() == ["broadcast"] * 8 + ["log_summary_barrier"]
     assert t["size_bytes"].tolist() == [40, 64, 128, 256, 640, 1147, 72 * 1024, 576 * 1024, 0]
-    assert t["total_latency_ms"].sum() == pytest.approx(
-        0.07 + 0.07 + 0.08 + 0.07 + 0.06 + 1054.13 + 0.07 + 0.10 + 1104.30)
+    assert t["total_latency_s"].sum() == pytest.approx(
+        (0.07 + 0.07 + 0.08 + 0.07 + 0.06 + 1054.13 + 0.07 + 0.10 + 1104.30) / 1000)
     # '576.0 KB  1  0.10  0.10  49.02  49.02' is line 470
     r = t[t["lineno"] == 470].iloc[0]
     assert (r["size_bytes"], r["busbw_gbps"]) == (589824, 49.02)
@@ -159,7 +173,7 @@ def test_report_section_terminal_and_figure():
     first = ops.iloc[0]
     # broadcast, first summary: 146 + 1 calls, 11.12 + 8317.12 ms of 11.12 + 8317.12 + 602.29
     assert (first["sizes"], first["calls"]) == (2, 147)
-    assert first["total_latency_ms"] == pytest.approx(11.12 + 8317.12)
+    assert first["total_latency_s"] == pytest.approx((11.12 + 8317.12) / 1000)
     assert first["latency_share"] == pytest.approx((11.12 + 8317.12)
                                                    / (11.12 + 8317.12 + 602.29))
     assert (first["peak_busbw_gbps"], first["peak_size_bytes"]) == (0.41, 2048)
@@ -171,3 +185,6 @@ def test_report_section_terminal_and_figure():
     console.print(draw_ds_comms(sec))
     text = console.export_text()
     assert "reduce_scatter_fn" in text and "1,376.31" in text
+    assert "total ms" in text and "8,328.24" in text     # 11.12 + 8317.12 ms, shown in ms
+    hover = list(fig.data[0].customdata[:, 1])           # avg latency, ms as printed
+    assert hover == [0.08, 8317.12]

@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ...reports.figures import COLORS, build_all, esc, layout
+from .._units import US_TO_MS, scaled
 
 #: summaries drawn (one figure each); the rest are in the tables and exports
 MAX_SUMMARIES = 12
@@ -30,7 +31,8 @@ def busbw_by_size(curve: pd.DataFrame, *, title: str = "") -> go.Figure:
             x=s["size_bytes"].astype("float64"), y=s["busbw_gbps"].astype("float64"),
             mode="lines+markers", name=esc(label), line={"color": COLORS[k % len(COLORS)]},
             customdata=np.stack([s["count"].astype("float64"),
-                                 s["avg_latency_ms"].astype("float64")], axis=-1),
+                                 s["avg_latency_us"].astype("float64")
+                                 .map(lambda us: scaled(us, US_TO_MS))], axis=-1),
             hovertemplate="%{x:,} B<br>busbw %{y} Gbit/s<br>%{customdata[0]} call(s), "
                           "avg %{customdata[1]} ms<extra>%{fullData.name}</extra>"))
     layout(fig, title, "message size (bytes, log2)", "busbw (Gbit/s)")

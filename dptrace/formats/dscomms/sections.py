@@ -30,8 +30,8 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
 
 def facts(section: Section) -> dict[str, str]:
     ops = section.tables["ops"]
-    top = ops.sort_values("total_latency_ms", ascending=False, kind="stable").head(1)
-    most = "" if top.empty or pd.isna(top["total_latency_ms"].iloc[0]) else \
+    top = ops.sort_values("total_latency_s", ascending=False, kind="stable").head(1)
+    most = "" if top.empty or pd.isna(top["total_latency_s"].iloc[0]) else \
         f", most time in {top['op'].iloc[0]}"
     return {"DeepSpeed comms": f"{ops['op'].nunique()} op(s){most}"}
 

@@ -24,9 +24,10 @@ DS_COMMS = register_table(Table(
            "DeepSpeed rounds the value to 2 decimals, so from KB on it is exact to 0.005 of "
            "the unit", "B"),
         _c("count", "Int64", "calls of the op at this size"),
-        _c("total_latency_ms", "float64", "'Total Latency(ms)': the calls' summed latency",
-           "ms"),
-        _c("avg_latency_ms", "float64", "'Avg Latency(ms)': mean latency per call", "ms"),
+        _c("total_latency_s", "float64", "the calls' summed latency, a total over the calls "
+           "in seconds: 'Total Latency(ms)' / 1000", "s"),
+        _c("avg_latency_us", "float64", "mean latency of one call, in microseconds: 'Avg "
+           "Latency(ms)' x 1000", "us"),
         _c("tput_gbps", "float64", "'tput_avg (Gbps)': mean algorithm bandwidth, in "
            "gigabits per second", "Gbit/s"),
         _c("busbw_gbps", "float64", "'busbw_avg (Gbps)': mean bus bandwidth, in gigabits per "

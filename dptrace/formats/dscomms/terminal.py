@@ -12,6 +12,7 @@ from rich.text import Text
 from ...reports.fit import KEY, PATH, Col, FitTable, common_dir
 from ...reports.fmt import count, human_bytes, missing, num, pct, text
 from ...reports.model import Section
+from .._units import S_TO_MS, scaled
 
 #: the ops table, when it does not fit the terminal (see :mod:`dptrace.reports.fit`)
 OPS_DROP = ("caller", "sizes", "at size")
@@ -32,7 +33,7 @@ def draw_ds_comms(section: Section, opts: Mapping[str, Any] | None = None) -> Re
     for name, r in zip(names, ops.itertuples(index=False), strict=True):
         label = f"{name} #{r.block}" if str(r.source) in many else name
         table.add_row(label, text(r.op), text(r.caller), count(r.sizes), count(r.calls),
-                      num(r.total_latency_ms, 2), pct(r.latency_share),
+                      num(scaled(r.total_latency_s, S_TO_MS), 2), pct(r.latency_share),
                       num(r.peak_busbw_gbps, 2),
                       "-" if missing(r.peak_size_bytes) else human_bytes(r.peak_size_bytes))
     parts.append(table)
