@@ -68,7 +68,12 @@ def test_polaris_timeouts_one_per_rank_and_the_torn_line_named():
     # 24 'Watchdog caught' lines: 3 per rank (the catch, the exit message, a torn copy)
     assert POLARIS.read_text().count("Watchdog caught collective operation timeout") == 24
     assert sorted(t["rank"].tolist()) == list(range(8))
-    assert set(t["op"]) == {"ALLGATHER"} and set(t["timeout_ms"]) == {120000.0}
+    assert set(t["op"]) == {"ALLGATHER"} and set(t["timeout_s"]) == {120.0}
+    # each timeout is its line's 'Timeout(ms)=120000' / 1000 (read here with a regex)
+    lines = POLARIS.read_text().splitlines()
+    for r in t.itertuples():
+        stated = re.search(r"Timeout\(ms\)=(\d+)", lines[r.lineno - 1])
+        assert stated and r.timeout_s == int(stated.group(1)) / 1000 == 120.0, r.lineno
     p = ds.problems
     torn = p[p["message"].str.contains("torn by another writer")]
     assert len(torn) == 1 and torn["source"].item() == str(POLARIS)

@@ -17,7 +17,7 @@ OVERVIEW_COLUMNS = ("run", "versions", "processes", "ranks", "hosts", "nodes", "
                     "networks", "socket_processes", "socket_ranks", "socket_devices",
                     "plugins", "providers", "transports", "net_processes", "gdrdma_processes",
                     "warnings", "errors", "timeouts", "first_warning", "first_error",
-                    "timeout_ops", "timeout_ms", "timeout_ranks", "source", "lineno")
+                    "timeout_ops", "timeout_s", "timeout_ranks", "source", "lineno")
 
 
 def _join(values: pd.Series) -> str | None:
@@ -76,8 +76,8 @@ def overview(setup: pd.DataFrame, events: pd.DataFrame, runs: pd.DataFrame | Non
             "first_warning": None if warn.empty else str(warn["message"].iloc[0]),
             "first_error": None if err.empty else str(err["message"].iloc[0]),
             "timeout_ops": _join(tmo["op"]),
-            "timeout_ms": None if tmo["timeout_ms"].dropna().empty
-            else float(tmo["timeout_ms"].max()),
+            "timeout_s": None if tmo["timeout_s"].dropna().empty
+            else float(tmo["timeout_s"].max()),
             "timeout_ranks": _ranks(tmo["rank"]),
             "source": _join(s["source"]) if len(s) else _join(e["source"]),
             "lineno": None if s.empty else int(s["lineno"].min()),

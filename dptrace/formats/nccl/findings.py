@@ -117,7 +117,7 @@ def nccl_errors(overview: pd.DataFrame) -> list[Finding]:
     for _, r in overview.iterrows():
         t, e = int(r["timeouts"] or 0), int(r["errors"] or 0)
         if t:
-            ms = "" if _na(r["timeout_ms"]) else f" after {float(r['timeout_ms']) / 1e3:,.0f} s"
+            ms = "" if _na(r["timeout_s"]) else f" after {float(r['timeout_s']):,.0f} s"
             op = "" if _na(r["timeout_ops"]) else f" {r['timeout_ops']}"
             out.append(Finding(
                 "critical", "nccl_timeout", "job", f"run {r['run']}",

@@ -33,6 +33,7 @@ from ...names import rank_of_path
 from ...numbers import NumberError, fit, note, parse_count, parse_float
 from ...registry import ParseResult
 from ...sources import Source
+from .._units import MS_TO_S, scaled
 from . import LINE_PATTERN
 from .tables import NCCL_ENV, NCCL_EVENTS, NCCL_SETUP
 
@@ -390,14 +391,15 @@ class _Reader:
         self.events.append({
             "source": self.name, "host": None, "pid": None, "rank": rank, "level": "ERROR",
             "kind": "timeout", "op": op.group(1) if op else None,
-            "timeout_ms": self.number(ms.group(1), "Timeout(ms)", lineno) if ms else None,
+            "timeout_s": scaled(self.number(ms.group(1), "Timeout(ms)", lineno), MS_TO_S)
+            if ms else None,
             "message": text[m.start():].strip()[:MAX_MESSAGE], "lineno": lineno})
 
     def event(self, p: _Proc | None, rank: int | None, level: str, kind: str, msg: str,
               lineno: int) -> None:
         self.events.append({
             "source": self.name, "host": p.host if p else None, "pid": p.pid if p else None,
-            "rank": rank, "level": level, "kind": kind, "op": None, "timeout_ms": None,
+            "rank": rank, "level": level, "kind": kind, "op": None, "timeout_s": None,
             "message": msg[:MAX_MESSAGE], "lineno": lineno})
 
 
