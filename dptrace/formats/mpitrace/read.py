@@ -442,7 +442,9 @@ class Rows:
                 continue
             table = schema.TABLES[name]
             if conform:
-                out[name] = schema.conform(_columns(parts, table), table)
+                # the columns are the schema's, in order: a frame on them as they are
+                # (conform's constructor would copy each from the mapping)
+                out[name] = pd.DataFrame(_columns(parts, table), copy=False)
                 self.parts[name], self.cols[name] = [], {k: [] for k in cols}
             else:
                 assert parts == [cols], "raw frames are built from the lists alone"
