@@ -51,13 +51,14 @@ def test_bert_one_node_records_and_summary():
         [14, "srun --ntasks-per-node=8"]]
     # '0: :::MLLOG {... "time_ms": 1621399900691, ... "key": "global_batch_size", "value": 448'
     gbs = ev[ev["key"] == "global_batch_size"].iloc[0]
-    assert (gbs["instance"], gbs["rank"], gbs["time_ms"], gbs["value_num"]) == \
-        ("0", 0, 1621399900691.0, 448.0)
+    assert (gbs["instance"], gbs["rank"], gbs["time_us"], gbs["value_num"]) == \
+        ("0", 0, 1621399900691000.0, 448.0)
     s = ml.summary(ev).iloc[0]
     assert s["benchmark"] == "bert" and s["platform"] == "1xNVIDIA DGX A100"
     assert (s["nodes"], s["ranks"], s["global_batch_size"]) == (1, 8, 448)
-    assert s["run_start_ms"] == 1621399928015
-    assert s["time_to_train_s"] == pytest.approx((1621401361899 - 1621399928015) / 1000)
+    assert s["run_start_us"] == 1621399928015 * 1000
+    # exactly the figure from the printed ms: the microseconds change no digit of it
+    assert s["time_to_train_s"] == (1621401361899 - 1621399928015) / 1000 == 1433.884
     assert s["status"] == "success" and s["epochs"] == 1
     assert s["train_samples"] == 3000256
     # 20 evaluations inside its one epoch: no epoch rule, and no throughput printed
@@ -68,6 +69,34 @@ def test_bert_one_node_records_and_summary():
     # the training log's own figure is still read beside it
     tp = ds["throughput"]
     assert tp["name"].astype(str).tolist() == ["training_sequences_per_second"]
+
+
+def test_time_us_is_each_records_time_ms_times_1000():
+    """Every record's 'time_ms' (read here with json) x 1000 is its time_us, exactly: whole
+    microseconds since the epoch are integers below 2^53 for current dates, held exactly by
+    a float64 (1621399900691 ms = 1621399900691000 us, under 9007199254740992)."""
+    ev = dptrace.load(BERT1)["mllog"]
+    ev = ev[~ev["key"].astype(str).str.startswith("launcher_")]
+    printed = [r["time_ms"] for r in _records(BERT1)]
+    assert len(printed) == len(ev) == 58
+    assert all(isinstance(t, int) and t * 1000 < 2 ** 53 for t in printed)
+    got = ev.sort_values("lineno", kind="stable")["time_us"].tolist()
+    assert [int(t) for t in got] == [t * 1000 for t in printed]
+    assert got == [float(t * 1000) for t in printed]
+
+
+def test_fractional_time_ms_scales_exactly(tmp_path):
+    """A time_ms with decimals is x 1000 on its printed decimal (1.0135 ms -> 1013.5 us, where
+    1.0135 * 1000 is 1013.5000000000001), and one whose microseconds overflow a float is
+    missing, with an error naming its line."""
+    path = tmp_path / "frac.txt"
+    path.write_text(':::MLLOG {"time_ms": 1.0135, "key": "run_start", "value": null}\n'
+                    ':::MLLOG {"time_ms": 1e307, "key": "run_stop", "value": null}\n')
+    ds = dptrace.load(path)
+    t = ds["mllog"]["time_us"].tolist()
+    assert t[0] == 1013.5 and pd_isna(t[1])
+    p = ds.problems[ds.problems["message"].str.contains("time_ms")]
+    assert p["line"].tolist() == [2] and "x 1000" in p["message"].item()
 
 
 def pd_isna(v: object) -> bool:
@@ -181,7 +210,7 @@ def test_bad_time_is_missing_with_a_problem(tmp_path):
     path = tmp_path / "t.txt"
     path.write_text(':::MLLOG {"time_ms": "soon", "key": "run_start", "value": null}\n')
     ds = dptrace.load(path)
-    assert ds["mllog"]["time_ms"].isna().all() and len(ds["mllog"]) == 1
+    assert ds["mllog"]["time_us"].isna().all() and len(ds["mllog"]) == 1
     p = ds.problems[ds.problems["message"].str.contains("time_ms")]
     assert p["line"].tolist() == [1]
 

@@ -60,7 +60,7 @@ ACCELERATORS_PER_SYSTEM = {"nvidia dgx a100": 8}
 _INT64 = 2 ** 63
 
 SUMMARY_COLUMNS = ["source", "benchmark", "platform", "nodes", "ranks", "global_batch_size",
-                   "train_samples", "run_start_ms", "time_to_train_s", "status", "epochs",
+                   "train_samples", "run_start_us", "time_to_train_s", "status", "epochs",
                    "eval_accuracy", "throughput_samples_per_s", "throughput_from"]
 
 
@@ -189,25 +189,25 @@ def _first(g: pd.DataFrame, key: str, col: str = "value") -> object:
 
 
 def epochs(ev: pd.DataFrame) -> pd.DataFrame:
-    """One row per source and complete epoch: ``epoch_num``, ``start_ms``, ``stop_ms``,
+    """One row per source and complete epoch: ``epoch_num``, ``start_us``, ``stop_us``,
     ``duration_s`` (the first epoch_start and the first epoch_stop of that epoch_num, in
     line order) and ``eval_accuracy`` (the epoch's evaluation, where one was logged)."""
     k = keys(ev, "source")
-    cols = [*k, "epoch_num", "start_ms", "stop_ms", "duration_s", "eval_accuracy"]
+    cols = [*k, "epoch_num", "start_us", "stop_us", "duration_s", "eval_accuracy"]
     marks = ev[ev["key"].isin(["epoch_start", "epoch_stop"]) & ev["epoch_num"].notna()
-               & ev["time_ms"].notna()]
+               & ev["time_us"].notna()]
     if marks.empty:
         return pd.DataFrame(columns=cols)
     firsts = marks.sort_values("lineno", kind="stable") \
         .drop_duplicates([*k, "key", "epoch_num"])
-    wide = firsts.pivot_table(index=[*k, "epoch_num"], columns="key", values="time_ms",
+    wide = firsts.pivot_table(index=[*k, "epoch_num"], columns="key", values="time_us",
                               observed=True, aggfunc="first")
     if "epoch_start" not in wide or "epoch_stop" not in wide:
         return pd.DataFrame(columns=cols)
     wide = wide.dropna(subset=["epoch_start", "epoch_stop"])
     wide = wide[wide["epoch_stop"] >= wide["epoch_start"]].reset_index()
-    out = wide.rename(columns={"epoch_start": "start_ms", "epoch_stop": "stop_ms"})
-    out["duration_s"] = (out["stop_ms"] - out["start_ms"]) / 1000.0
+    out = wide.rename(columns={"epoch_start": "start_us", "epoch_stop": "stop_us"})
+    out["duration_s"] = (out["stop_us"] - out["start_us"]) / 1e6
     acc = ev[(ev["key"] == "eval_accuracy") & ev["epoch_num"].notna()] \
         .drop_duplicates([*k, "epoch_num"], keep="last")[[*k, "epoch_num", "value_num"]] \
         .rename(columns={"value_num": "eval_accuracy"})
@@ -246,8 +246,8 @@ def _throughput(g: pd.DataFrame, eps: pd.DataFrame, train_samples: object,
     if train_samples is None or pd.isna(train_samples) or float(train_samples) <= 0:  # type: ignore[arg-type]
         return None, "none: no throughput printed and no train_samples"
     evals = evals_of.loc[evals_of["key"].isin(["eval_start", "eval_accuracy"]),
-                         "time_ms"].dropna().to_numpy()
-    starts, stops = eps["start_ms"].to_numpy(float), eps["stop_ms"].to_numpy(float)
+                         "time_us"].dropna().to_numpy()
+    starts, stops = eps["start_us"].to_numpy(float), eps["stop_us"].to_numpy(float)
     inside = ((evals[:, None] > starts[None, :]) & (evals[:, None] < stops[None, :])).any()
     if inside:
         return None, "none: evaluations inside epochs (their time cannot be told apart)"
@@ -261,7 +261,7 @@ def _throughput(g: pd.DataFrame, eps: pd.DataFrame, train_samples: object,
 
 def summary(ev: pd.DataFrame) -> pd.DataFrame:
     """One row per source: submission ``benchmark`` and ``platform``, ``nodes``, ``ranks``,
-    ``global_batch_size``, ``train_samples``, ``run_start_ms``, ``time_to_train_s`` and
+    ``global_batch_size``, ``train_samples``, ``run_start_us``, ``time_to_train_s`` and
     ``status``, ``epochs``, the last ``eval_accuracy``, ``throughput_samples_per_s`` and
     ``throughput_from`` (the rules of this module)."""
     k = keys(ev, "source")
@@ -277,11 +277,11 @@ def summary(ev: pd.DataFrame) -> pd.DataFrame:
         mine = all_epochs
         for c, v in where.items():
             mine = mine[mine[c] == v]
-        starts = g[(g["key"] == "run_start") & g["time_ms"].notna()]
-        start = float(starts["time_ms"].iloc[0]) if len(starts) else None
-        stops = g[(g["key"] == "run_stop") & g["time_ms"].notna()]
+        starts = g[(g["key"] == "run_start") & g["time_us"].notna()]
+        start = float(starts["time_us"].iloc[0]) if len(starts) else None
+        stops = g[(g["key"] == "run_stop") & g["time_us"].notna()]
         if start is not None:
-            stops = stops[stops["time_ms"] >= start]
+            stops = stops[stops["time_us"] >= start]
         stop = stops.iloc[0] if len(stops) and start is not None else None
         train_samples = _first(g, "train_samples", "value_num")
         rate, why = _throughput(g, mine, train_samples)
@@ -292,8 +292,8 @@ def summary(ev: pd.DataFrame) -> pd.DataFrame:
             **where, "benchmark": _first(g, "submission_benchmark"), "platform": platform,
             "nodes": nodes_of(platform), "ranks": ranks_of(g["rank"]),
             "global_batch_size": _first(g, "global_batch_size", "value_num"),
-            "train_samples": train_samples, "run_start_ms": start,
-            "time_to_train_s": (float(stop["time_ms"]) - start) / 1000.0
+            "train_samples": train_samples, "run_start_us": start,
+            "time_to_train_s": (float(stop["time_us"]) - start) / 1e6
             if stop is not None and start is not None else None,
             "status": stop["status"] if stop is not None else None,
             "epochs": stopped.nunique() if len(stopped) else None,
@@ -303,7 +303,7 @@ def summary(ev: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(rows, columns=cols)
     for c in ("nodes", "ranks", "epochs"):
         out[c] = out[c].astype("Int64")
-    for c in ("global_batch_size", "train_samples", "run_start_ms", "time_to_train_s",
+    for c in ("global_batch_size", "train_samples", "run_start_us", "time_to_train_s",
               "eval_accuracy", "throughput_samples_per_s"):
         out[c] = out[c].astype("float64")
     return run_first(out, ev)

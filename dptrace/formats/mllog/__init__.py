@@ -1,13 +1,13 @@
 """The MLPerf logging format's spec: name, tables and sniffing rule, without the reader.
 
 MLPerf training submissions log with ``mlperf_logging.mllog``: one line per event,
-``:::MLLOG {json}``, the JSON holding ``time_ms``, ``event_type`` (POINT_IN_TIME,
-INTERVAL_START, INTERVAL_END), ``key`` (``run_start``, ``epoch_stop``, ``global_batch_size``,
-``throughput``, ...), ``value`` and ``metadata``. The lines sit inside the job's output
-(launcher prefixes ``0: `` or ``[1,0]<stdout>:``, the framework's own log, NCCL lines), so
-the format is embeddable and runs beside the training-log format: it scores 0.55, above the
-companion threshold (0.5) and below a training log's 0.6; on a file of MLLOG lines only it
-wins.
+``:::MLLOG {json}``, the JSON holding ``time_ms`` (read as ``time_us``), ``event_type``
+(POINT_IN_TIME, INTERVAL_START, INTERVAL_END), ``key`` (``run_start``, ``epoch_stop``,
+``global_batch_size``, ``throughput``, ...), ``value`` and ``metadata``. The lines sit
+inside the job's output (launcher prefixes ``0: `` or ``[1,0]<stdout>:``, the framework's
+own log, NCCL lines), so the format is embeddable and runs beside the training-log format:
+it scores 0.55, above the companion threshold (0.5) and below a training log's 0.6; on a
+file of MLLOG lines only it wins.
 """
 
 from __future__ import annotations

@@ -8,13 +8,14 @@ to the next marker on the line or its end. The JSON is decoded with the standard
 Damage is never read into numbers: a record whose JSON does not decode whole (torn by
 another writer, cut by the end of the file) or is not an object with a ``key`` is skipped
 with a problem naming its line (one nested deeper than Python decodes says so); a
-``time_ms`` that is not a number becomes missing, with a problem. Numbers are read by
-:mod:`dptrace.numbers`: an integer of more than 19 digits in a record is not decoded into a
-Python int (``int()`` refuses 4,300 digits: it failed the file), and a ``time_ms``,
-``epoch_num`` or other metadata number, or a launcher prefix's rank, that is not an int64
-(``epoch_num`` of 2^63) is missing, with an error naming the line; the record is kept.
-Text of another writer before the marker (``... = 0.379:::MLLOG {``) is not a launcher
-prefix: the record is read, its instance is null.
+``time_ms`` that is not a number becomes missing, with a problem. The table holds it as
+``time_us``, x 1000 (exact to the printed decimal, :mod:`dptrace.formats._units`). Numbers
+are read by :mod:`dptrace.numbers`: an integer of more than 19 digits in a record is not
+decoded into a Python int (``int()`` refuses 4,300 digits: it failed the file), and a
+``time_ms``, ``epoch_num`` or other metadata number, or a launcher prefix's rank, that is
+not an int64 (``epoch_num`` of 2^63) is missing, with an error naming the line; the record
+is kept. Text of another writer before the marker (``... = 0.379:::MLLOG {``) is not a
+launcher prefix: the record is read, its instance is null.
 
 The job's launcher statements in the same log are read too (:func:`launcher_rows`), one row
 each with a ``launcher_*`` key, no event type and no time: the command lines that start
@@ -39,6 +40,7 @@ from ...numbers import NumberError, check_float, check_int, fit, int_or_error, n
 from ...registry import ParseResult
 from ...sources import Source
 from .._problems import note_skipped
+from .._units import MS_TO_US, scaled
 from .tables import MLLOG
 
 MARK = b":::MLLOG"
@@ -192,10 +194,16 @@ def _row(record: dict[str, Any], name: str, inst: str | None, rank: int | None, 
         problems.append(Problem(name, f"time_ms {str(record.get('time_ms'))[:24]!r} is not a "
                                 "number: the record is kept, its time is missing", lineno,
                                 "error"))
+    t_us = scaled(t, MS_TO_US)
+    if t_us is not None and not math.isfinite(t_us):
+        problems.append(Problem(name, f"time_ms {str(record.get('time_ms'))[:24]} x 1000 does "
+                                "not fit a 64-bit float of microseconds: the record is kept, "
+                                "its time is missing", lineno, "error"))
+        t_us = None
     status = meta.get("status")
     event = record.get("event_type")
     return {
-        "source": name, "instance": inst, "rank": rank, "time_ms": t,
+        "source": name, "instance": inst, "rank": rank, "time_us": t_us,
         "event_type": event if isinstance(event, str) else None,
         "key": record["key"], "value": value_text(value), "value_num": _number(value),
         "epoch_num": _whole(meta.get("epoch_num"), "epoch_num", lineno, name, problems),
@@ -293,7 +301,7 @@ def launcher_rows(buf: bytes, name: str, problems: list[Problem] | None = None
     rows: list[dict[str, Any]] = []
 
     def add(lineno: int, key: str, text: str, n: int) -> None:
-        rows.append({"source": name, "instance": None, "rank": None, "time_ms": None,
+        rows.append({"source": name, "instance": None, "rank": None, "time_us": None,
                      "event_type": None, "key": key, "value": text, "value_num": float(n),
                      "epoch_num": None, "first_epoch_num": None, "epoch_count": None,
                      "step": None, "status": None, "lineno": lineno})

@@ -16,8 +16,9 @@ MLLOG = register_table(Table(
            "mpirun --tag-output ('[1,3]<stdout>:' -> '1,3'); null without one"),
         _c("rank", "Int64", "the process's rank where the prefix says it (srun -l: the "
            "label; mpirun --tag-output: the second number); null otherwise"),
-        _c("time_ms", "float64", "'time_ms': when the event was logged, in milliseconds "
-           "since the Unix epoch", "ms"),
+        _c("time_us", "float64", "when the event was logged, in microseconds since the Unix "
+           "epoch: MLLOG's 'time_ms' x 1000 (a float64 holds whole microseconds exactly "
+           "up to 2^53 us, the year 2255)", "us"),
         _c("event_type", "category", "'event_type': POINT_IN_TIME, INTERVAL_START or "
            "INTERVAL_END"),
         _c("key", "category", "'key': run_start, run_stop, epoch_start, epoch_stop, "
