@@ -28,7 +28,7 @@ MPI_CALLSITES = register_table(Table(
         _c("time_s", "float64", "time in the calls: Count x Mean of a full report, Tasks x "
            "Mean of a concise one (mpiP prints 3-4 significant digits)", "s"),
         _c("call_max_us", "float64", "longest call (full report): 'Callsite Time "
-           "statistics' Max, printed in milliseconds, x 1000", "us"),
+           "statistics' Max (ms) x 1000", "us"),
         _c("call_mean_us", "float64", "mean call (full report): 'Callsite Time statistics' "
            "Mean (ms) x 1000", "us"),
         _c("call_min_us", "float64", "shortest call (full report): 'Callsite Time "

@@ -66,10 +66,9 @@ NCCL_EVENTS = register_table(Table(
         _c("kind", "category", "warn (an NCCL WARN line), error (an NCCL error code), "
            "timeout (a collective the watchdog timed out)"),
         _c("op", "string", "the collective that timed out (OpType=ALLGATHER)"),
-        _c("timeout_s", "float64", "the timeout it exceeded, in seconds: the watchdog's "
-           "'Timeout(ms)' / 1000. A setting (the process group's timeout, set in seconds or "
-           "minutes), not a measured event, so in seconds like the job's other durations",
-           "s"),
+        _c("timeout_s", "float64", "the timeout it exceeded: the watchdog's 'Timeout(ms)' "
+           "/ 1000. In seconds, not the microseconds of an event's duration: it is a setting "
+           "(the process group's timeout, set as a timedelta), not a measured event", "s"),
         _c("message", "string", "the message (at most 300 characters)"),
         LINENO,
     ),
