@@ -1,3 +1,4 @@
+import warnings
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,15 @@ SLOW: dict[tuple[str, str | None], str] = {
     ("test_html_browser", None): "a real chromium per dashboard",
     ("test_notebook", None): "a Jupyter kernel running the example notebook",
     ("test_xdist_group_guard", None): "two pytest runs with two xdist workers each",
+    # one report of every fixture at once; the HTML's other checks (hostile strings, the
+    # notebook API, the CLI's --html) run everywhere
+    ("test_html_report", "test_self_contained_offline_and_under_5_mb"): "every fixture's HTML",
+    ("test_html_report", "test_every_section_with_caption_figures_and_tables"):
+        "every fixture's HTML",
+    # whether the real inputs exercise every rule: a property of the data, not of the Python
+    ("test_findings", "test_real_data_has_every_kind"): "findings of every real folder",
+    # whether docs/trainlog.md is current: a property of the repository, not of the Python
+    ("test_job_figures", "test_the_docs_table_is_current"): "every real log, in a subprocess",
 }
 
 
@@ -27,9 +37,22 @@ def slow_reason(item: pytest.Item) -> str | None:
 
 @pytest.hookimpl(tryfirst=True)   # before ``-m`` deselects by mark
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    stems = set()
+    marked = set()
     for item in items:
+        stems.add(item.path.stem)
         if slow_reason(item):
             item.add_marker(pytest.mark.slow)
+            marked.add((item.path.stem, getattr(item, "originalname", item.name)))
+    # a test renamed or removed leaves its SLOW entry marking nothing: say so (only where its
+    # module was collected whole, i.e. no test was picked out by node id)
+    if not any("::" in a for a in config.args):
+        marked_modules = {stem for stem, _ in marked}
+        for stem, name in SLOW:
+            if stem in stems and ((stem, name) not in marked if name else stem not in marked_modules):
+                warnings.warn(pytest.PytestWarning(
+                    f"tests/conftest.py SLOW names {stem}::{name}, which is not collected: "
+                    "update SLOW"), stacklevel=1)
 
 
 @pytest.fixture
