@@ -25,7 +25,7 @@ def conform(data: pd.DataFrame | Mapping[str, Any], table: Table) -> pd.DataFram
 
     Missing columns are added as nulls; extra columns are kept after the schema's.
     """
-    df = data if isinstance(data, pd.DataFrame) else pd.DataFrame(dict(data))
+    df = data if isinstance(data, pd.DataFrame) else pd.DataFrame(dict(data), copy=False)
     n = len(df)
     out: dict[str, Any] = {}
     for col in table.columns:
