@@ -126,3 +126,13 @@ def test_a_jobs_directory_is_the_common_one_of_its_files(tmp_path):
     one = jobs.group(paths[:2], range(2), str(tmp_path), runs._job_only, runs.per_rank_root,
                      None)
     assert one[0].home == str(tmp_path / "a" / "x")
+
+
+def test_int64_columns_are_made_from_the_parts_whole_numbers():
+    got = read._int64([np.array([1.0, np.nan]), read.Repeated(np.array([3.0, 7.0]),
+                                                              np.array([2, 1])), [None, 5]])
+    assert got.dtype == "Int64"
+    assert got.tolist() == [1, pd.NA, 3, 3, 7, pd.NA, 5]
+    assert read._int64([np.array([1.5])]) is None           # a fraction: the schema's rule
+    assert read._int64([np.array([2.0 ** 63])]) is None     # beyond int64
+    assert read._int64([np.array([np.inf])]) is None

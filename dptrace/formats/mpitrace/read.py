@@ -496,12 +496,41 @@ def _columns(parts: list[dict[str, Any]], table: schema.Table) -> dict[str, pd.S
     never both hold the rows whole (on thousands of rank files, the load's peak)."""
     out = {}
     for c in table.columns:
-        values = _column(parts, c)
+        got = _int64([part[c.name] for part in parts]) if c.dtype == "Int64" else None
+        values = _column(parts, c) if got is None else got
         for part in parts:
             part[c.name] = None
         out[c.name] = schema._as_dtype(values, c.dtype)
-        del values
+        del values, got
     return out
+
+
+#: the float64 range that int64 holds
+_INT64_LO, _INT64_HI = -2.0 ** 63, 2.0 ** 63
+
+
+def _int64(values: list[Any]) -> pd.Series | None:
+    """An Int64 column made from its parts' whole numbers (NaN, None: missing) straight
+    into one int64 array and its mask, without a float64 copy of the whole column; None
+    when a part holds a fraction or a number beyond int64 (then the schema's rule)."""
+    n = sum(int(v.rows.sum()) if isinstance(v, Repeated) else len(v) for v in values)
+    ints = np.empty(n, dtype=np.int64)
+    missing = np.empty(n, dtype=bool)
+    at = 0
+    for v in values:
+        f = np.asarray(v.values if isinstance(v, Repeated) else v, dtype=np.float64)
+        nan = np.isnan(f)
+        with np.errstate(invalid="ignore"):
+            whole = nan | ((f >= _INT64_LO) & (f < _INT64_HI) & (np.floor(f) == f))
+        if not whole.all():
+            return None
+        part = np.where(nan, 0.0, f).astype(np.int64)
+        if isinstance(v, Repeated):
+            part, nan = np.repeat(part, v.rows), np.repeat(nan, v.rows)
+        ints[at:at + len(part)] = part
+        missing[at:at + len(part)] = nan
+        at += len(part)
+    return pd.Series(pd.arrays.IntegerArray(ints, missing), copy=False)
 
 
 def _column(parts: list[dict[str, Any]], column: schema.Column) -> Any:
