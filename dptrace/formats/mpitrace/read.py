@@ -132,7 +132,9 @@ class _Many:
             self.flush()
             self._report(src, None, 0, mine, exc)
             return
-        if _STACKS in data:
+        # "Profile" first: a needle with spaces is a slow search in a text of spaces and
+        # digits, and plain rank files never hold the word
+        if b"Profile" in data and _STACKS in data:
             self.stacked.append((src, data, mine))
             return
         job, rank = _job_of(src)
