@@ -141,7 +141,15 @@ CASES = [
     ("mpip_task_assignment_above_int64", "mpip", "dp_steps.4.16765.1.mpiP", MPIP,
      "MPI Task Assignment      : {} vm", "2", E20, 0, r"MPI Task Assignment 9{20}",
      "MPI Task Assignment      : 9"),
+    # a call's time printed in ms that is a float but no float of microseconds (x 1000):
+    # that value missing, with an error naming the line, the row kept
+    ("mpip_call_mean_1e306_ms", "mpip", "dp_steps.4.16765.1.mpiP", MPIP,
+     "Allreduce            6    0    600     3.44     {}    0.756", "1.24", "1e306", 0,
+     r"mean_ms 1e\+306 x 10\^3 does not fit a 64-bit float.*kept", "600     3.44     1e306"),
     # --- DeepSpeed comms -------------------------------------------------------------------
+    ("dscomms_avg_latency_1e306_ms", "dscomms", "c.md", DSDOCS,
+     "146                 11.12               {}  ", "0.08", "1e306", 0,
+     r"avg latency 1e\+306 x 10\^3 does not fit a 64-bit float.*kept", "11.12               1e306"),
     ("dscomms_count_5000_digits", "dscomms", "c.md", DSDOCS, "2.0 KB              {} ", "146",
      BIG, 0, r"count .*5,000 digits.*kept", "2.0 KB              9"),
     ("dscomms_count_superscript", "dscomms", "c.md", DSDOCS, "2.0 KB              {} ", "146",
@@ -168,6 +176,9 @@ CASES = [
     ("mllog_time_ms_5000_digits", "mllog", "m.txt", MLBERT, '"time_ms": {}, "event_type": '
      '"INTERVAL_START", "key": "epoch_start"', "1621399928038", BIG, 0,
      r"time_ms .*5,000 digits", '"time_ms": 99'),
+    ("mllog_time_ms_1e307", "mllog", "m.txt", MLBERT, '"time_ms": {}, "event_type": '
+     '"INTERVAL_START", "key": "epoch_start"', "1621399928038", "1e307", 0,
+     r"time_ms 1e\+307 x 10\^3 does not fit a 64-bit float", '"time_ms": 1e307'),
     ("mllog_srun_ntasks_superscript", "mllog", "m.txt", MLBERT, "--ntasks={} --ntasks-per",
      "8", "8²", 1, r"srun --ntasks 8² is not a number", "--ntasks=8²"),
     ("mllog_slurm_nnodes_5000_digits", "mllog", "m.txt", MLBERT + b"SLURM_NNODES=@\n",

@@ -96,7 +96,7 @@ def test_fractional_time_ms_scales_exactly(tmp_path):
     t = ds["mllog"]["time_us"].tolist()
     assert t[0] == 1013.5 and pd_isna(t[1])
     p = ds.problems[ds.problems["message"].str.contains("time_ms")]
-    assert p["line"].tolist() == [2] and "x 1000" in p["message"].item()
+    assert p["line"].tolist() == [2] and "x 10^3 does not fit" in p["message"].item()
 
 
 def pd_isna(v: object) -> bool:

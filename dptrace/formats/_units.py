@@ -15,6 +15,8 @@ import math
 from decimal import Decimal
 from typing import Any
 
+from ..numbers import NumberError
+
 #: exponents of ten between the units of time
 MS_TO_US = 3
 MS_TO_S = -3
@@ -35,3 +37,14 @@ def scaled(value: Any, exponent: int) -> Any:
         if exponent >= 0 and value.is_integer() and abs(value) * 10.0 ** exponent < 2.0 ** 53:
             return value * 10.0 ** exponent       # exact: a whole number times a power of 10
     return float(Decimal(repr(value) if isinstance(value, float) else value).scaleb(exponent))
+
+
+def scaled_or_error(value: Any, exponent: int) -> Any:
+    """:func:`scaled`, or a :class:`~dptrace.numbers.NumberError` naming the printed value
+    when it is finite and the scaled one is not (1e306 ms is no float of microseconds): the
+    reader's ``fit`` then names the field and its line."""
+    out = scaled(value, exponent)
+    if isinstance(out, float) and not math.isfinite(out) and isinstance(value, int | float) \
+            and not isinstance(value, bool) and math.isfinite(value):
+        return NumberError(repr(value), f"x 10^{exponent} does not fit a 64-bit float")
+    return out

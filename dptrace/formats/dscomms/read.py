@@ -33,7 +33,7 @@ from ...numbers import FLOAT_PATTERN, INT_PATTERN, SKIPPED, NumberError, fit, no
 from ...registry import ParseResult
 from ...sources import Source
 from .._problems import note_skipped
-from .._units import MS_TO_S, MS_TO_US, scaled
+from .._units import MS_TO_S, MS_TO_US, scaled_or_error
 from . import grammar as g
 from .tables import DS_COMMS
 
@@ -162,10 +162,10 @@ def _row(block: _Block, parsed: Any, body: str, lineno: int, name: str,
         "source": name, "block": block.index, "op": block.op, "caller": block.caller,
         "size_bytes": size,
         "count": fit(parsed["count"], "count", lineno, name, problems),
-        "total_latency_s": scaled(fit(parsed["total_latency_ms"], "total latency", lineno,
-                                      name, problems), MS_TO_S),
-        "avg_latency_us": scaled(fit(parsed["avg_latency_ms"], "avg latency", lineno, name,
-                                     problems), MS_TO_US),
+        "total_latency_s": fit(scaled_or_error(parsed["total_latency_ms"], MS_TO_S),
+                               "total latency", lineno, name, problems),
+        "avg_latency_us": fit(scaled_or_error(parsed["avg_latency_ms"], MS_TO_US),
+                              "avg latency", lineno, name, problems),
         "tput_gbps": fit(parsed["tput_gbps"], "tput_avg", lineno, name, problems),
         "busbw_gbps": fit(parsed["busbw_gbps"], "busbw_avg", lineno, name, problems),
         "lineno": lineno,

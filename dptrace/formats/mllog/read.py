@@ -40,7 +40,7 @@ from ...numbers import NumberError, check_float, check_int, fit, int_or_error, n
 from ...registry import ParseResult
 from ...sources import Source
 from .._problems import note_skipped
-from .._units import MS_TO_US, scaled
+from .._units import MS_TO_US, scaled_or_error
 from .tables import MLLOG
 
 MARK = b":::MLLOG"
@@ -194,12 +194,8 @@ def _row(record: dict[str, Any], name: str, inst: str | None, rank: int | None, 
         problems.append(Problem(name, f"time_ms {str(record.get('time_ms'))[:24]!r} is not a "
                                 "number: the record is kept, its time is missing", lineno,
                                 "error"))
-    t_us = scaled(t, MS_TO_US)
-    if t_us is not None and not math.isfinite(t_us):
-        problems.append(Problem(name, f"time_ms {str(record.get('time_ms'))[:24]} x 1000 does "
-                                "not fit a 64-bit float of microseconds: the record is kept, "
-                                "its time is missing", lineno, "error"))
-        t_us = None
+    t_us = fit(scaled_or_error(t, MS_TO_US), "time_ms", lineno, name, problems,
+               outcome="the record is kept, its time is missing")
     status = meta.get("status")
     event = record.get("event_type")
     return {

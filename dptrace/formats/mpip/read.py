@@ -48,7 +48,7 @@ from ...numbers import KEPT, SKIPPED, NumberError, fit, note, parse_count
 from ...registry import ParseResult
 from ...sources import Source
 from .._problems import note_skipped
-from .._units import MS_TO_US, scaled
+from .._units import MS_TO_US, scaled_or_error
 from ..mpitrace.tables import MPI_RANKS, MPI_ROUTINES
 from . import grammar as g
 from .tables import MPI_CALLSITES
@@ -315,11 +315,6 @@ def _num(v: Any) -> Any:
     return v if not isinstance(v, float) or math.isfinite(v) else None
 
 
-def _us(ms: Any) -> Any:
-    """One call's time, printed in ms, in microseconds (exact to the printed decimal)."""
-    return _num(scaled(ms, MS_TO_US))
-
-
 def _tables(reports: list[_Report], name: str, problems: list[Problem]
             ) -> dict[str, pd.DataFrame]:
     ranks: list[dict[str, Any]] = []
@@ -332,7 +327,7 @@ def _tables(reports: list[_Report], name: str, problems: list[Problem]
         job, nranks = _job(name, rep, n), _nranks(name, rep, problems)
         common = {"source": name, "job": job, "nranks": nranks}
         ranks += _ranks(rep, common, name, problems)
-        rep_sites = _callsites(rep, common)
+        rep_sites = _callsites(rep, common, name, problems)
         sites += rep_sites
         routines += _routines(rep, common, rep_sites, name, problems)
     return {
@@ -413,16 +408,20 @@ def _where(frames: list[dict[str, Any]] | None) -> dict[str, Any]:
             "call_path": path}
 
 
-def _callsites(rep: _Report, common: dict[str, Any]) -> list[dict[str, Any]]:
+def _callsites(rep: _Report, common: dict[str, Any], name: str, problems: list[Problem]
+               ) -> list[dict[str, Any]]:
+    """The callsite rows; a call's Max, Mean, Min (ms) in microseconds, exact to the printed
+    decimal (missing, with an error naming the line, where x 1000 is no float)."""
     paths = _paths(rep)
     out: dict[tuple[Any, int], dict[str, Any]] = {}
     for lineno, r in rep.get("callsite_time"):
         rank = None if r["rank"] == "*" else r["rank"]
         t = _mul(r["count"], r["mean_ms"], 1e-3)
+        us = {f"call_{k}_us": fit(scaled_or_error(r[f"{k}_ms"], MS_TO_US), f"{k}_ms", lineno,
+                                  name, problems, outcome=KEPT) for k in ("max", "mean", "min")}
         out[(rank, r["site"])] = {
             **common, "rank": rank, "site": r["site"], "routine": "MPI_" + r["call"],
-            "calls": r["count"], "time_s": _num(t), "call_max_us": _us(r["max_ms"]),
-            "call_mean_us": _us(r["mean_ms"]), "call_min_us": _us(r["min_ms"]),
+            "calls": r["count"], "time_s": _num(t), **us,
             "app_pct": _num(r["app_pct"]), "mpi_pct": _num(r["mpi_pct"]),
             **_where(paths.get(r["site"])), "lineno": lineno}
     for lineno, r in rep.get("callsite_time_concise"):
