@@ -92,14 +92,18 @@ def _judged(a: Analyses) -> pd.DataFrame | None:
 
 register_derived(
     Derived("throughput.job_judged", _judged, "the job figures the findings judge"),
-    Derived("throughput.rows", _rows, "the throughput rows without repeats, phased"),
     Derived("throughput.warm", _warm, "the warm-up rows of each instance"),
-    Derived("throughput.summary", _summary, "per series: aggregates over its instances"),
-    Derived("throughput.series", _series, "the summary with each series' job figure"),
-    Derived("throughput.instances", _instances, "per series and instance: steady rate, steps"),
     Derived("throughput.ranks", _ranks, "the rank of each instance"),
-    Derived("throughput.warmup", _warmup, "how long each series takes to warm up"),
-    Derived("throughput.drift", _drift, "first against last third of the steady figures"),
-    Derived("throughput.end_summaries", _end_summaries, "logs without their trainer's summary"),
-    Derived("throughput.job", _job, "the job figure per run, input and metric"),
+    # run-local: each run's rows come from its own rows alone (the throughput functions
+    # group by run first), so a run's context slices the report's table
+    *(Derived(name, fn, doc, per_run=True) for name, fn, doc in (
+        ("throughput.rows", _rows, "the throughput rows without repeats, phased"),
+        ("throughput.summary", _summary, "per series: aggregates over its instances"),
+        ("throughput.series", _series, "the summary with each series' job figure"),
+        ("throughput.instances", _instances, "per series and instance: steady rate, steps"),
+        ("throughput.warmup", _warmup, "how long each series takes to warm up"),
+        ("throughput.drift", _drift, "first against last third of the steady figures"),
+        ("throughput.end_summaries", _end_summaries, "logs without their trainer's summary"),
+        ("throughput.job", _job, "the job figure per run, input and metric"),
+    )),
 )
