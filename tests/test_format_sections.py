@@ -201,7 +201,7 @@ def test_a_broken_sections_module_costs_only_its_format(tmp_path, monkeypatch, c
 
 
 #: a format package's modules that belong to the report; the others parse
-REPORT_MODULES = ("sections", "terminal", "figures")
+REPORT_MODULES = ("sections", "terminal", "figures", "compare")   # the report side
 
 
 def _imports(path: Path, package: str) -> set[str]:
