@@ -310,7 +310,9 @@ FINDINGS = register_table(Table(
 #: dtype or meaning (a unit, a time base): ``open`` refuses a directory written with another
 #: version, with an error that says so. Adding a table or a column at the end of one does not
 #: need a bump (a saved table keeps the columns it was written with).
-SCHEMA_VERSION = 1
+#: 2: one time unit per kind of column (totals in s, events and timestamps in µs; the
+#: mpiP, DeepSpeed comms, NCCL and MLLOG columns that were in ms renamed)
+SCHEMA_VERSION = 2
 
 #: each schema dtype's Arrow type, by name (pyarrow is imported only when asked for one)
 _ARROW_TYPES = {
