@@ -23,9 +23,11 @@ The flow, for the sources :func:`dptrace.sources.expand` found (see docs/archite
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -45,6 +47,8 @@ ProgressFn = Callable[[Source, int, int], None]
 #: saying so (one parse is not interrupted: a watchdog thread cannot stop C code, and a
 #: process per input costs more than most inputs take)
 SLOW_INPUT_S = 30.0
+#: the cyclic garbage collector's first threshold while a load runs (Python's: 700)
+LOAD_GC_THRESHOLD = 100_000
 
 
 @dataclass
@@ -68,6 +72,36 @@ def load_sources(sources: list[Source], problems: list[Problem],
     and ``origins`` (from :func:`dptrace.api.expand_arguments`) group the sources into runs;
     without them each source is its own argument (files sharing a job id still make one
     run). ``executor``: see :func:`dptrace.load`."""
+    with _fewer_collections():
+        return _load_sources(sources, problems, format, progress=progress,
+                             arguments=arguments, origins=origins, executor=executor)
+
+
+@contextlib.contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Python's cyclic garbage collector collected less often while a load runs (its first
+    threshold raised to :data:`LOAD_GC_THRESHOLD`, then restored). A load keeps a few
+    objects per source for its whole length (the source, what its reader and the loader
+    say of it) and makes almost no cycles: with the default threshold, the collector walked
+    those thousands of objects again and again (a full collection per load of 4096 rank
+    files, 8% of its time). Cycles are still collected, every 100,000 allocations."""
+    old = gc.get_threshold()
+    if not gc.isenabled() or old[0] == 0 or old[0] >= LOAD_GC_THRESHOLD:
+        yield
+        return
+    gc.set_threshold(LOAD_GC_THRESHOLD, *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
+def _load_sources(sources: list[Source], problems: list[Problem],
+                  format: str | registry.Parser | None = None, *,
+                  progress: ProgressFn | None = None,
+                  arguments: Sequence[runs.Argument] | None = None,
+                  origins: Sequence[int] | None = None,
+                  executor: ExecutorArg = None) -> Dataset:
     forced = (registry.get(format) if isinstance(format, str) and format != "auto"
               else format if isinstance(format, registry.Parser) else None)
     pool = resolve(executor)
