@@ -136,3 +136,23 @@ def test_int64_columns_are_made_from_the_parts_whole_numbers():
     assert read._int64([np.array([1.5])]) is None           # a fraction: the schema's rule
     assert read._int64([np.array([2.0 ** 63])]) is None     # beyond int64
     assert read._int64([np.array([np.inf])]) is None
+
+
+def test_the_collector_runs_less_often_during_a_load_and_as_before_after(job, monkeypatch):
+    import gc
+
+    from dptrace import loader
+
+    before = gc.get_threshold()
+    seen = []
+    dptrace.load(job, progress=lambda src, i, n: seen.append(gc.get_threshold()[0]))
+    assert seen and set(seen) == {max(before[0], loader.LOAD_GC_THRESHOLD)}
+    assert gc.get_threshold() == before
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("runs step failed")
+
+    monkeypatch.setattr(loader, "_with_runs", fail)
+    with pytest.raises(RuntimeError):   # restored when the load fails too
+        dptrace.load(job)
+    assert gc.get_threshold() == before
