@@ -5,9 +5,39 @@ skipped as torn or cut, named one by one up to :data:`MAX_NOTED` and the rest co
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from ..errors import Problem
+
+#: what a reader guesses when a trace ends inside a record, in the texts that say it
+_GUESSES = ("(the job was probably killed while the profiler wrote it)",
+            "the job was probably killed while writing the timeline",
+            "the job was probably killed")
+#: what the content's source says instead (:meth:`dptrace.sources.Source.cut_short`)
+_CAUSES = {
+    "limit": "the content stopped at the decompression limit (--max-decompressed)",
+    "damage": "the compressed file is truncated or corrupt",
+    "memory": "the content stopped where memory ran out",
+}
+
+
+def explain_cut(cause: str | None, problems: list[Problem]) -> list[Problem]:
+    """``problems`` with a reader's guess at why a trace ends inside a record (a job killed
+    while writing) replaced by the known cause, when the source knows one (``cause``:
+    ``Source.cut_short()``: the decompression limit, a damaged compressed stream)."""
+    text = _CAUSES.get(cause or "")
+    if text is None:
+        return problems
+    out = []
+    for p in problems:
+        msg = p.message
+        for guess in _GUESSES:
+            if guess in msg:
+                msg = msg.replace(guess, f"({text})" if guess.startswith("(") else text)
+                break
+        out.append(p if msg == p.message else replace(p, message=msg))
+    return out
 
 #: a value at or beyond this does not fit an Int64 column
 INT64 = 2 ** 63

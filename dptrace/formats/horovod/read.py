@@ -52,6 +52,7 @@ from ...errors import Problem
 from ...executor import Executor
 from ...registry import ParseResult
 from ...sources import Source
+from .._problems import explain_cut
 from . import OBJECT_TRACE as _OBJECT_TRACE
 from . import STARTS_LIKE_EVENTS as _STARTS_LIKE_EVENTS
 from .build import Events, Stack, X
@@ -84,6 +85,14 @@ HOROVOD_NAMES = re.compile(r"NEGOTIATE_|CYCLE_START$|(ALLREDUCE|ALLGATHER|BROADC
 
 
 def parse(source: Source, *, executor: Executor | None = None) -> ParseResult:
+    """Parse one timeline (see the module text); a timeline cut by the decompression limit
+    (or a damaged .gz) says so instead of guessing a killed job."""
+    result = _parse(source, executor=executor)
+    result.problems = explain_cut(source.cut_short(), result.problems)
+    return result
+
+
+def _parse(source: Source, *, executor: Executor | None = None) -> ParseResult:
     """Parse one Horovod timeline into the hvd_* tables (a large plain file in byte ranges
     on ``executor``'s workers, :func:`.decode.decode_file`)."""
     head = source.head(1 << 16)

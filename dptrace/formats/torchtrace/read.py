@@ -54,6 +54,7 @@ from ...numbers import (
 from ...registry import CRASH, ParseResult, SourceReport
 from ...sources import Source
 from .. import _chrome
+from .._problems import explain_cut
 from .tables import TORCH_EVENTS, TORCH_TRACES
 
 #: the start of the events array, searched for in the first :data:`MAX_PREFIX` bytes
@@ -454,6 +455,14 @@ def _meta_loose(text: bytes) -> dict[str, Any]:
 
 
 def parse(source: Source) -> ParseResult:
+    """Parse one profiler trace into ``torch_events`` and ``torch_traces``; a trace cut by
+    the decompression limit (or a damaged .gz) says so instead of guessing a killed job."""
+    result = _parse(source)
+    result.problems = explain_cut(source.cut_short(), result.problems)
+    return result
+
+
+def _parse(source: Source) -> ParseResult:
     """Parse one PyTorch profiler trace into ``torch_events`` and ``torch_traces``."""
     name = source.name
     problems: list[Problem] = []
