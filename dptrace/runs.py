@@ -601,6 +601,17 @@ def set_world(row: dict[str, object], n: object, why: str) -> None:
     row["world_size"], row["world_size_from"] = count, why
 
 
+def set_world_of(row: dict[str, object], sizes: Sequence[object], why: str,
+                 disagree: str, unit: str = "ranks") -> None:
+    """The world size a run's inputs of one kind state: the one size when they agree
+    (``why``), else, when nothing stated one before, that they disagree
+    (``"<disagree> (4, 8 ranks)"``)."""
+    if len(sizes) == 1:
+        set_world(row, sizes[0], why)
+    elif sizes and row["world_size"] is None:
+        row["world_size_from"] = f"{disagree} ({', '.join(map(str, sizes))} {unit})"
+
+
 def _short(n: object) -> str:
     text = str(n)
     return text if len(text) <= 24 else f"{text[:12]}...({len(text)} characters)"

@@ -16,12 +16,8 @@ def _from_mpip(rows: Rows, ranks: pd.DataFrame | None) -> None:
     file name ``<exe>.<ntasks>.<pid>.<k>.mpiP``)."""
     for run, g in runs.per_run(ranks):
         g = g[g["origin"] == "mpip_report"]
-        sizes = runs.unique_values(g["nranks"])
-        if len(sizes) == 1:
-            runs.set_world(rows[run], sizes[0], "mpiP report tasks")
-        elif sizes and rows[run]["world_size"] is None:
-            rows[run]["world_size_from"] = ("mpiP reports disagree ("
-                                            + ", ".join(map(str, sizes)) + " tasks)")
+        runs.set_world_of(rows[run], runs.unique_values(g["nranks"]), "mpiP report tasks",
+                          "mpiP reports disagree", "tasks")
 
 
 def _step(rows: Rows, tables: Mapping[str, pd.DataFrame]) -> None:

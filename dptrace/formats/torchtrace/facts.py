@@ -14,12 +14,8 @@ from ...runs import Facts, Rows, register_facts
 def _from_torchtrace(rows: Rows, traces: pd.DataFrame | None) -> None:
     """PyTorch profiler traces: distributedInfo.world_size, when the run's traces agree."""
     for run, g in runs.per_run(traces):
-        sizes = runs.unique_values(g["world_size"])
-        if len(sizes) == 1:
-            runs.set_world(rows[run], sizes[0], "PyTorch profiler distributedInfo")
-        elif sizes and rows[run]["world_size"] is None:
-            rows[run]["world_size_from"] = ("PyTorch profiler traces disagree ("
-                                            + ", ".join(map(str, sizes)) + " ranks)")
+        runs.set_world_of(rows[run], runs.unique_values(g["world_size"]),
+                          "PyTorch profiler distributedInfo", "PyTorch profiler traces disagree")
 
 
 def _step(rows: Rows, tables: Mapping[str, pd.DataFrame]) -> None:
