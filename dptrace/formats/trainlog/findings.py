@@ -34,7 +34,7 @@ CROSS_SOURCES: int = 2
 
 #: throughput: the last third of an instance's steady steps slower than the first third by
 #: more than this fraction (median against median) is a drift. Real logs drift by -5% to
-#: +4% (tests/test_findings_rules15.py): noise stays well below
+#: +4% (tests/test_findings_comm_drift_world.py): noise stays well below
 DRIFT_FRACTION: float = 0.10
 
 #: throughput: an instance needs this many steady (after warm-up) figures to judge a drift
