@@ -7,6 +7,7 @@ analysis all ask it, so it sits below them all.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 #: the suffixes of compressed inputs (decoded by :mod:`dptrace.sources`)
 COMPRESSED = (".gz", ".bz2", ".xz")
@@ -19,6 +20,7 @@ _MPIRUN_DIR = re.compile(r"(?:^|/)\d+/rank\.(\d{1,6})/(?:stdout|stderr)$")
 _RANK_NAME = re.compile(r"(?:^|[_.-])rank[_.-]?(\d{1,6})(?=[_.-]|$)", re.IGNORECASE)
 
 
+@lru_cache(maxsize=1 << 16)   # asked 2-3 times per source (runs, jobs, the readers)
 def rank_of_path(path: str) -> tuple[int, str] | None:
     """(rank, the directory holding all ranks' files) of a per-rank log file's path, else
     None: ``run/attempt_0/3/stdout.log`` -> (3, "run"); ``out/1/rank.03/stdout`` -> (3,

@@ -32,6 +32,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -118,6 +119,7 @@ def given_twice(sources: Sequence[Source], origins: Sequence[int],
     return out
 
 
+@lru_cache(maxsize=1 << 16)   # asked 2-3 times per source by assign and runs_table
 def job_id(name: str) -> tuple[str | None, str | None]:
     """(job id, launcher) that a file's name gives: ``slurm-123.out`` -> ("123", "srun")."""
     base = os.path.basename(name)
