@@ -1,0 +1,210 @@
+"""dptrace.fleet.engines: one function over many tasks on serial, processes and Dask engines
+(issue 33, item 3). Every engine gives the same results; a task's failure, death or timeout
+is that task's result, never the run's."""
+
+from __future__ import annotations
+
+import ctypes
+import faulthandler
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from dptrace.fleet import engines
+from dptrace.fleet.engines import WorkerDied, run_tasks
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+#: real job folders of three formats (mpitrace rank files, a straggler's per-rank logs, an
+#: NCCL log, a Horovod timeline, a training log)
+FOLDERS = [
+    FIXTURES / "mpitrace" / "mlprof_polaris2n_horovod",
+    FIXTURES / "mpitrace" / "alcfws_theta_knl32",
+    FIXTURES / "straggler" / "delayed_r2",
+    FIXTURES / "straggler" / "balanced",
+    FIXTURES / "nccl" / "tflogs_4rank_j8_rank.0_stderr.log",
+    FIXTURES / "horovod" / "andrewor14_horovod_timeline_2019_4rank.json",
+    FIXTURES / "trainlog" / "bigscience_hf_ds_gpt2_n16_bs4.out",
+]
+
+
+# --- task functions (module level: picklable, importable by a spawned worker) ---------------
+
+def square(x: int) -> int:
+    return x * x
+
+
+def fail_on_3(x: int) -> int:
+    if x == 3:
+        raise ValueError(f"task {x} fails")
+    return x
+
+
+def sleep_on_1(x: int) -> int:
+    if x == 1:
+        time.sleep(60)
+    return x
+
+
+def die_on_2(x: int) -> int:
+    if x == 2:
+        os.kill(os.getpid(), signal.SIGKILL)   # as the OOM killer does
+    return x
+
+
+def segfault_on_2(x: int) -> int:
+    if x == 2:
+        faulthandler.disable()   # pytest's handler would print this worker's stack
+        ctypes.string_at(0)   # a read of address 0: SIGSEGV
+    return x
+
+
+def exit_on_2(x: int) -> int:
+    if x == 2:
+        os._exit(7)
+    return x
+
+
+class Unpicklable(Exception):
+    def __init__(self, a: int, b: int) -> None:   # pickles, but unpickling calls __init__(msg)
+        super().__init__(f"{a}/{b}")
+
+
+def raise_unpicklable(x: int) -> int:
+    raise Unpicklable(x, x)
+
+
+def summary(path: str) -> tuple:
+    """A small summary of one job folder parsed in the task: rows per table, runs and their
+    world sizes, problems (``executor="serial"``: a task never starts a pool of its own)."""
+    import pandas as pd
+
+    import dptrace
+    ds = dptrace.load(path, executor="serial")
+    runs = ds.runs
+    worlds = [None if pd.isna(w) else int(w) for w in runs["world_size"]]   # NA: not stated
+    return (tuple(sorted((name, len(frame)) for name, frame in ds.items())),
+            tuple(zip(runs["run"].astype(str), worlds)),
+            len(ds.problems))
+
+
+def by_task(pairs) -> dict:
+    """Results by task; exceptions as (type, message) so that engines compare equal."""
+    out = {}
+    for task, result in pairs:
+        assert task not in out, f"task {task!r} came back twice"
+        out[task] = (type(result), str(result)) if isinstance(result, BaseException) else result
+    return out
+
+
+# --- serial and processes ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("engine", ["serial", "processes", "auto"])
+def test_pure_function_same_on_every_local_engine(engine: str) -> None:
+    got = by_task(run_tasks(square, range(50), engine=engine, workers=2))
+    assert got == {x: x * x for x in range(50)}
+
+
+def test_processes_yields_as_tasks_complete() -> None:
+    """A slow first task does not hold back the quick ones behind it."""
+    order = [task for task, _ in run_tasks(time.sleep, [1.0, 0.0, 0.0, 0.0],
+                                           engine="processes", workers=2)]
+    assert order[-1] == 1.0
+    assert sorted(order) == [0.0, 0.0, 0.0, 1.0]
+
+
+@pytest.mark.parametrize("engine", ["serial", "processes"])
+def test_failure_is_the_tasks_result(engine: str) -> None:
+    got = dict(run_tasks(fail_on_3, range(6), engine=engine, workers=2))
+    assert isinstance(got[3], ValueError) and str(got[3]) == "task 3 fails"
+    assert {k: v for k, v in got.items() if k != 3} == {0: 0, 1: 1, 2: 2, 4: 4, 5: 5}
+    if engine == "processes":   # the worker's traceback rides along
+        assert "fail_on_3" in str(got[3].__cause__)
+
+
+@pytest.mark.parametrize("engine", ["serial", "processes"])
+def test_timeout_is_the_tasks_result(engine: str) -> None:
+    start = time.monotonic()
+    got = dict(run_tasks(sleep_on_1, range(4), engine=engine, workers=2, timeout=1.0))
+    assert time.monotonic() - start < 15
+    assert isinstance(got[1], TimeoutError)
+    assert {k: v for k, v in got.items() if k != 1} == {0: 0, 2: 2, 3: 3}
+
+
+@pytest.mark.parametrize("fn, words", [(die_on_2, "SIGKILL"), (segfault_on_2, "SIGSEGV"),
+                                       (exit_on_2, "exit code 7")])
+def test_dead_worker_costs_only_its_task(fn, words: str) -> None:
+    got = dict(run_tasks(fn, range(8), engine="processes", workers=2))
+    assert isinstance(got[2], WorkerDied) and words in str(got[2])
+    assert {k: v for k, v in got.items() if k != 2} == {x: x for x in range(8) if x != 2}
+
+
+def test_unpicklable_exception_comes_back_as_text() -> None:
+    (task, result), = run_tasks(raise_unpicklable, [5], engine="processes", workers=2)
+    assert task == 5 and isinstance(result, RuntimeError) and "Unpicklable: 5/5" in str(result)
+
+
+def test_unpicklable_task_is_its_own_failure() -> None:
+    import threading
+    lock = threading.Lock()
+    got = list(run_tasks(id, [1, lock, 2], engine="processes", workers=2))
+    results = {id(t): r for t, r in got}
+    assert isinstance(results[id(lock)], TypeError)
+    assert sorted(r for t, r in got if t is not lock) == sorted([id(1), id(2)])
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver", "fork"])
+def test_processes_on_every_start_method(method: str) -> None:
+    got = by_task(run_tasks(square, range(6), engine="processes", workers=2,
+                            config={"start_method": method}))
+    assert got == {x: x * x for x in range(6)}
+
+
+def test_closing_early_stops_the_workers() -> None:
+    import multiprocessing
+    it = run_tasks(sleep_on_1, range(10), engine="processes", workers=2)
+    next(it)
+    assert multiprocessing.active_children()
+    it.close()
+    assert not [p for p in multiprocessing.active_children()
+                if p.name == "dptrace-fleet-worker"]
+
+
+def test_generator_tasks_and_no_tasks() -> None:
+    assert list(run_tasks(square, iter([]), engine="processes")) == []
+    assert by_task(run_tasks(square, (x for x in range(5)), engine="auto", workers=2)) == {
+        x: x * x for x in range(5)}
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="engine must be one of"):
+        run_tasks(square, [1], engine="threads")
+    with pytest.raises(ValueError, match="workers"):
+        run_tasks(square, [1], engine="processes", workers=0)
+    with pytest.raises(ValueError, match="timeout"):
+        run_tasks(square, [1], timeout=0)
+
+
+def test_real_folders_same_on_serial_and_processes() -> None:
+    tasks = [str(p) for p in FOLDERS]
+    serial = by_task(run_tasks(summary, tasks, engine="serial"))
+    assert not [r for r in serial.values() if isinstance(r, tuple) and isinstance(r[0], type)]
+    # what the inputs state: four rank files of one job, each "Data for MPI rank R of 8";
+    # rank 0's file adds its timing summary of all eight ranks: 4 + 8 rows
+    tables, runs, _ = serial[str(FOLDERS[0])]
+    assert dict(tables)["mpi_ranks"] == 4 + 8
+    assert runs == (("mlprof_polaris2n_horovod", 8),)
+    assert by_task(run_tasks(summary, tasks, engine="processes", workers=2)) == serial
+
+
+def test_engine_config_from_toml(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.toml"
+    path.write_text('[tool.dptrace.fleet.slurm]\nqueue = "gpu"\ncores = 4\n'
+                    '[tool.dptrace.fleet.processes]\nstart_method = "spawn"\ntimeout = 30\n')
+    assert engines.engine_config(path, "slurm") == {"queue": "gpu", "cores": 4}
+    assert engines.engine_config(path, "processes") == {"start_method": "spawn", "timeout": 30}
+    assert engines.engine_config(path, "pbs") == {}
+    assert engines.engine_config({"a": 1}, "slurm") == {"a": 1}
