@@ -87,7 +87,7 @@ def summary(path: str) -> tuple:
     runs = ds.runs
     worlds = [None if pd.isna(w) else int(w) for w in runs["world_size"]]   # NA: not stated
     return (tuple(sorted((name, len(frame)) for name, frame in ds.items())),
-            tuple(zip(runs["run"].astype(str), worlds)),
+            tuple(zip(runs["run"].astype(str), worlds, strict=True)),
             len(ds.problems))
 
 
