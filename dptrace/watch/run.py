@@ -1,0 +1,108 @@
+"""The watch loop: poll the inputs, take a snapshot at most once per interval (less often
+when the analysis costs more than :data:`CPU_SHARE` of a core), stop when every input is
+idle or the Slurm job left the queue."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from .follow import Follower
+from .snapshot import Live, Snapshot, load_baseline
+
+#: the share of one core a snapshot may cost on average: after a snapshot that took T s of
+#: CPU, the next is taken no sooner than T / CPU_SHARE s later (the interval at least)
+CPU_SHARE = 0.08
+#: how often the Slurm queue is asked whether the job still runs (s)
+SLURM_EVERY = 30.0
+
+
+class Watch:
+    """One watch of ``paths`` (see :func:`dptrace.watch.watch`)."""
+
+    def __init__(self, paths: Sequence[str], *, interval: float = 5.0,
+                 idle_exit: float | None = None, baseline: str | None = None,
+                 warmup: float = 0.1, job_id: str | None = None, engine: str = "auto",
+                 thresholds: dict[str, float] | None = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.follower = Follower(paths, engine=engine, clock=clock)
+        self.interval, self.idle_exit = max(0.05, interval), idle_exit
+        self.clock, self.sleep = clock, sleep
+        base = load_baseline(baseline) if baseline else None
+        self.live = Live(base, warmup=warmup, thresholds=thresholds, interval=self.interval)
+        self.started = clock()
+        self.job_id = job_id
+        self._asked = -1e18
+        self._gone = False
+        #: why the watch ended ("idle", "job left the queue"), or None
+        self.ended: str | None = None
+
+    def snapshots(self) -> Iterator[Snapshot]:
+        """A snapshot per refresh, then the final one."""
+        due = self.clock()
+        while True:
+            self.follower.poll()
+            now = self.clock()
+            if now >= due:
+                snap = self.live.snapshot(self.follower, self.started, now=now)
+                yield snap
+                now = self.clock()
+                due = now + max(self.interval, snap.cost_s / CPU_SHARE)
+            self.ended = self._why_end(now)
+            if self.ended:
+                break
+            self.sleep(max(0.0, min(self.interval, due - self.clock())))
+        yield self.final()
+
+    def final(self) -> Snapshot:
+        """The last snapshot: the inputs read to their ends."""
+        self.follower.poll()
+        return self.live.snapshot(self.follower, self.started, final=True, now=self.clock())
+
+    def _why_end(self, now: float) -> str | None:
+        tails = list(self.follower.tails.values())
+        if self.idle_exit is not None and tails and \
+                all(now - t.last_growth >= self.idle_exit for t in tails):
+            return f"every input idle for {self.idle_exit:g} s"
+        job = self.job_id or _job_of(tails)
+        if job and now - self._asked >= SLURM_EVERY:
+            self._asked = now
+            self._gone = slurm_gone(job)
+        if self._gone:
+            return f"Slurm job {job} left the queue"
+        return None
+
+
+def _job_of(tails: list[Any]) -> str | None:
+    from ..runs import job_id
+
+    ids = {job_id(t.name)[0] for t in tails} - {None}
+    ids_srun = {i for i in ids if i}
+    return next(iter(ids_srun)) if len(ids_srun) == 1 else None
+
+
+def slurm_gone(job: str) -> bool:
+    """True when ``squeue`` exists and no longer lists the job (``sacct`` is asked when
+    squeue fails); False when neither command exists or they cannot tell."""
+    if shutil.which("squeue"):
+        try:
+            out = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True,
+                                 text=True, timeout=20, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return False
+        if out.returncode == 0:
+            return not out.stdout.strip()
+    if shutil.which("sacct"):
+        try:
+            out = subprocess.run(["sacct", "-n", "-X", "-j", job, "-o", "State"],
+                                 capture_output=True, text=True, timeout=20, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return False
+        state = out.stdout.strip().split()
+        return bool(state) and state[0] not in ("RUNNING", "PENDING", "REQUEUED", "SUSPENDED",
+                                                "CONFIGURING", "COMPLETING")
+    return False

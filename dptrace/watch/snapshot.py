@@ -1,0 +1,349 @@
+"""Snapshots: the Dataset of what was read so far, built the way ``dptrace.load`` builds it,
+and what the report would say of it now, plus the findings only a live job has.
+
+:func:`dataset` follows the loader's steps (detect, status, settle, conform, runs) with the
+tables of each file's incremental readers in place of a read of the whole file; its tables
+equal those of ``dptrace.load`` on the bytes read (tests/test_watch_replay.py). The
+analysis runs on it through the ordinary context (:class:`dptrace.analyses.Analyses`,
+:func:`dptrace.findings.build`).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from ..dataset import Dataset
+from ..registry import Outcome
+from .follow import Follower, Tail
+
+#: a printer is stopped when it has printed nothing for this many times its usual interval
+#: (and for at least two refresh intervals)
+STOPPED_FACTOR = 10.0
+#: a throughput drop: the recent figure this share below the steady one (or the baseline)
+DROP_SHARE = 0.2
+#: refreshes the recent figure of a drop is taken over
+RECENT_REFRESHES = 3
+
+
+def dataset(follower: Follower, final: bool = False) -> Dataset:
+    """The Dataset of everything read so far (``final``: lines still without a newline read
+    as the files' ends), by the loader's rules."""
+    from .. import loader, memory, schema
+    from ..sources import HEAD_BYTES
+
+    problems = list(follower.expand_problems)
+    frames: dict[str, list[pd.DataFrame]] = {}
+    outcomes: dict[int, Any] = {}
+    launchers: dict[str, str] = {}
+    tails = [follower.tails[k] for k in follower.order if k in follower.tails]
+    for i, tail in enumerate(tails):
+        src = tail.src
+        got = follower.results(tail, final) if src.unreadable is None else None
+        if got is None:
+            chosen = loader._choose(src, None, outcomes, problems, i)
+            if i not in outcomes:
+                outcomes[i] = loader._Outcome(src, "+".join(p.name for p in chosen) or None,
+                                              None, "empty", 0, "not read yet: still written")
+            src.forget()
+            continue
+        if any(fmt in loader._LOGS for fmt, _ in got):
+            seen = _launcher(tail, HEAD_BYTES)
+            if seen:
+                launchers[src.name] = seen
+        used = []
+        for fmt, res in got:
+            problems.extend(res.problems)
+            for name, df in res.tables.items():
+                if len(df):
+                    frames.setdefault(name, []).append(df)
+            used.append((fmt, Outcome(src, res.variant, res.rows, list(res.problems))))
+        outcomes[i] = loader.status(src, used, [p for _, o in used for p in o.problems])
+    tables = {
+        name: schema.conform(parts[0] if len(parts) == 1 else schema.concat(parts),
+                             schema.TABLES[name])
+        if name in schema.TABLES else schema.concat(parts)
+        for name, parts in frames.items()
+    }
+    memory.release(sum(len(df) for df in tables.values()))
+    settle = loader._Settle(problems, None)
+    ordered = [settle(outcomes[i]) for i in range(len(tails))]
+    origins = follower.origins if len(follower.origins) == len(tails) else None
+    return loader._with_runs(tables, loader._sources_frame(ordered),
+                             loader._problems_frame(settle.problems()),
+                             [t.src for t in tails], follower.arguments if origins else None,
+                             origins, launchers)
+
+
+def _launcher(tail: Tail, head_bytes: int) -> str | None:
+    """:func:`dptrace.runs.launcher_in` of the file's head, kept once the head is whole."""
+    from ..runs import launcher_in
+
+    if tail.launcher is not None:
+        return tail.launcher[0]
+    try:
+        with open(tail.src.path, "rb") as fh:
+            head = fh.read(min(head_bytes, tail.offset + len(tail.pending)))
+    except OSError:
+        return None
+    seen = launcher_in(head)
+    if len(head) >= head_bytes:
+        tail.launcher = (seen,)
+    return seen
+
+
+@dataclass
+class Snapshot:
+    """What the report would say now. ``job``: the job figure per run and metric (after
+    warm-up), ``instances``: the per-instance figures of each job figure's series (the
+    straggler marked), ``findings``: the ordinary findings and the live ones, ``files``:
+    how far each input was read."""
+
+    time: float
+    elapsed_s: float
+    files: list[dict[str, Any]]
+    job: list[dict[str, Any]]
+    instances: list[dict[str, Any]]
+    findings: list[dict[str, Any]]
+    notes: list[str]
+    dataset: Dataset | None = field(default=None, repr=False)
+    cost_s: float = 0.0
+    final: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of one refresh (``--jsonl``)."""
+        return {"time": self.time, "elapsed_s": round(self.elapsed_s, 3), "final": self.final,
+                "files": self.files, "job": self.job, "instances": self.instances,
+                "findings": self.findings, "notes": self.notes,
+                "cost_s": round(self.cost_s, 4)}
+
+    def figure(self, metric: str | None = None) -> float | None:
+        """The first job figure (of ``metric``), or None."""
+        for row in self.job:
+            if metric is None or row["metric"] == metric:
+                return row["value"]
+        return None
+
+
+def _num(v: Any) -> Any:
+    if v is None or v is pd.NA:
+        return None
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if hasattr(v, "item"):
+        v = v.item()
+    return v
+
+
+class Live:
+    """What spans snapshots: each printer's rhythm, the job figure's history, the baseline."""
+
+    def __init__(self, baseline: Dataset | None = None, warmup: float = 0.1,
+                 thresholds: dict[str, float] | None = None, interval: float = 5.0,
+                 stopped_factor: float = STOPPED_FACTOR, drop_share: float = DROP_SHARE) -> None:
+        self.warmup, self.thresholds, self.interval = warmup, thresholds or {}, interval
+        self.stopped_factor, self.drop_share = stopped_factor, drop_share
+        self.baseline = _baseline_figures(baseline, warmup) if baseline is not None else {}
+        #: (source, instance) -> [rows seen, wall time of the last new row, gaps]
+        self.printers: dict[tuple[str, str], list[Any]] = {}
+        #: per refresh: {(run, metric): value}
+        self.history: list[dict[tuple[str, str], float]] = []
+        #: per refresh: {(source, instance): (rows, sum of values)} of the job's series
+        self.sums: list[dict[tuple[str, str], tuple[int, float]]] = []
+
+    def snapshot(self, follower: Follower, started: float, final: bool = False,
+                 now: float | None = None) -> Snapshot:
+        from ..analyses import Analyses
+        from ..findings import build as build_findings
+
+        t0 = time.process_time()
+        now = time.monotonic() if now is None else now
+        ds = dataset(follower, final)
+        a = Analyses(ds, {"warmup": self.warmup, "thresholds": self.thresholds})
+        job = _job_rows(a)
+        instances = _instance_rows(a, job)
+        found = build_findings(a)
+        rows = [{"kind": str(r.kind), "severity": str(r.severity), "run": _num(r.run),
+                 "message": str(r.message)} for r in found.itertuples()]
+        rows = self._stopped(ds, now) + self._drop(a, job) + rows
+        for j in job:
+            j["trend"] = [h.get((j["run"], j["metric"])) for h in self.history[-11:]] + \
+                [j["value"]]
+        self.history.append({(j["run"], j["metric"]): j["value"] for j in job})
+        del self.history[:-50]
+        files = [{"file": t.name, "read_bytes": t.read_bytes, "size_bytes": t.size,
+                  "formats": list(t.formats or ()),
+                  "idle_s": round(now - t.last_growth, 1)}
+                 for t in (follower.tails[k] for k in follower.order if k in follower.tails)]
+        return Snapshot(time.time(), now - started, files, job, instances, rows,
+                        list(follower.notes), ds, time.process_time() - t0, final)
+
+    # --- live findings --------------------------------------------------------------------
+
+    def _stopped(self, ds: Dataset, now: float) -> list[dict[str, Any]]:
+        """Printers (an instance of a log, a rank's file) that printed nothing for
+        :data:`STOPPED_FACTOR` times their usual interval, while others still print."""
+        counts: dict[tuple[str, str], int] = {}
+        for name in ("throughput", "train_metrics"):
+            df = ds[name] if name in ds.tables else None
+            if df is None or df.empty:
+                continue
+            inst = df["instance"].astype("object").where(df["instance"].notna(), "")
+            key = df["source"].astype("object").map(str) + "\0" + inst.map(str)
+            for k, n in key.value_counts(sort=False).items():
+                src, _, ins = str(k).partition("\0")
+                counts[(src, ins)] = counts.get((src, ins), 0) + int(n)
+        for key, n in counts.items():
+            seen = self.printers.get(key)
+            if seen is None:
+                self.printers[key] = [n, now, []]
+            elif n > seen[0]:
+                seen[2].append(now - seen[1])
+                del seen[2][:-50]
+                seen[0], seen[1] = n, now
+        out = []
+        recent = [now - s[1] for s in self.printers.values()]
+        for (src, ins), (_, last, gaps) in self.printers.items():
+            if len(gaps) < 2:
+                continue
+            usual = max(statistics.median(gaps), 1e-3)
+            quiet = now - last
+            others = sum(1 for q in recent if q < max(usual * 2, 2 * self.interval))
+            if quiet >= self.stopped_factor * usual and quiet >= 2 * self.interval and others:
+                who = _who(src, ins)
+                out.append({"kind": "live_stopped_printing", "severity": "warning", "run": None,
+                            "message": f"{who} has printed nothing for {_dur(quiet)}; it "
+                                       f"printed every {_dur(usual)}"})
+        return out
+
+    def _drop(self, a: Any, job: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A throughput drop: the figure of the last refreshes against the run's steady
+        figure so far, or against the baseline's."""
+        out = []
+        recent = _recent_rates(a, job)
+        self.sums.append(recent)
+        if len(self.sums) > RECENT_REFRESHES:
+            old = self.sums[-1 - RECENT_REFRESHES]
+            for j in job:
+                key = (j["source"] or "", j["metric"])
+                now_n, now_s = recent.get(key, (0, 0.0))
+                was_n, was_s = old.get(key, (0, 0.0))
+                if now_n - was_n < 3 or not j["value"]:
+                    continue
+                mean = (now_s - was_s) / (now_n - was_n)
+                steady = j["per_row"]
+                if steady and mean < (1 - self.drop_share) * steady:
+                    out.append({"kind": "live_throughput_drop", "severity": "warning",
+                                "run": j["run"], "message":
+                                f"{j['metric']} fell to {mean / steady:.0%} of the run's steady "
+                                f"figure over the last {RECENT_REFRESHES} refreshes "
+                                f"({mean:,.4g} per row against {steady:,.4g})"})
+        for j in job:
+            base = self.baseline.get(j["metric"])
+            if base and j["value"] is not None and j["value"] < (1 - self.drop_share) * base:
+                out.append({"kind": "live_below_baseline", "severity": "warning",
+                            "run": j["run"], "message":
+                            f"{j['metric']} = {j['value']:,.4g}: {j['value'] / base:.0%} of "
+                            f"the baseline's {base:,.4g}"})
+        return out
+
+
+def _who(source: str, instance: str) -> str:
+    from ..names import rank_of_path
+
+    if instance:
+        return f"instance {instance} of {source}"
+    rank = rank_of_path(source)
+    return f"rank {rank[0]} ({source})" if rank is not None else source
+
+
+def _dur(s: float) -> str:
+    if s >= 90:
+        return f"{s / 60:.0f} min"
+    return f"{s:.0f} s"
+
+
+def _job_rows(a: Any) -> list[dict[str, Any]]:
+    job = a["throughput.job"]
+    if job is None or job.empty:
+        return []
+    out = []
+    for r in job.itertuples():
+        out.append({"run": _num(r.run), "metric": str(r.metric), "value": _num(r.value),
+                    "how": _num(r.how), "source": _num(r.source), "pattern": _num(r.pattern),
+                    "name": _num(r.name), "scope": _num(r.scope), "per_row": None})
+    inst = a["throughput.instances"]
+    if inst is not None and not inst.empty:
+        for j in out:
+            rows = _series(inst, j)
+            if len(rows):
+                j["per_row"] = _num(float(rows["value"].median()))
+    return out
+
+
+def _series(df: pd.DataFrame, j: dict[str, Any]) -> pd.DataFrame:
+    keep = (df["metric"].astype(str) == j["metric"]) & (df["run"].astype(str) == str(j["run"]))
+    for col in ("source", "pattern", "name"):
+        if j.get(col) is not None and col in df:
+            keep &= df[col].astype(str) == str(j[col])
+    if "phase" in df:
+        keep &= df["phase"].astype(str) == "train"
+    return df[keep]
+
+
+def _instance_rows(a: Any, job: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    inst = a["throughput.instances"]
+    if inst is None or inst.empty:
+        return []
+    out = []
+    for j in job:
+        rows = _series(inst, j)
+        for r in rows.itertuples():
+            out.append({"run": j["run"], "metric": j["metric"], "source": _num(r.source),
+                        "instance": _num(r.instance), "value": _num(r.value),
+                        "rows": _num(r.rows), "straggler": bool(r.straggler)})
+    return out
+
+
+def _recent_rates(a: Any, job: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[int, float]]:
+    """Per job figure's series: (rows, sum of values) of its train rows so far."""
+    rows = a["throughput.rows"]
+    out: dict[tuple[str, str], tuple[int, float]] = {}
+    if rows is None or rows.empty:
+        return out
+    for j in job:
+        s = _series(rows, j)
+        vals = pd.to_numeric(s["value"], errors="coerce").dropna()
+        out[(j["source"] or "", j["metric"])] = (len(vals), float(vals.sum()))
+    return out
+
+
+def _baseline_figures(ds: Dataset, warmup: float) -> dict[str, float]:
+    """The baseline's job figure per metric (its first run's)."""
+    from ..analyses import Analyses
+
+    job = Analyses(ds, {"warmup": warmup})["throughput.job"]
+    out: dict[str, float] = {}
+    if job is None or job.empty:
+        return out
+    for r in job.itertuples():
+        if str(r.metric) not in out and _num(r.value) is not None:
+            out[str(r.metric)] = float(r.value)
+    return out
+
+
+def load_baseline(path: str) -> Dataset:
+    """``--baseline RUN``: a saved Dataset directory (``dptrace export``/``Dataset.save``), or
+    any inputs ``dptrace.load`` reads."""
+    import os
+
+    from .. import api
+
+    if os.path.isdir(path) and os.path.exists(os.path.join(path, "dptrace.json")):
+        return api.open(path)
+    return api.load(path)
