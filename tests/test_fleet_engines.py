@@ -208,3 +208,89 @@ def test_engine_config_from_toml(tmp_path: Path) -> None:
     assert engines.engine_config(path, "processes") == {"start_method": "spawn", "timeout": 30}
     assert engines.engine_config(path, "pbs") == {}
     assert engines.engine_config({"a": 1}, "slurm") == {"a": 1}
+
+
+# --- Dask -------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    """One LocalCluster for this module's Dask tests: 2 worker processes of one thread,
+    one task each at a time (worker-saturation 1.0, as the Dask engines set it); a task whose
+    worker dies is not retried (allowed-failures 0), as on the process pool."""
+    pytest.importorskip("distributed")
+    import logging
+
+    import dask
+    from distributed import LocalCluster
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0,
+                          "distributed.scheduler.worker-saturation": 1.0}):
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=logging.ERROR)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def dask_url(cluster) -> str:
+    return "dask://" + cluster.scheduler_address.removeprefix("tcp://")
+
+
+def test_dask_local_cluster_same_results() -> None:
+    """``engine="dask"`` starts its own LocalCluster, gives what serial gives, closes it."""
+    pytest.importorskip("distributed")
+    got = by_task(run_tasks(fail_on_3, range(20), engine="dask", workers=2))
+    assert got == by_task(run_tasks(fail_on_3, range(20), engine="serial"))
+    assert got[3] == (ValueError, "task 3 fails")
+
+
+def test_dask_existing_scheduler(dask_cluster) -> None:
+    url = dask_url(dask_cluster)
+    assert by_task(run_tasks(square, range(50), engine=url)) == {x: x * x for x in range(50)}
+    got = dict(run_tasks(fail_on_3, range(6), engine=url))
+    assert isinstance(got[3], ValueError) and str(got[3]) == "task 3 fails"
+
+
+def test_dask_timeout_and_dead_worker(dask_cluster) -> None:
+    url = dask_url(dask_cluster)
+    got = dict(run_tasks(sleep_on_1, range(4), engine=url, timeout=1.0))
+    assert isinstance(got[1], TimeoutError)
+    assert {k: v for k, v in got.items() if k != 1} == {0: 0, 2: 2, 3: 3}
+    from distributed import KilledWorker
+    got = dict(run_tasks(die_on_2, range(6), engine=url))
+    assert isinstance(got[2], KilledWorker)
+    assert {k: v for k, v in got.items() if k != 2} == {x: x for x in range(6) if x != 2}
+
+
+def test_dask_real_folders_same_as_serial(dask_cluster) -> None:
+    tasks = [str(p) for p in FOLDERS]
+    serial = by_task(run_tasks(summary, tasks, engine="serial"))
+    assert by_task(run_tasks(summary, tasks, engine=dask_url(dask_cluster))) == serial
+
+
+def test_dask_executor_maps_in_order(dask_cluster) -> None:
+    from distributed import Client
+
+    from dptrace.fleet.engines import DaskExecutor
+    with Client(dask_cluster) as client:
+        executor = DaskExecutor(client)
+        assert executor.workers == 2
+        assert list(executor.map(square, range(30))) == [x * x for x in range(30)]
+        assert executor.start(square, 7)() == 49
+        with pytest.raises(ValueError, match="task 3 fails"):
+            list(executor.map(fail_on_3, range(6)))
+
+
+def test_without_distributed_the_error_names_the_extra(monkeypatch) -> None:
+    import builtins
+    real_import = builtins.__import__
+
+    def no_dask(name, *args, **kwargs):
+        if name.split(".")[0] in ("distributed", "dask_jobqueue"):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_dask)
+    for engine in ("dask", "dask://127.0.0.1:8786", "slurm", "pbs"):
+        with pytest.raises(ImportError, match=r"pip install 'dptrace\[dask\]'"):
+            run_tasks(square, [1, 2], engine=engine)
