@@ -294,3 +294,76 @@ def test_without_distributed_the_error_names_the_extra(monkeypatch) -> None:
     for engine in ("dask", "dask://127.0.0.1:8786", "slurm", "pbs"):
         with pytest.raises(ImportError, match=r"pip install 'dptrace\[dask\]'"):
             run_tasks(square, [1, 2], engine=engine)
+
+
+# --- Slurm: the documented config's job script ------------------------------------------------
+
+DOCS = Path(__file__).parent.parent / "docs" / "fleet-engines.md"
+SNAPSHOT = FIXTURES / "fleet" / "slurm_job_script.txt"
+
+
+def documented_block(after: str, lang: str) -> str:
+    """The first ```lang block of docs/fleet-engines.md after the line holding ``after``."""
+    text = DOCS.read_text()
+    start = text.index(f"```{lang}\n", text.index(after)) + len(lang) + 4
+    return text[start:text.index("```", start)]
+
+
+def test_slurm_job_script_of_the_documented_config(tmp_path: Path) -> None:
+    """``SLURMCluster(...).job_script()`` for the TOML of docs/fleet-engines.md, equal to the
+    snapshot (the Python path and the scheduler's address, which vary, normalised) and to the
+    script the docs show."""
+    pytest.importorskip("dask_jobqueue")
+    import re
+    import sys
+
+    from dptrace.fleet import on_dask
+    path = tmp_path / "fleet.toml"
+    path.write_text(documented_block("the snapshot test", "toml"))
+    config = engines.engine_config(path, "slurm")
+    assert config["adapt"] == {"minimum": 0, "maximum": 256} and config["timeout"] == 600
+    # the scheduler listens on this machine's loopback: it has no ib0 (the workers keep it)
+    cluster = on_dask.jobqueue_cluster("slurm", config, scheduler_options={"interface": "lo"})
+    try:
+        script = cluster.job_script()
+    finally:
+        cluster.close()
+    script = script.replace(sys.executable, "PYTHON")
+    script = re.sub(r"tcp://[0-9.]+:\d+", "tcp://SCHEDULER:PORT", script)
+    assert script == SNAPSHOT.read_text()
+    assert script.strip() == documented_block("tested as a snapshot", "sh").strip()
+    # what the config states, line by line
+    for line in ("#SBATCH -p cpu", "#SBATCH -A proj123", "#SBATCH -t 02:00:00",
+                 "#SBATCH --cpus-per-task=32", "#SBATCH --exclusive",
+                 "#SBATCH --constraint=cpu", "module load python/3.11"):
+        assert line in script.splitlines()
+    assert "--nthreads 1 " in script and "--nworkers 32 " in script   # a process per core
+    assert "--local-directory $TMPDIR --interface ib0" in script
+
+
+def test_cluster_kwargs_keep_dask_config_for_what_is_left_out() -> None:
+    pytest.importorskip("dask_jobqueue")
+    import dask
+
+    from dptrace.fleet import on_dask
+    with dask.config.set({"jobqueue.slurm.processes": 4}):
+        assert on_dask.cluster_kwargs("slurm", {"cores": 8, "timeout": 5}) == {"cores": 8}
+    assert on_dask.cluster_kwargs("slurm", {"cores": 8, "job-extra-directives": ["-x"],
+                                            "adapt": {"maximum": 2}}) == {
+        "cores": 8, "processes": 8, "job_extra_directives": ["-x"]}
+
+
+def test_pbs_job_script_from_a_config_section() -> None:
+    pytest.importorskip("dask_jobqueue")
+    from dptrace.fleet import on_dask
+    cluster = on_dask.jobqueue_cluster("pbs", {
+        "queue": "debug", "account": "proj123", "walltime": "01:00:00", "cores": 8,
+        "memory": "32GB", "interface": "lo", "job_extra_directives": ["-l filesystems=home"]})
+    try:
+        lines = cluster.job_script().splitlines()
+    finally:
+        cluster.close()
+    for line in ("#PBS -q debug", "#PBS -A proj123", "#PBS -l walltime=01:00:00",
+                 "#PBS -l filesystems=home"):
+        assert line in lines
+    assert any("--nthreads 1 --memory-limit" in x and "--nworkers 8 " in x for x in lines)
