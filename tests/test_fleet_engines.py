@@ -281,6 +281,55 @@ def test_dask_executor_maps_in_order(dask_cluster) -> None:
             list(executor.map(fail_on_3, range(6)))
 
 
+class CountingExecutor:
+    """An executor that counts the pieces mapped through it (the load really split)."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.pieces = inner, 0
+
+    @property
+    def workers(self) -> int:
+        return self.inner.workers
+
+    def map(self, fn, items):
+        items = list(items)
+        self.pieces += len(items)
+        return self.inner.map(fn, items)
+
+
+#: real inputs whose reader splits a plain file into self-contained pieces, and the module
+#: whose size thresholds decide the split (lowered here so that a fixture splits)
+SPLIT_INPUTS = [
+    pytest.param(FIXTURES / "horovod" / "andrewor14_horovod_timeline_2019_4rank.json",
+                 "dptrace.formats._chrome", id="horovod"),
+]
+
+
+@pytest.mark.parametrize("path, module", SPLIT_INPUTS)
+def test_dask_executor_splits_one_real_input(dask_cluster, monkeypatch, path, module) -> None:
+    """``dptrace.load(path, executor=DaskExecutor(client))``: the reader's pieces of one
+    input run on the Dask workers, and the tables equal a serial load's."""
+    import importlib
+
+    import pandas as pd
+    from distributed import Client
+
+    import dptrace
+    from dptrace.fleet.engines import DaskExecutor
+    reader = importlib.import_module(module)
+    monkeypatch.setattr(reader, "PARALLEL_BYTES", 1 << 16)
+    if hasattr(reader, "RANGE_BYTES"):
+        monkeypatch.setattr(reader, "RANGE_BYTES", 1 << 18)
+    serial = dptrace.load(str(path), executor="serial")
+    with Client(dask_cluster) as client:
+        executor = CountingExecutor(DaskExecutor(client))
+        ds = dptrace.load(str(path), executor=executor)
+    assert executor.pieces >= 2
+    assert sorted(ds.keys()) == sorted(serial.keys()) and list(serial.keys())
+    for name, frame in serial.items():
+        pd.testing.assert_frame_equal(ds[name], frame)
+
+
 def test_without_distributed_the_error_names_the_extra(monkeypatch) -> None:
     import builtins
     real_import = builtins.__import__
