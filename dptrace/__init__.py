@@ -47,7 +47,6 @@ _READERS = {f"read_{name}": ".api" for name in _formats.builtin()}
 __all__ = sorted([*_PUBLIC, *_READERS])
 
 if TYPE_CHECKING:  # the names as type checkers and editors see them
-    from .analysis.throughput import throughput_summary as throughput_summary
     from .api import compare as compare
     from .api import findings as findings
     from .api import load as load
@@ -58,6 +57,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from .errors import DptraceError as DptraceError
     from .errors import ParseError as ParseError
     from .errors import UnknownFormatError as UnknownFormatError
+    from .formats.trainlog.throughput import throughput_summary as throughput_summary
     from .reports.model import Report as Report
     from .reports.model import Section as Section
 

@@ -33,7 +33,7 @@ def _short(text: str, most: int = 150) -> str:
 
 def rows() -> list[list[str]]:
     import dptrace
-    from dptrace.analysis import job
+    from dptrace.formats.trainlog import job
 
     expected = json.loads(EXPECTED.read_text())
     out = []

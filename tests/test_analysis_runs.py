@@ -17,12 +17,12 @@ import pandas as pd
 import pytest
 
 import dptrace
-from dptrace.analysis import communication as comm
-from dptrace.analysis import horovod as hv
-from dptrace.analysis import throughput as thr
-from dptrace.analysis import tiles as tl
 from dptrace.analysis.keys import keys, run_first
 from dptrace.dataset import Dataset
+from dptrace.formats.horovod import compute as hv
+from dptrace.formats.mpitrace import communication as comm
+from dptrace.formats.sntilestat import compute as tl
+from dptrace.formats.trainlog import throughput as thr
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 MPI_DIR = FIX / "mpitrace" / "alcfws_theta_knl32"

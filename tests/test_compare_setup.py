@@ -13,8 +13,8 @@ import pytest
 
 import dptrace
 from dptrace.analysis import compare as cmp
-from dptrace.analysis import nccl
 from dptrace.cli import main
+from dptrace.formats.nccl import compute as nccl
 
 HERE = Path(__file__).resolve().parent
 FIX = HERE / "fixtures" / "compare_setup"

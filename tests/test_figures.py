@@ -6,10 +6,10 @@ import pandas as pd
 import pytest
 
 import dptrace
-from dptrace.analysis import communication as comm
-from dptrace.analysis import throughput as thr
+from dptrace.formats.mpitrace import communication as comm
 from dptrace.formats.mpitrace.figures import message_size_histogram, rank_share
 from dptrace.formats.sntilestat.figures import tile_heatmap
+from dptrace.formats.trainlog import throughput as thr
 from dptrace.formats.trainlog.figures import step_series, throughput_bars, throughput_figures
 from dptrace.reports.figures import esc
 

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 
 import dptrace
-from dptrace.analysis import tiles as tl
-from dptrace.analysis.tiles import instance_numbers
 from dptrace.formats.horovod import figures as fh
 from dptrace.formats.horovod.sections import build as horovod_section
+from dptrace.formats.sntilestat import compute as tl
+from dptrace.formats.sntilestat.compute import instance_numbers
 from dptrace.formats.sntilestat.figures import exec_over_time
 
 FIX = Path(__file__).parent / "fixtures"

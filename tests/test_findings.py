@@ -26,16 +26,16 @@ from rich.console import Console
 
 import dptrace
 from dptrace import schema
-from dptrace.analysis import communication as comm
-from dptrace.analysis import horovod as hv
-from dptrace.analysis import job
-from dptrace.analysis import throughput as thr
-from dptrace.analysis import tiles as tl
 from dptrace.findings import Finding, build, frame, rules
+from dptrace.formats.horovod import compute as hv
 from dptrace.formats.horovod import findings as horovod_findings
+from dptrace.formats.mpitrace import communication as comm
 from dptrace.formats.mpitrace import findings as mpitrace_findings
+from dptrace.formats.sntilestat import compute as tl
 from dptrace.formats.sntilestat import findings as sntilestat_findings
 from dptrace.formats.trainlog import findings as trainlog_findings
+from dptrace.formats.trainlog import job
+from dptrace.formats.trainlog import throughput as thr
 from dptrace.reports.model import Section
 from dptrace.reports.sections.findings import build as findings_section
 from dptrace.reports.terminal.findings import draw_findings as draw

@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 
 import dptrace
-from dptrace.analysis import communication as comm
-from dptrace.analysis import job
-from dptrace.analysis import throughput as thr
+from dptrace.formats.mpitrace import communication as comm
 from dptrace.formats.mpitrace import findings as mpitrace_findings
 from dptrace.formats.trainlog import findings as trainlog_findings
+from dptrace.formats.trainlog import job
+from dptrace.formats.trainlog import throughput as thr
 from dptrace.reports.evidence import first, locate
 
 FIX = Path(__file__).parent / "fixtures"

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 import dptrace
-from dptrace.analysis import throughput as thr
 from dptrace.formats.mpitrace import findings as mpitrace_findings
 from dptrace.formats.trainlog import findings as trainlog_findings
+from dptrace.formats.trainlog import throughput as thr
 
 FIX = Path(__file__).parent / "fixtures"
 REAL = Path(__file__).resolve().parents[2] / "shared" / "realdata"

@@ -20,8 +20,8 @@ import pandas as pd
 import pytest
 
 import dptrace
-from dptrace.analysis import horovod as hv
 from dptrace.findings import build
+from dptrace.formats.horovod import compute as hv
 from dptrace.formats.horovod import findings as horovod_findings
 
 HERE = Path(__file__).resolve().parent

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import dptrace
-from dptrace.analysis import horovod as hv
+from dptrace.formats.horovod import compute as hv
 
 FIX = Path(__file__).parent / "fixtures" / "horovod"
 

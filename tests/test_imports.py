@@ -87,7 +87,7 @@ def test_the_walk_sees_every_layer():
                      "dptrace.reports.fmt", "dptrace.reports.sections.inputs",
                      "dptrace.reports.terminal.inputs", "dptrace.formats.sntilestat.sections",
                      "dptrace.formats.sntilestat.terminal", "dptrace.formats.sntilestat.figures",
-                     "dptrace.analysis.tiles"):
+                     "dptrace.formats.sntilestat.compute"):
         assert expected in names
     assert len(names) > 40
 

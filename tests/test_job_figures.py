@@ -5,7 +5,7 @@
 and the logs made by the real tools in ``tests/fixtures/trainlog/generated``, what a reader
 finds in the log by hand (without dptrace): the runs it holds, each run's world size and,
 per metric, the job figure with the lines it comes from (``evidence``). This test loads each
-one as a user would and compares dptrace's job table (:func:`dptrace.analysis.job.job_figures`,
+one as a user would and compares dptrace's job table (:func:`dptrace.formats.trainlog.job.job_figures`,
 the first table of the report's Throughput section) with it.
 """
 
@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 import dptrace
-from dptrace.analysis import job
+from dptrace.formats.trainlog import job
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPECTED = json.loads((ROOT / "tests/fixtures/job_figures.json").read_text())

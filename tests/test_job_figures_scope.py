@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 import dptrace
-from dptrace.analysis import job
 from dptrace.formats.trainlog import findings as trainlog_findings
-from dptrace.formats.trainlog import rules, terminal
+from dptrace.formats.trainlog import job, rules, terminal
 
 ROOT = Path(__file__).resolve().parent.parent
 DDP = ROOT / "tests/fixtures/trainlog/generated/ddp_benchmark_num_gpus/train.log"

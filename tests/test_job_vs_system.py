@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import dptrace
-from dptrace.analysis import nccltests as nt
+from dptrace.formats.nccltests import compute as nt
 from dptrace.reports.evidence import first, locate
 
 HERE = Path(__file__).parent

@@ -1,6 +1,6 @@
 """MLPerf :::MLLOG lines (dptrace.formats.mllog) on real MLPerf training results, checked
 against the files' own text (tests/fixtures/mllog, PROVENANCE.tsv there; the other scales in
-../shared/realdata/scaling), what the section derives (dptrace.analysis.mllog), the runs
+../shared/realdata/scaling), what the section derives (dptrace.formats.mllog.compute), the runs
 table, and damaged copies: problems naming file and line, never other numbers."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import dptrace
-from dptrace.analysis import mllog as ml
+from dptrace.formats.mllog import compute as ml
 from dptrace.formats.mllog import read, sniff
 from dptrace.registry import detect_all
 from dptrace.sources import Source

@@ -13,9 +13,10 @@ import pandas as pd
 import pytest
 
 import dptrace
-from dptrace.analysis import job, scaling
-from dptrace.analysis import mllog as ml
+from dptrace.analysis import scaling
+from dptrace.formats.mllog import compute as ml
 from dptrace.formats.mllog import read
+from dptrace.formats.trainlog import job
 
 HERE = Path(__file__).parent
 BERT1 = HERE / "fixtures" / "mllog" / "mlperf1.0_nv_bert_pytorch_n1_8gpu.txt"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import dptrace
-from dptrace.analysis import communication as comm
+from dptrace.formats.mpitrace import communication as comm
 
 FIX = Path(__file__).parent / "fixtures" / "mpitrace"
 

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 import dptrace
-from dptrace.analysis import tiles as tl
 from dptrace.cli import main
+from dptrace.formats.sntilestat import compute as tl
 
 FIX = Path(__file__).parent / "fixtures" / "sntilestat"
 

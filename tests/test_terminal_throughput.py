@@ -17,9 +17,9 @@ import pytest
 from rich.console import Console
 
 import dptrace
-from dptrace.analysis import throughput as thr
 from dptrace.formats.trainlog import rules
 from dptrace.formats.trainlog import terminal as terminal_throughput
+from dptrace.formats.trainlog import throughput as thr
 from dptrace.reports import model, terminal
 from dptrace.reports.json_report import to_dict
 

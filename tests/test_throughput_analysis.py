@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from dptrace import schema
-from dptrace.analysis.throughput import mark_warmup, per_instance, throughput_summary
 from dptrace.formats.trainlog.tables import THROUGHPUT
+from dptrace.formats.trainlog.throughput import mark_warmup, per_instance, throughput_summary
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:

@@ -16,8 +16,8 @@ import pytest
 
 import dptrace
 from dptrace import registry
-from dptrace.analysis import torchtrace as tt
 from dptrace.findings import build
+from dptrace.formats.torchtrace import compute as tt
 from dptrace.formats.torchtrace.read import collective_of
 from dptrace.sources import Source
 

@@ -116,7 +116,7 @@ def test_hf_dict_printed_by_every_rank_is_not_summed(tmp_path):
     assert tp["repeat"].tolist() == [False, True, True, True]  # copies of one figure
     s = dptrace.throughput_summary(tp)
     assert s["job_value"].item() == pytest.approx(1.196)
-    from dptrace.analysis import job
+    from dptrace.formats.trainlog import job
     j = job.job_figures(tp, ds.runs)
     assert j["value"].item() == pytest.approx(1.196) and j["how"].item() == "printed_global"
 

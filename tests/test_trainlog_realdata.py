@@ -273,7 +273,7 @@ class TestSeed003:
 
 
 def _summary_fn():
-    from dptrace.analysis import throughput as mod
+    from dptrace.formats.trainlog import throughput as mod
 
     return getattr(mod, "summarize", None) or mod.throughput_summary
 
@@ -299,7 +299,7 @@ class TestSeed003Summary:
         # the job figure is the mean over the instances, as SambaNova's docs compute it
         # (L79: 'The throughput is calculated by averaging the `e2e samples_per_sec` over
         # the different instances'); analysis.job, through the report's summary
-        from dptrace.analysis import job
+        from dptrace.formats.trainlog import job
         s = job.series_figures(_summary_fn()(tp(SEED)), tp(SEED))
         row = s[s["pattern"].astype(str) == "sambaflow"].iloc[0]
         assert row["job_value"] == approx(659.7926344576853)

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 import dptrace
-from dptrace.analysis import job
-from dptrace.formats.trainlog import instances
+from dptrace.formats.trainlog import instances, job
 
 ROOT = Path(__file__).resolve().parent.parent
 DSCHAT = ROOT / "tests/fixtures/trainlog/dschat_step3_opt1.3b_critic350m_gbs64.log"

@@ -289,7 +289,7 @@ def setup(runs: pd.DataFrame, nccl_settings: pd.DataFrame | None,
     lines does not state: ``not stated`` there, since NCCL prints each variable it reads).
 
     ``runs``: the runs table (world size, nodes, launcher); ``nccl_settings``: the long
-    table of :func:`dptrace.analysis.nccl.settings`; ``batches``: the global batch per step
+    table of :func:`dptrace.formats.nccl.compute.settings`; ``batches``: the global batch per step
     (:func:`dptrace.analysis.scaling.global_batch`). Rows: :data:`JOB_ROWS`, then NCCL's, then
     the variables by name; a row no run states is left out."""
     names = list(names or order)

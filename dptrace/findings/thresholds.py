@@ -17,13 +17,13 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ..analysis import communication as comm
+from ..analysis import messages as comm
 
-#: mpitrace: Allreduces up to this size count as small (``analysis.communication.SMALL_BYTES``)
+#: mpitrace: Allreduces up to this size count as small (``analysis.messages.SMALL_BYTES``)
 SMALL_BYTES: int = comm.SMALL_BYTES
 
 #: mpitrace: flag a job when small Allreduces hold more than this share of its MPI time
-#: (``analysis.communication.SMALL_SHARE``, the ``dominated`` column of ``small_messages``)
+#: (``analysis.messages.SMALL_SHARE``, the ``dominated`` column of ``small_messages``)
 SMALL_SHARE: float = comm.SMALL_SHARE
 
 #: mpitrace: ... and only when those Allreduces took at least this many seconds per rank:

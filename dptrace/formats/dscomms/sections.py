@@ -8,10 +8,10 @@ from typing import Any
 
 import pandas as pd
 
-from ...analysis import dscomms as dc
 from ...dataset import Dataset
 from ...reports.model import Section
 from ...reports.registry import SectionSpec, register_section
+from . import compute as dc
 
 
 def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:

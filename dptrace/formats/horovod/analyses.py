@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...analyses import Analyses, Derived, register_derived
-from ...analysis import horovod as hv
+from . import compute as hv
 
 
 def _runs(a: Analyses) -> pd.DataFrame | None:

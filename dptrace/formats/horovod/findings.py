@@ -8,12 +8,12 @@ from typing import Any
 
 import pandas as pd
 
-from ...analysis import horovod as hv
 from ...findings import Finding, ev
 from ...findings import text as tx
 from ...findings import thresholds as th
 from ...findings.rules import Rule, register_rules
 from ...findings.thresholds import Threshold, register_thresholds
+from . import compute as hv
 
 # -- thresholds --------------------------------------------------------------------------------
 
@@ -202,7 +202,7 @@ def negotiation_stragglers(stragglers: pd.DataFrame, runs: pd.DataFrame | None =
                            min_steady: int = NEGOTIATION_MIN_STEADY) -> list[Finding]:
     """Per timeline of ``horovod.stragglers`` (``phase_stragglers``), judged on its steady
     state only (a tensor's second negotiation or later): the rank the others waited for
-    (last to report ready, :data:`~dptrace.analysis.horovod.WAIT_US` or more after the first
+    (last to report ready, :data:`~dptrace.formats.horovod.compute.WAIT_US` or more after the first
     rank) in at least ``share`` of the ``min_steady`` or more compared steady-state
     negotiations, strictly more often than any other rank. Start-up (the broadcasts of the
     initial state, the first step: with Horovod's response cache on, the only negotiations

@@ -13,11 +13,11 @@ import numpy as np
 import pandas as pd
 
 from ... import analyses
-from ...analysis import horovod as hv
 from ...dataset import Dataset
 from ...findings import thresholds as th
 from ...reports.model import Section
 from ...reports.registry import SectionSpec, register_section
+from . import compute as hv
 from . import findings as rules
 
 #: idle gaps kept per timeline file (the longest)

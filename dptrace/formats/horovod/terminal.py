@@ -14,10 +14,10 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ...analysis import horovod as hv
 from ...reports.fit import BAR, KEY, SHORT, TEXT, BarCell, Col, FitTable, common_dir, shorten_left
 from ...reports.fmt import bin_label, human_bytes, human_rate, human_time, missing, pct, span
 from ...reports.model import Section
+from . import compute as hv
 
 #: rows drawn per table in the terminal (all rows are in --json)
 MAX_ACTIVITIES = 14

@@ -13,10 +13,10 @@ from ...runs import Facts, Rows, register_facts
 
 def _from_mllog(rows: Rows, events: pd.DataFrame | None) -> None:
     """Last, when nothing else said it: what an MLPerf log states of its size
-    (:func:`dptrace.analysis.mllog.world_of`: the ranks that printed :::MLLOG lines, the
+    (:func:`dptrace.formats.mllog.compute.world_of`: the ranks that printed :::MLLOG lines, the
     batch sizes, the launcher's lines, the platform) and the N of ``submission_platform``
     ('8xNVIDIA DGX A100': N systems). A number beyond int64 is never read."""
-    from ...analysis.mllog import world_of
+    from .compute import world_of
 
     for run, g in runs.per_run(events):
         world, why, nodes = world_of(g)

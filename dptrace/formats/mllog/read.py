@@ -22,7 +22,7 @@ each with a ``launcher_*`` key, no event type and no time: the command lines tha
 the job's processes (``+ srun --ntasks=64 --ntasks-per-node=8 ...`` as ``set -x`` prints
 it, ``mpirun ... -np 16 ...``) and the variables NVIDIA's MLPerf scripts and Slurm set
 (``DGXNNODES=8``, ``DGXNGPU=8``, ``SLURM_NNODES=2``, ``WORLD_SIZE=16``). They say the job's
-size where the records do not (:func:`dptrace.analysis.mllog.world_of`).
+size where the records do not (:func:`dptrace.formats.mllog.compute.world_of`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The MLPerf section: per log, time to train and its status, epochs, the last evaluation,
-and the throughput by the rule of :mod:`dptrace.analysis.mllog`."""
+and the throughput by the rule of :mod:`dptrace.formats.mllog.compute`."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import pandas as pd
 
-from ...analysis import mllog as ml
 from ...dataset import Dataset
 from ...reports.model import Section
 from ...reports.registry import SectionSpec, register_section
+from . import compute as ml
 
 
 def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:

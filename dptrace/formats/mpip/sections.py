@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...analysis import communication as comm
 from ...dataset import Dataset
 from ...reports.model import Section
 from ...reports.registry import SectionSpec, register_section
+from ..mpitrace import communication as comm
 
 #: callsites listed per job (all are in --json and the exports via mpi_callsites)
 TOP = 10

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...analyses import Analyses, Derived, register_derived
-from ...analysis import communication as comm
+from . import communication as comm
 
 
 def _profiled(a: Analyses) -> bool:

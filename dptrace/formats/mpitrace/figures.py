@@ -10,9 +10,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ...analysis import communication as comm
 from ...reports.figures import BAR, COLORS, MAX, MEDIAN, MIN, build_all, drawable, esc, layout
 from ...reports.fmt import bin_label
+from . import communication as comm
 
 #: jobs drawn per figure kind; the rest are in the tables and exports
 MAX_JOBS = 24

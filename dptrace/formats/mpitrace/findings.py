@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...analysis import communication as comm
 from ...findings import Finding, ev
 from ...findings import text as tx
 from ...findings import thresholds as th
 from ...findings.rules import Rule, register_rules
 from ...findings.thresholds import Threshold, register_thresholds
+from . import communication as comm
 
 # -- thresholds --------------------------------------------------------------------------------
 

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ... import analyses
-from ...analysis import communication as comm
 from ...dataset import Dataset
 from ...reports.model import Section
 from ...reports.registry import SectionSpec, register_section
+from . import communication as comm
 
 
 def build_communication(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:

@@ -13,10 +13,10 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ...analysis import communication as comm
 from ...reports.fit import BAR, KEY, TEXT, BarCell, Col, FitTable
 from ...reports.fmt import bin_label, count, human_bytes, human_rate, num, pct
 from ...reports.model import Section
+from . import communication as comm
 
 #: ranks drawn per job before showing only the extremes
 MAX_RANKS = 16

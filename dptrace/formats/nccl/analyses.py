@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...analyses import Analyses, Derived, register_derived
-from ...analysis import nccl as nccl_analysis
+from . import compute as nccl_analysis
 
 
 def _overview(a: Analyses) -> pd.DataFrame | None:

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...analysis import nccl
 from ...dataset import Dataset
 from ...reports.model import Section
 from ...reports.registry import SectionSpec, register_section
+from . import compute as nccl
 
 
 def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...analyses import Analyses, Derived, register_derived
-from ...analysis import nccltests as nt
+from . import compute as nt
 
 
 def _job_vs_system(a: Analyses) -> pd.DataFrame | None:

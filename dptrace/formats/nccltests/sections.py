@@ -9,10 +9,10 @@ from typing import Any
 import pandas as pd
 
 from ... import analyses
-from ...analysis import nccltests as nt
 from ...dataset import Dataset
 from ...reports.model import Section
 from ...reports.registry import SectionSpec, register_section
+from . import compute as nt
 
 
 def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...analyses import Analyses, Derived, register_derived
-from ...analysis import tiles as tl
+from . import compute as tl
 
 
 def _idle(a: Analyses) -> pd.DataFrame | None:

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ...analysis.tiles import instance_numbers, tile_columns
 from ...reports.figures import build_all, drawable, esc, layout
+from .compute import instance_numbers, tile_columns
 
 #: sources drawn; the rest are in the tables and exports
 MAX_SOURCES = 24

@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...analysis import tiles as tl
 from ...findings import Finding, ev
 from ...findings import text as tx
 from ...findings.rules import Rule, register_rules
 from ...findings.thresholds import Threshold, register_thresholds
+from . import compute as tl
 
 # -- thresholds --------------------------------------------------------------------------------
 

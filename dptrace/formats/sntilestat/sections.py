@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ... import analyses
-from ...analysis import tiles as tl
 from ...dataset import Dataset
 from ...reports.model import Section
 from ...reports.registry import SectionSpec, register_section
+from . import compute as tl
 
 
 def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:

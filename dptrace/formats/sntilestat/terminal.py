@@ -11,10 +11,10 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.table import Table
 from rich.text import Text
 
-from ...analysis import tiles as tl
 from ...reports.fit import KEY, TEXT, Col, FitTable
 from ...reports.fmt import percent, text
 from ...reports.model import Section
+from . import compute as tl
 
 #: the instances table, when it does not fit the terminal (see :mod:`dptrace.reports.fit`):
 #: the command wraps down to 16 columns, then these are hidden, first named first; the

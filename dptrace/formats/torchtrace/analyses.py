@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...analyses import Analyses, Derived, register_derived
-from ...analysis import torchtrace as tt
+from . import compute as tt
 
 
 def _ranks(a: Analyses) -> pd.DataFrame | None:

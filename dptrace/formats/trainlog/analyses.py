@@ -7,8 +7,8 @@ from __future__ import annotations
 import pandas as pd
 
 from ...analyses import Analyses, Derived, register_derived
-from ...analysis import job as jobfig
-from ...analysis import throughput as thr
+from . import job as jobfig
+from . import throughput as thr
 
 
 def _rows(a: Analyses) -> pd.DataFrame | None:

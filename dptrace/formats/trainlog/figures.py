@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ...analysis import throughput as thr
 from ...reports.figures import (
     BAR,
     DRAWABLE,
@@ -28,6 +27,7 @@ from ...reports.figures import (
     layout,
 )
 from ...reports.fmt import plot_num
+from . import throughput as thr
 from .instances import shown
 
 #: series drawn (bars and step lines); the rest are in the tables and exports

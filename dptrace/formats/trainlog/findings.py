@@ -11,12 +11,12 @@ from typing import Any
 import pandas as pd
 
 from ...analyses import Analyses
-from ...analysis import job as jobfig
-from ...analysis import throughput as thr
 from ...findings import Evidence, Finding, ev
 from ...findings import text as tx
 from ...findings.rules import FindingsRule, Rule, register_rules
 from ...findings.thresholds import Threshold, register_thresholds
+from . import job as jobfig
+from . import throughput as thr
 
 # -- thresholds --------------------------------------------------------------------------------
 

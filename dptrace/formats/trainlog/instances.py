@@ -45,7 +45,7 @@ INSTANCE_PATTERNS = frozenset({"sambaflow"})
 #: patterns whose global figures without a step are printed once per printer at the end of a
 #: run (HF Trainer's dict and metrics table, the transformers hook, Horovod's Total img/sec,
 #: TF's final stats dict): a later copy with the same value is the same figure again
-#: (:data:`dptrace.analysis.job.END_OF_RUN_PATTERNS`, which the analysis cannot import from
+#: (:data:`dptrace.formats.trainlog.job.END_OF_RUN_PATTERNS`, which the analysis cannot import from
 #: here). Other global figures without a step are a series printed every N steps
 COPY_PATTERNS = frozenset({"hf_trainer", "hf_metrics_table", "transformers_hook",
                            "horovod_benchmark", "py_dict"})

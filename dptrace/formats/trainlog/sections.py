@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ... import analyses
-from ...analysis import job
-from ...analysis import throughput as thr
 from ...dataset import Dataset
 from ...reports.model import Section
 from ...reports.registry import SectionSpec, register_section
+from . import job
+from . import throughput as thr
 
 
 def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:

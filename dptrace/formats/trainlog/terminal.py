@@ -14,9 +14,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ...analysis import throughput as thr
 from ...reports.fmt import fmt, vs_median
 from ...reports.model import Section
+from . import throughput as thr
 from .instances import shown as printer
 
 #: series shown in full, most important first (never setup bars); the rest are counted in one
@@ -29,7 +29,7 @@ SETUP_PHASES = ("load", "download")
 
 
 def draw_throughput(section: Section, opts: Mapping[str, Any] | None = None) -> RenderableType:
-    """Series in :func:`~dptrace.analysis.throughput.series_order`; by default the first
+    """Series in :func:`~dptrace.formats.trainlog.throughput.series_order`; by default the first
     :data:`MAX_SERIES` that are not setup, and a line saying what is left out; with the
     option ``show_all``, every series, setup bars included."""
     show_all = bool((opts or {}).get("show_all", False))
@@ -52,7 +52,7 @@ def draw_throughput(section: Section, opts: Mapping[str, Any] | None = None) -> 
 
 
 def _across_runs(order: pd.DataFrame) -> pd.DataFrame:
-    """The series of several runs (each run's in :func:`~dptrace.analysis.throughput.
+    """The series of several runs (each run's in :func:`~dptrace.formats.trainlog.throughput.
     series_order`) taken a run at a time: every run's first series, then every run's second,
     ..., known trainers' lines before other named lines before progress bars, setup bars
     last, so that a folder of many jobs shows each job's headline first."""

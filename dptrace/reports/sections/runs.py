@@ -25,11 +25,11 @@ from typing import Any
 import pandas as pd
 
 from ...analysis import compare as cmp
-from ...analysis import nccl as nccl_analysis
 from ...analysis import scaling as scl
 from ...dataset import Dataset
 from ...errors import DptraceError
 from ...findings import runs as rules
+from ...formats.nccl import compute as nccl_analysis
 from ..model import Report, Section
 from ..registry import SectionSpec, register_section
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .keys import keys, run_first
+from ...analysis.keys import keys, run_first
 
 #: a tile at or above this %idle, with no PID, counts as idle
 IDLE_PCT = 99.9

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .keys import keys, run_first
+from ...analysis.keys import keys, run_first
 
 
 def union_us(starts: np.ndarray, ends: np.ndarray) -> float:

@@ -37,8 +37,8 @@ import numpy as np
 import pandas as pd
 from pandas.core.groupby import DataFrameGroupBy
 
-from ..schema import PHASES, combined_codes, first_rows
-from .keys import RUN, keys, run_first
+from ...analysis.keys import RUN, keys, run_first
+from ...schema import PHASES, combined_codes, first_rows
 
 SERIES = ["source", "pattern", "name", "label", "metric", "scope", "phase"]
 #: :data:`SERIES` with ``run`` first: what names a series in a table that has ``run``

@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .communication import COLLECTIVES, _factor, message_sizes
-from .horovod import bin_bounds, size_bin
-from .keys import keys, run_first
+from ...analysis.keys import keys, run_first
+from ...analysis.messages import COLLECTIVES, bin_bounds, size_bin
+from ...analysis.messages import factor as _factor
+from ..mpitrace.communication import message_sizes
 
 
 def overview(rows: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:

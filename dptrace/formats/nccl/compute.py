@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .keys import plain
+from ...analysis.keys import plain
 
 #: networks that mean "TCP sockets between nodes" ('Using network Socket', 'NET/Socket :
 #: Using', channels 'via NET/Socket/0')

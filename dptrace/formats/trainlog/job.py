@@ -48,9 +48,9 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from ..names import rank_of_path
+from ...analysis.keys import RUN, run_first
+from ...names import rank_of_path
 from . import throughput as thr
-from .keys import RUN, run_first
 
 #: copies of a global figure (and a figure and its check) agree within this fraction
 AGREE = 0.05
@@ -90,8 +90,8 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
     """
     if mllog is not None and len(mllog):
         # MLPerf logs (the ``mllog`` table): each log's own figure is its run's headline, the
-        # training-log rows of the same log its check (dptrace.analysis.mllog)
-        from .mllog import with_job_figures
+        # training-log rows of the same log its check (dptrace.formats.mllog.compute)
+        from ..mllog.compute import with_job_figures
         return with_job_figures(job_figures(tp, runs, fraction, check_ranges, metrics),
                                 mllog, tp, runs, fraction)
     tp = _by_input(tp)

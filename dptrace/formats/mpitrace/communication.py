@@ -21,38 +21,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .keys import RUN, keys, plain, run_first
+from ...analysis.keys import RUN, keys, plain, run_first
+from ...analysis.messages import COLLECTIVES, SMALL_BYTES, SMALL_SHARE
+from ...analysis.messages import factor as _factor
 
-#: messages up to this size (bytes) count as small (Horovod negotiation is 8 bytes)
-SMALL_BYTES = 64
-#: flag a job when small Allreduces hold more than this share of its MPI time
-SMALL_SHARE = 0.5
 #: ``mpi_ranks`` origins of a table of every rank: mpitrace's rank 0 table, an mpiP report
 TABLE_ORIGINS = ("rank0_table", "mpip_report")
 #: rank 0's table rounds to 0.01 s; a larger difference from the rank's own file is a mismatch
 TABLE_TOLERANCE_S = 0.006
 #: mpitrace prints times in ms; below this a bin's time is too coarse for a bandwidth
 MIN_BW_TIME_S = 0.01
-
-#: routine -> (size multiplier: 'n' when mpitrace logs one rank's block, bus-bandwidth factor)
-#: factors from nccl-tests (doc/PERFORMANCE.md); the size is nccl-tests' buffer size.
-COLLECTIVES: dict[str, tuple[str, str]] = {
-    "MPI_Allreduce": ("1", "2(n-1)/n"),
-    "MPI_Reduce_scatter": ("1", "(n-1)/n"),
-    "MPI_Allgather": ("n", "(n-1)/n"),
-    "MPI_Allgatherv": ("n", "(n-1)/n"),
-    "MPI_Alltoall": ("n", "(n-1)/n"),
-    "MPI_Alltoallv": ("n", "(n-1)/n"),
-    "MPI_Bcast": ("1", "1"),
-    "MPI_Reduce": ("1", "1"),
-}
-
-
-def _factor(formula: str, n: float) -> float:
-    if not n or np.isnan(n):
-        return np.nan
-    return {"1": 1.0, "n": n, "2(n-1)/n": 2 * (n - 1) / n, "(n-1)/n": (n - 1) / n}[formula]
-
 
 def _totals(df: pd.DataFrame, keys: list[str], cols: list[str]) -> pd.DataFrame:
     """Sums of ``cols`` per ``keys`` (in order of first appearance), missing where any

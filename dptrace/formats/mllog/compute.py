@@ -45,7 +45,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from .keys import keys, run_first
+from ...analysis.keys import keys, run_first
 
 #: ``8xNVIDIA DGX A100``: the number of systems, and the rest of the string
 _NODES = re.compile(r"^\s*(\d+)\s*x\s*(.*)$", re.S)
@@ -382,7 +382,7 @@ def _trainlog_check(tp: pd.DataFrame | None, run: object, source: str,
     """(what, value) of the training-log lines of the same log that print samples or images
     per second (MXNet's Speedometer ``Speed: N samples/sec``): the series with the most
     lines, its mean after warm-up (the sum over its printers where several ranks print)."""
-    from . import throughput as thr
+    from ..trainlog import throughput as thr
 
     if tp is None or tp.empty:
         return None
@@ -409,7 +409,7 @@ def _trainlog_check(tp: pd.DataFrame | None, run: object, source: str,
 
 
 def _close(a: float, b: float) -> bool:
-    from .job import AGREE
+    from ..trainlog.job import AGREE
     return bool(np.isfinite(a) and np.isfinite(b) and abs(a - b) <= AGREE * abs(b))
 
 
@@ -443,7 +443,7 @@ def job_rows(ev: pd.DataFrame, tp: pd.DataFrame | None = None,
     second (``tp``), else against the epochs' figure. Where the check agrees only with the
     figure times the world size (the run's, ``runs``), the events are per device (Azure's
     v2.0 SSD logs): the figure is that product, ``how`` ``rank0_times_world``."""
-    from .job import COLUMNS
+    from ..trainlog.job import COLUMNS
 
     if ev is None or ev.empty or "key" not in ev:
         return pd.DataFrame(columns=COLUMNS)

@@ -20,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .keys import RUN, keys, run_first
+from ...analysis.keys import RUN, keys, run_first
+from ...analysis.messages import SMALL_BYTES, bin_bounds, size_bin
 
 #: activities that are the collective itself (bytes move during them)
 COMM_PREFIXES = ("NCCL_", "MPI_", "GLOO_", "CCL_", "DDL_", "ADASUM_")
@@ -312,8 +313,6 @@ def fusion_groups(tensors: pd.DataFrame) -> pd.DataFrame:
     return run_first(out[cols], tensors)
 
 
-#: responses up to this many bytes count as small (as MPI's: communication.SMALL_BYTES)
-SMALL_BYTES = 64
 
 
 def small_allreduces(groups: pd.DataFrame, limit_bytes: int = SMALL_BYTES) -> pd.DataFrame:
@@ -399,24 +398,6 @@ def fusion_sizes(groups: pd.DataFrame) -> pd.DataFrame:
     out["min_tensors"] = np.where(kf == 0, 1, 2.0 ** (kf - 1) + 1).astype(int)
     out["share"] = out["ops"] / out.groupby(k, observed=True)["ops"].transform("sum")
     return run_first(out[cols], groups)
-
-
-def size_bin(nbytes: pd.Series) -> pd.Series:
-    """mpitrace's size bins: 0 bytes is bin 0, 1-4 bytes bin 1, and bin k >= 2 holds
-    (2^k, 2^(k+1)] bytes (see docs/mpitrace.md), so both tools' tables line up."""
-    b = nbytes.astype(float)
-    b = b.where(np.isfinite(b))              # an infinite size has no bin
-    k = np.ceil(np.log2(b.clip(lower=4))) - 1
-    k = k.where(b > 4, np.where(b > 0, 1, 0))
-    return k.where(b.notna()).astype("Int64")
-
-
-def bin_bounds(k: pd.Series) -> tuple[pd.Series, pd.Series]:
-    """Inclusive (lo, hi) bytes of size bins: 0-0, 1-4, then 2^k + 1 .. 2^(k+1)."""
-    kf = k.astype(float)
-    hi = np.where(kf == 0, 0.0, np.where(kf == 1, 4.0, 2.0 ** (kf + 1)))
-    lo = np.where(kf <= 1, kf, 2.0 ** kf + 1)
-    return pd.Series(lo, index=k.index), pd.Series(hi, index=k.index)
 
 
 def op_throughput(groups: pd.DataFrame, tensors: pd.DataFrame,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .keys import keys, run_first
+from ...analysis.keys import keys, run_first
 
 
 def by_op(rows: pd.DataFrame) -> pd.DataFrame:
