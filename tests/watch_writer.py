@@ -39,18 +39,20 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     while True:
         now = time.monotonic()
+        for k in range(len(pairs)):   # a file appears when its time comes, even empty
+            if handles[k] is None and now - t0 >= k * args.stagger:
+                os.makedirs(os.path.dirname(pairs[k][1]) or ".", exist_ok=True)
+                handles[k] = open(pairs[k][1], "ab")   # noqa: SIM115
         live = [k for k in range(len(pairs)) if pos[k] < len(data[k]) and k not in stopped
                 and now - t0 >= k * args.stagger]
         if not live:
-            if all(pos[k] >= len(data[k]) or k in stopped for k in range(len(pairs))):
+            if all(handles[k] is not None and (pos[k] >= len(data[k]) or k in stopped)
+                   for k in range(len(pairs))):
                 break
             time.sleep(0.01)
             continue
         k = live[rng.randrange(len(live))]
         dst = pairs[k][1]
-        if handles[k] is None:
-            os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
-            handles[k] = open(dst, "ab")   # noqa: SIM115
         buf, at = data[k], pos[k]
         end = min(len(buf), at + rng.randint(1, args.max_piece))
         if rng.random() < 0.25 and end < len(buf):   # near a redraw or a line end

@@ -26,12 +26,13 @@ class Watch:
     def __init__(self, paths: Sequence[str], *, interval: float = 5.0,
                  idle_exit: float | None = None, baseline: str | None = None,
                  warmup: float = 0.1, job_id: str | None = None, engine: str = "auto",
-                 thresholds: dict[str, float] | None = None,
+                 thresholds: dict[str, float] | None = None, cpu_share: float = CPU_SHARE,
                  clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.follower = Follower(paths, engine=engine, clock=clock)
         self.interval, self.idle_exit = max(0.05, interval), idle_exit
         self.clock, self.sleep = clock, sleep
+        self.cpu_share = cpu_share
         base = load_baseline(baseline) if baseline else None
         self.live = Live(base, warmup=warmup, thresholds=thresholds, interval=self.interval)
         self.started = clock()
@@ -46,13 +47,12 @@ class Watch:
         due = self.clock()
         while True:
             self.follower.poll()
-            now = self.clock()
-            if now >= due:
-                snap = self.live.snapshot(self.follower, self.started, now=now)
+            polled = self.clock()   # what the inputs are idle since is judged at the poll
+            if polled >= due:
+                snap = self.live.snapshot(self.follower, self.started, now=polled)
                 yield snap
-                now = self.clock()
-                due = now + max(self.interval, snap.cost_s / CPU_SHARE)
-            self.ended = self._why_end(now)
+                due = self.clock() + max(self.interval, snap.cost_s / self.cpu_share)
+            self.ended = self._why_end(polled)
             if self.ended:
                 break
             self.sleep(max(0.0, min(self.interval, due - self.clock())))

@@ -288,9 +288,12 @@ def _job_rows(a: Any) -> list[dict[str, Any]]:
 
 def _series(df: pd.DataFrame, j: dict[str, Any]) -> pd.DataFrame:
     keep = (df["metric"].astype(str) == j["metric"]) & (df["run"].astype(str) == str(j["run"]))
-    for col in ("source", "pattern", "name"):
+    for col in ("pattern", "name"):
         if j.get(col) is not None and col in df:
             keep &= df[col].astype(str) == str(j[col])
+    if j.get("source") is not None and "source" in df:   # a file, or the run's folder
+        src = df["source"].astype(str)
+        keep &= (src == str(j["source"])) | src.str.startswith(str(j["source"]).rstrip("/") + "/")
     if "phase" in df:
         keep &= df["phase"].astype(str) == "train"
     return df[keep]
