@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import formats
 from .errors import Problem, UnknownFormatError
-from .sources import Source
+from .sources import HEAD_BYTES, Source
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -125,6 +125,14 @@ class Spec:
     #: When the head has none, the first :data:`DEEP_BYTES` are searched for them and the
     #: format sniffs the text from the line of the first one.
     deep: bytes = b""
+    #: what its sniff needs in a head to claim it: regular expressions (RE2 syntax, mostly
+    #: escaped literals), one of which a head must hold for the sniff to score
+    #: :data:`COMPANION_SCORE` or more (a head with none scores 0, or a log's weak guess,
+    #: below it). Detection looks for every format's markers in one pass over the head (an
+    #: RE2 set) and asks first the formats whose markers are there (and those without
+    #: markers); when one of them is sure, the others are not asked: they could neither tie
+    #: it nor run beside it. () : the sniff is always asked.
+    markers: tuple[bytes, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -317,7 +325,7 @@ def detect_all(source: Source, head: bytes | None = None) -> list[Parser]:
     if head is None:
         head = source.head()
     found = parsers()
-    scores = sorted(((p.sniff(source, head), p.name) for p in found.values()), reverse=True)
+    scores = _scores(source, head, found)
     scores = _deep_scores(source, head, scores, found)
     best_score, best = scores[0] if scores else (0.0, "")
     if best_score < MIN_SCORE:
@@ -342,14 +350,93 @@ def detect_all(source: Source, head: bytes | None = None) -> list[Parser]:
     return chosen
 
 
+def _scores(source: Source, head: bytes, found: dict[str, Parser]) -> list[tuple[float, str]]:
+    """The sniff scores of ``head``, best first. The formats whose :attr:`Spec.markers` the
+    head holds (and those without markers) are asked first; when one of them is sure
+    (:data:`SURE`), the rest are left out: without their markers they score below
+    :data:`COMPANION_SCORE`, so they could neither tie a sure best nor be chosen beside it
+    (the answer of :func:`detect_all` is the one of asking every format). Otherwise, or
+    when no marker is found, every format is asked."""
+    scan = _marker_scan(found)
+    first = scan.first(head) if scan is not None else None
+    if first is None:
+        return sorted(((p.sniff(source, head), p.name) for p in found.values()), reverse=True)
+    scores = [(p.sniff(source, head), p.name) for p in first]
+    if max(scores)[0] < SURE:
+        asked = {p.name for p in first}
+        scores += [(p.sniff(source, head), p.name) for p in found.values()
+                   if p.name not in asked]
+    return sorted(scores, reverse=True)
+
+
+class _MarkerScan:
+    """Every format's :attr:`Spec.markers` in one RE2 set (one pass over a head finds
+    which are there), and for each combination found, the formats to ask first."""
+
+    def __init__(self, found: dict[str, Parser]) -> None:
+        import re2  # google-re2, a dependency (the training log keyword scan uses it too)
+
+        self.parsers = tuple(found.values())
+        self.set = re2.Set.SearchSet()
+        #: the format of each pattern of the set, by index
+        self.owner: list[str] = []
+        #: formats asked whatever the head holds: no markers, or one that RE2 refuses
+        self.always: list[str] = []
+        for name, parser in found.items():
+            markers = parser.spec.markers
+            try:
+                for marker in markers:
+                    re2.compile(marker)
+            except Exception:   # a plugin's marker RE2 cannot compile: always asked
+                markers = ()
+            if not markers:
+                self.always.append(name)
+            for marker in markers:
+                self.set.Add(marker)
+                self.owner.append(name)
+        self.set.Compile()
+        self._first: dict[tuple[int, ...], tuple[Parser, ...]] = {}
+
+    def first(self, head: bytes) -> tuple[Parser, ...] | None:
+        """The formats to ask first of ``head`` (in registry order): those whose markers it
+        holds and those always asked; None when it holds no marker (or RE2 failed)."""
+        hits = self.set.Match(head)
+        if not hits:
+            return None
+        key = tuple(hits)
+        got = self._first.get(key)
+        if got is None:
+            named = {self.owner[i] for i in hits}.union(self.always)
+            got = tuple(p for p in self.parsers if p.name in named)
+            if len(self._first) >= 1 << 10:
+                self._first.clear()
+            self._first[key] = got
+        return got
+
+
+#: the marker scan of the formats it was made for (rebuilt when they change); None when
+#: RE2 is missing or refuses the set: detection then asks every format
+_SCAN: tuple[tuple[Parser, ...], _MarkerScan | None] = ((), None)
+
+
+def _marker_scan(found: dict[str, Parser]) -> _MarkerScan | None:
+    global _SCAN
+    specs = tuple(found.values())
+    if specs != _SCAN[0] or not specs:   # the same objects: a quick comparison
+        try:
+            scan: _MarkerScan | None = _MarkerScan(found)
+        except Exception:   # no google-re2 (a platform without its wheels), a set it refuses
+            scan = None
+        _SCAN = (specs, scan)
+    return _SCAN[1]
+
+
 def _deep_scores(source: Source, head: bytes, scores: list[tuple[float, str]],
                  found: dict[str, Parser]) -> list[tuple[float, str]]:
     """``scores`` with the embeddable formats that have :attr:`Spec.deep` markers scored
     again on the text from their first marker past the head, when the head is a text log
     (its best match embeddable and not sure: a training log) or nothing, and the file goes
     on past it."""
-    from .sources import HEAD_BYTES
-
     best = scores[0] if scores else (0.0, "")
     # a profile, table or trace that its format is sure of is not a log with a preamble
     if len(head) < HEAD_BYTES or best[0] >= SURE or (
@@ -381,8 +468,6 @@ def _past(source: Source, marker: bytes, start: int) -> bytes | None:
     summary or MLPerf's last records come at the end of long jobs); None where it is not
     there, or the input is not a plain file (a compressed one is searched in its first
     :data:`DEEP_BYTES` only)."""
-    from .sources import HEAD_BYTES
-
     if not source.plain:
         return None
     try:

@@ -53,6 +53,7 @@ SPEC = Spec(
     sniff=sniff,
     embeddable=True,
     deep=b"Comm. Op",
+    markers=(rb"Comm\. Op", rb"comms_logger"),
     reads="DeepSpeed comms logger summaries (``log_summary()`` tables, alone or inside a "
           "training log) into ``ds_comms``",
 )

@@ -40,5 +40,6 @@ SPEC = Spec(
     sniff=sniff,
     extensions=(".json",),
     splits=True,
+    markers=(rb'"ph"',),
     reads="Horovod timelines (``HOROVOD_TIMELINE=timeline.json``) into the ``hvd_*`` tables",
 )

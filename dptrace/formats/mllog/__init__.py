@@ -38,6 +38,7 @@ SPEC = Spec(
     sniff=sniff,
     embeddable=True,
     deep=b":::MLLOG",
+    markers=(rb":::MLLOG",),
     extensions=(".txt", ".log"),
     reads="MLPerf ``:::MLLOG`` lines (alone or inside a job log) into ``mllog``",
 )

@@ -39,6 +39,7 @@ SPEC = Spec(
     tables=("mpi_routines", "mpi_ranks", "mpi_callsites"),
     sniff=sniff,
     extensions=(".mpiP",),
+    markers=(rb"mpiP", rb"@---"),
     embeddable=True,   # reports are pasted in user guides and mails
     reads="mpiP reports (``*.mpiP``) into ``mpi_ranks``, ``mpi_routines`` and "
           "``mpi_callsites``",

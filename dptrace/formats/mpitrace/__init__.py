@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ...registry import Spec
 from ...sources import Source
 
@@ -29,6 +31,7 @@ SPEC = Spec(
     tables=TABLES,
     sniff=sniff,
     embeddable=True,   # documents paste profiles next to training logs
+    markers=(*(re.escape(m) for m in MARKERS), rb"MPI Routine"),
     batch=True,        # read.parse_many: thousands of rank files, each table built once
     engines=("fast", "general"),
     reads="IBM mpitrace profiles (``mpi_profile.<job>.<rank>``) into the ``mpi_*`` tables",

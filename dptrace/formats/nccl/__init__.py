@@ -47,6 +47,7 @@ SPEC = Spec(
     sniff=sniff,
     embeddable=True,
     deep=b"NCCL INFO",
+    markers=(rb"NCCL ",),
     splits=True,   # a multi-GB job log is searched for NCCL lines on the executor's workers
     reads="NCCL debug lines (``NCCL_DEBUG=INFO``, alone or inside a job log) into "
           "``nccl_setup``, ``nccl_events`` and ``nccl_env``",

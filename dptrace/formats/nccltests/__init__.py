@@ -42,6 +42,7 @@ SPEC = Spec(
     tables=("nccl_tests", "nccl_tests_summary"),
     sniff=sniff,
     embeddable=True,
+    markers=(rb"nThread", rb"busbw"),
     reads="nccl-tests output (``all_reduce_perf`` and friends, alone or inside a job log) "
           "into ``nccl_tests`` and ``nccl_tests_summary``",
 )

@@ -31,6 +31,7 @@ SPEC = Spec(
     tables=("tiles",),
     sniff=sniff,
     embeddable=True,
+    markers=(rb"%idle", rb"/XRDU_"),
     engines=("fast", "general"),
     reads="SambaNova sntilestat output (one listing, several, or a ``watch`` capture) into "
           "``tiles``",

@@ -51,6 +51,7 @@ SPEC = Spec(
     tables=TABLES,
     sniff=sniff,
     extensions=(".json",),
+    markers=(rb"traceEvents",),
     batch=True,        # read.parse_many: names the traces that claim one rank of one job
     reads="PyTorch profiler (Kineto) traces (``*.pt.trace.json[.gz]``) into ``torch_events`` "
           "and ``torch_traces``",

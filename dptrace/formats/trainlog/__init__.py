@@ -66,5 +66,6 @@ SPEC = Spec(
     embeddable=True,
     engines=("fast", "general"),
     splits=True,
+    markers=KEYWORDS,
     reads="training logs (slurm-*.out, rank logs) into ``throughput`` and ``train_metrics``",
 )
