@@ -46,7 +46,8 @@ def hosts_of(ds: Dataset) -> dict[tuple[str, int], str]:
 def summarise(ds: Dataset, folder: str, key: str, *, warmup: float,
               thresholds: Mapping[str, float], parse_s: float, cache: str,
               ) -> dict[str, pd.DataFrame]:
-    """The fleet tables of one job folder's Dataset (``key``: the folder's cache key):
+    """The fleet tables of one job folder's Dataset (``key``: the start of its run keys,
+    :func:`.cache.run_prefix`):
     ``{"fleet", "fleet_findings", "fleet_ranks", "job_figures"}``, each conformed to its
     schema (empty tables included). A run's row agrees with ``dptrace report FOLDER``."""
     import time

@@ -61,6 +61,16 @@ RUN_KEY = "run_key"
 SHARED = ("sources", "problems", "runs")
 
 
+def run_prefix(folder: str, key: str) -> str:
+    """The start of the run keys of a job folder: its key, and a hash of its path (two
+    folders with the same files have the same key, not the same runs):
+    ``<key[:32]>-<sha256(path)[:12]>``; a run's key is ``<prefix>/<run id>``."""
+    import hashlib
+
+    where = hashlib.sha256(folder.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return f"{key[:32]}-{where}"
+
+
 def _temp_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
 
@@ -147,8 +157,14 @@ class Entry:
     def known_hashes(self) -> dict[str, tuple[int, int, str]]:
         return {str(f[0]): (int(f[1]), int(f[2]), str(f[3])) for f in self.files}
 
+    @property
+    def prefix(self) -> str:
+        """The start of its runs' keys (:func:`run_prefix`)."""
+        return run_prefix(self.folder, self.key)
+
     def run_keys(self) -> list[str]:
-        return [f"{self.key}/{r}" for r in self.runs] or [f"{self.key}/"]
+        """Its runs' keys, and ``<prefix>/`` (rows of no run, an error row)."""
+        return [*(f"{self.prefix}/{r}" for r in self.runs), f"{self.prefix}/"]
 
 
 class Cache:
@@ -248,7 +264,7 @@ class Cache:
         from ..dataset import Dataset
 
         keys = list(run_keys) if run_keys is not None else [
-            k for e in entries for k in [*e.run_keys(), f"{e.key}/"]]
+            k for e in entries for k in e.run_keys()]
         by_batch: dict[str, list[Entry]] = {}
         for e in entries:
             if e.tables_batch is not None:
@@ -264,7 +280,7 @@ class Cache:
                 read[name] = df
         parts = []
         for e in entries:
-            prefix = f"{e.key}/"
+            prefix = f"{e.prefix}/"
 
             def mine(df: pd.DataFrame | None, prefix: str = prefix) -> pd.DataFrame | None:
                 if df is None:
@@ -349,7 +365,7 @@ class Cache:
         for name in names:
             frames = []
             for b, es in by_batch.items():
-                keys = [k for e in es for k in (*e.run_keys(), f"{e.key}/")]
+                keys = [k for e in es for k in e.run_keys()]
                 df = self.read(part, name, [b], keys)
                 if df is not None:
                     frames.append(df)

@@ -69,13 +69,13 @@ class Fleet:
             raise DptraceError("Fleet.dataset reads the cache: survey with cache=DIR")
         wanted = list(keys) if keys is not None else self.fleet["run_key"].astype(
             object).tolist()
-        by_key = {e.key: e for e in self.entries.values()}
+        by_key = {e.prefix: e for e in self.entries.values()}
         chosen: dict[str, Entry] = {}
         for k in wanted:
             e = by_key.get(str(k).split("/", 1)[0])
             if e is None or e.tables_batch is None:
                 raise DptraceError(f"run key {k!r}: not in the cache (or its folder failed)")
-            chosen.setdefault(e.key, e)
+            chosen.setdefault(e.prefix, e)
         return Cache(self.cache_dir, create=False).dataset(list(chosen.values()),
                                                            [str(k) for k in wanted])
 
@@ -152,6 +152,12 @@ def survey(roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = ()
         ordered = [live[f] for f in folders if f in live]
         tables = _read_derived(store, ordered)
         fleet = tables["fleet"]
+        if counts["cached"]:   # rows of folders this survey took from the cache as they were
+            hits = {entries[f].prefix for f in folders
+                    if f in entries and live.get(f) is entries[f]}
+            hit = fleet["run_key"].astype(object).map(
+                lambda k: str(k).split("/", 1)[0] in hits).to_numpy(dtype=bool)
+            fleet.loc[hit, "cache"] = "hit"
         stats = {"folders": len(folders), "runs": len(fleet), **counts,
                  "wall_s": time.perf_counter() - t0,
                  "cpu_s_main": time.process_time() - cpu0}
@@ -188,10 +194,10 @@ def _read_derived(store: Cache, entries: Sequence[Entry]) -> dict[str, pd.DataFr
     from . import analyse
     from . import tables as ft
 
-    keys = [k for e in entries if e.key for k in (*e.run_keys(), f"{e.key}/")]
+    keys = [k for e in entries if e.key for k in e.run_keys()]
     batches = [e.derived_batch for e in entries if e.derived_batch]
     out: dict[str, pd.DataFrame] = {}
-    order = {e.key: i for i, e in enumerate(entries)}
+    order = {e.prefix: i for i, e in enumerate(entries)}
     for name in ft.DERIVED:
         df = store.read("derived", name, batches, keys)
         table = schema.tables()[name]
@@ -200,7 +206,7 @@ def _read_derived(store: Cache, entries: Sequence[Entry]) -> dict[str, pd.DataFr
             if "run_key" not in df.columns:
                 df.insert(0, "run_key", pd.array([], dtype="string"))
         if name == "fleet":
-            lost = [analyse.error_row(e.folder, "", e.status, e.error or "")
+            lost = [analyse.error_row(e.folder, e.prefix, e.status, e.error or "")
                     for e in entries if not e.key]
             if lost:
                 df = schema.concat([df, *lost])

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import discover
-from .cache import RUN_KEY, Cache, Entry
+from .cache import RUN_KEY, Cache, Entry, run_prefix
 
 
 @dataclass(frozen=True)
@@ -125,16 +125,17 @@ def run_task(task: Task) -> Done:
                     fmts = {str(f): s.versions.get(str(f), "")
                             for f in ds.sources["format"].dropna().unique()}
                     key = discover.folder_key(found, content, fmts, s.core)
-                    own_tables = _with_keys(ds, key)
+                    own_tables = _with_keys(ds, run_prefix(folder, key))
                     outcome = "parsed"
-                out = analyse.summarise(ds, folder, key, warmup=s.warmup,
+                out = analyse.summarise(ds, folder, run_prefix(folder, key), warmup=s.warmup,
                                         thresholds=s.thresholds, parse_s=parse_s,
                                         cache=outcome)
         except Exception as exc:   # noqa: BLE001  (a folder's failure is its row, never the survey's)
             status = "timeout" if isinstance(exc, Timeout) else "error"
             key = discover.folder_key(found, content, {}, s.core)
             message = f"{type(exc).__name__}: {exc}"
-            row = analyse.error_row(folder, key, status, message, time.perf_counter() - t0)
+            row = analyse.error_row(folder, run_prefix(folder, key), status, message,
+                                    time.perf_counter() - t0)
             derived.setdefault("fleet", []).append(row)
             # an error is cached until any parser or the analysis changes (then retried);
             # a timeout is not cached
