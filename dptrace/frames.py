@@ -23,8 +23,14 @@ if TYPE_CHECKING:
 def conform(data: pd.DataFrame | Mapping[str, Any], table: Table) -> pd.DataFrame:
     """Return ``data`` as a DataFrame with ``table``'s columns, in order, with its dtypes.
 
-    Missing columns are added as nulls; extra columns are kept after the schema's.
+    Missing columns are added as nulls; extra columns are kept after the schema's. A frame
+    that is the table already (its columns in order, each of its dtype, index 0..n-1: a
+    reader's conformed table, conformed again by the loader) comes back as a shallow copy,
+    without a look at any column (a load of thousands of small files conformed each of
+    them a column at a time).
     """
+    if isinstance(data, pd.DataFrame) and _conformed(data, table):
+        return data.copy(deep=False)
     df = data if isinstance(data, pd.DataFrame) else pd.DataFrame(dict(data), copy=False)
     n = len(df)
     out: dict[str, Any] = {}
@@ -36,6 +42,33 @@ def conform(data: pd.DataFrame | Mapping[str, Any], table: Table) -> pd.DataFram
     # copy made the peak memory of a large table three times its size
     frame = pd.DataFrame({**out, **extra}, copy=False)
     return frame if _default_index(frame) else frame.reset_index(drop=True)
+
+
+def _conformed(df: pd.DataFrame, table: Table) -> bool:
+    """True when :func:`conform` would give ``df``'s columns as they are: the table's
+    columns first, in order, each already of its dtype (a categorical's text categories in
+    :func:`text_categories`' dtype), unique names, and the default index."""
+    names = table.names
+    columns = df.columns
+    if len(columns) < len(names) or not columns.is_unique or not _default_index(df):
+        return False
+    if columns[:len(names)].tolist() != names:
+        return False
+    return all(_is_dtype(dtype, col.dtype)
+               for dtype, col in zip(df.dtypes.tolist(), table.columns, strict=False))
+
+
+def _is_dtype(dtype: Any, want: str) -> bool:
+    """Whether a column of ``dtype`` is one of the schema's ``want`` as :func:`_as_dtype`
+    leaves it."""
+    if want == "string":
+        return bool(dtype == STRING)
+    if want == "category":
+        if not isinstance(dtype, pd.CategoricalDtype):
+            return False
+        cats = dtype.categories.dtype
+        return bool(cats == _TEXT_INDEX) or not pd.api.types.is_string_dtype(cats)
+    return not isinstance(dtype, pd.CategoricalDtype) and str(dtype) == want
 
 
 def from_rows(rows: list[dict[str, Any]], table: Table) -> pd.DataFrame:

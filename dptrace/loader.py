@@ -110,6 +110,8 @@ def _load_sources(sources: list[Source], problems: list[Problem],
     outcomes: dict[int, _Outcome] = {}
     batches: dict[str, list[int]] = {}
     launchers: dict[str, str] = {}
+    small: list[int] = []   # small logs waiting to be read together (_read_small)
+    small_parser: registry.Parser | None = None
     for i, src in enumerate(sources):
         chosen = _choose(src, forced, outcomes, problems, i)
         if chosen and any(p.name in _LOGS for p in chosen):
@@ -121,11 +123,21 @@ def _load_sources(sources: list[Source], problems: list[Problem],
             continue
         if progress:
             progress(src, i, len(sources))
+        if chosen and len(sources) > 1 and _small(chosen, src):
+            if small and (small_parser != chosen[0] or len(small) >= SMALL_GROUP):
+                _read_small(small_parser, small, sources, outcomes, frames, problems, pool)
+            small.append(i)
+            small_parser = chosen[0]
+            continue
         if chosen:   # a group of one, read by its format and any sure companion
+            if small:   # the small logs before it first: the tables' rows stay in order
+                _read_small(small_parser, small, sources, outcomes, frames, problems, pool)
             started = time.perf_counter()
             outcomes[i] = _read_group(chosen, [src], frames, problems, pool)[0]
             _note_slow(src, time.perf_counter() - started, problems)
         src.forget()
+    if small:
+        _read_small(small_parser, small, sources, outcomes, frames, problems, pool)
     for name, members in batches.items():
         group = [sources[i] for i in members]
         results = _read_group([registry.get(name) if forced is None else forced], group,
@@ -150,6 +162,58 @@ def _load_sources(sources: list[Source], problems: list[Problem],
 
 #: formats of a process's printed output: their lines' launcher prefixes name the launcher
 _LOGS = frozenset({"trainlog", "mllog", "nccl", "nccltests", "dscomms"})
+#: small logs read together at most (the rows of each group are gathered before its
+#: tables are built; the reader bounds them too)
+SMALL_GROUP = 4096
+
+
+def _small(chosen: list[registry.Parser], src: Source) -> bool:
+    """Whether ``src`` is read with the small inputs around it: one format claims it, its
+    reader reads many small inputs at once (``parse_small``, for plain inputs under its
+    ``SMALL_BYTES``: thousands of small logs, each its own job), and it is one of them."""
+    if len(chosen) != 1:
+        return False
+    module = registry.reader(chosen[0].name)
+    limit = getattr(module, "SMALL_BYTES", 0) if hasattr(module, "parse_small") else 0
+    if not limit or not src.plain:
+        return False
+    try:
+        return src.size() < limit
+    except OSError:
+        return False
+
+
+def _read_small(parser: registry.Parser | None, members: list[int], sources: list[Source],
+                outcomes: dict[int, _Outcome], frames: dict[str, list[pd.DataFrame]],
+                problems: list[Problem], pool: Executor) -> None:
+    """Read the small inputs ``members`` (indices into ``sources``, emptied) of ``parser``
+    at once with its reader's ``parse_small``: each table built once for all of them, one
+    outcome per source as :func:`_read_group` makes it (its problems, then the notes
+    reading left). Should the batch itself fail, each is read on its own."""
+    assert parser is not None
+    group = [sources[i] for i in members]
+    module = registry.reader(parser.name)
+    found: list[Problem] = []
+    try:
+        assert module is not None   # _small found its parse_small
+        tables, outs = module.parse_small(group, found, **dict(parser.options))
+    except Exception:
+        for i, src in zip(members, group, strict=True):
+            outcomes[i] = _read_group([parser], [src], frames, problems, pool)[0]
+            src.forget()
+        members.clear()
+        return
+    for name, parts in tables.items():
+        for df in parts:
+            if len(df):
+                frames.setdefault(name, []).append(df)
+    for i, src, out in zip(members, group, outs, strict=True):
+        problems.extend(out.problems)
+        late = src.take_notes()
+        problems.extend(late)
+        outcomes[i] = status(src, [(parser.name, out)], list(out.problems) + late)
+        src.forget()
+    members.clear()
 
 
 def _read_group(chosen: list[registry.Parser], group: list[Source],

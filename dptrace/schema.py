@@ -80,15 +80,23 @@ class Table:
 
     def empty(self) -> pd.DataFrame:
         """A zero-row frame with this table's columns and dtypes (``run`` first, as
-        ``load`` gives every table)."""
-        import pandas as pd
+        ``load`` gives every table): made once per table, each caller given a shallow copy
+        of it (copy-on-write: a change to one is never seen by another)."""
+        made = _EMPTY.get(self)
+        if made is None:
+            import pandas as pd
 
-        from .frames import conform
+            from .frames import conform
 
-        df = conform({c.name: [] for c in self.columns}, self)
-        if "run" not in df.columns:
-            df.insert(0, "run", pd.Categorical([]))
-        return df
+            made = conform({c.name: [] for c in self.columns}, self)
+            if "run" not in made.columns:
+                made.insert(0, "run", pd.Categorical([]))
+            _EMPTY[self] = made
+        return made.copy(deep=False)
+
+
+#: each table's empty frame, made on first use (:meth:`Table.empty`)
+_EMPTY: dict[Table, pd.DataFrame] = {}
 
 
 def _c(name: str, dtype: str, doc: str, unit: str = "") -> Column:

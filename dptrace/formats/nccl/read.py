@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 import heapq
 import mmap
+import os
 import re
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -26,7 +27,7 @@ import numpy as np
 
 from ... import schema
 from ...errors import Problem
-from ...executor import Executor
+from ...executor import Executor, Processes
 from ...formats.trainlog import RE_ENGINE as _re_engine
 from ...formats.trainlog.general import _count_newlines, line_cuts, re2_match
 from ...names import rank_of_path
@@ -518,27 +519,55 @@ def _search_re(buf: bytes | mmap.mmap, lo: int, hi: int, found: list[int]) -> No
 _search = _search_re2 if None not in _EACH else _search_re
 
 
-def _ranges(buf: bytes | mmap.mmap, executor: Executor | None = None) -> list[_Found]:
+def _ranges(buf: bytes | mmap.mmap, executor: Executor | None = None,
+            path: str | None = None) -> list[_Found]:
     """The candidate lines of ``buf`` (searched in place: a mapped file is not copied), by
     range, in order. A file of :data:`PARALLEL_BYTES` or more is searched in ranges on
     ``executor``'s workers when it has several (the search is most of the time on a large
-    log; the lines found are read here, in order)."""
+    log; the lines found are read here, in order). Each range is a :class:`_Piece` any
+    executor can run: a forked worker inherits ``buf``, any other maps the file at ``path``
+    (None: content that exists in this process only, searched here unless the executor
+    forks)."""
     n = len(buf)
-    if n < PARALLEL_BYTES or executor is None or executor.workers < 2:
+    if n < PARALLEL_BYTES or executor is None or executor.workers < 2 or (
+            path is None and not isinstance(executor, Processes)):
         return [_candidates(buf, 0, n)]
     global _FORKED
-    _FORKED = buf
+    _FORKED = (buf, path)
     try:
-        return list(executor.map(_candidates_forked, pairwise(line_cuts(buf, executor.workers))))
+        pieces = [_Piece(path, lo, hi) for lo, hi in pairwise(line_cuts(buf, executor.workers))]
+        return list(executor.map(_candidates_piece, pieces))
     finally:
         _FORKED = None
 
 
-_FORKED: Any = None
+#: the buffer being searched in ranges, and its path: what a piece run in this process or
+#: in a worker forked from it reads (:func:`_candidates_piece`)
+_FORKED: tuple[Any, str | None] | None = None
 
 
-def _candidates_forked(bounds: tuple[int, int]) -> _Found:
-    return _candidates(_FORKED, *bounds)
+@dataclass(frozen=True)
+class _Piece:
+    """A range of a file to search, self-contained (picklable): its ``path`` (None: only
+    a process that inherits the buffer can search it) and bounds."""
+
+    path: str | None
+    start: int
+    end: int
+
+
+def _candidates_piece(piece: _Piece) -> _Found:
+    """:func:`_candidates` of a piece: in the buffer this process holds for it (the
+    parent, a forked worker), else in its file mapped here (a spawned or remote worker)."""
+    held = _FORKED
+    if held is not None and held[1] == piece.path:
+        return _candidates(held[0], piece.start, piece.end)
+    if piece.path is None:
+        raise RuntimeError("a piece of content that exists only in the process that read it, "
+                           "run in another process")
+    with open(piece.path, "rb") as fh, \
+            mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        return _candidates(mm, piece.start, piece.end)
 
 
 def _read(r: _Reader, found: _Found, first: int) -> None:
@@ -601,7 +630,8 @@ def parse(source: Source, *, executor: Executor | None = None) -> ParseResult:
         gc.disable()   # millions of short-lived lines and no cycles: no collections on the way
         try:
             first = 1
-            ranges = _ranges(buf, executor)
+            ranges = _ranges(buf, executor,
+                             os.fsdecode(source.path) if source.plain else None)
             for k, found in enumerate(ranges):
                 _read(r, found, first)
                 if any(len(later.ids) for later in ranges[k + 1:]):  # its line numbers

@@ -148,7 +148,7 @@ def rank_of_prefix(prefix: object) -> int | None:
 
 
 def steps_and_repeats(df: pd.DataFrame, instance: pd.Series, info: dict | None = None,
-                      ) -> tuple[pd.Series, np.ndarray]:
+                      group: np.ndarray | None = None) -> tuple[pd.Series, np.ndarray]:
     """(step, repeat) of each row (see the module's docstring); ``df`` in file order.
 
     Linear in the rows (they are millions in dense logs): the rows of each stream (kind and
@@ -159,7 +159,11 @@ def steps_and_repeats(df: pd.DataFrame, instance: pd.Series, info: dict | None =
     ``info``: when given (a range of a file scanned in parallel), filled with what joining
     this range to the ranges before it needs (:func:`join_streams`): each row's stream, each
     stream's key, and per stream with steps its first and last rows and the steps of its
-    completed passes; the global figures without a step."""
+    completed passes; the global figures without a step.
+
+    ``group``: the rows of several files at once (each row's file, non-decreasing): every
+    stream is one file's, and lines are compared within a file only; each file's rows get
+    what they get on their own."""
     n = len(df)
     repeat = np.zeros(n, dtype=bool)
     step = df["step"]
@@ -167,7 +171,8 @@ def steps_and_repeats(df: pd.DataFrame, instance: pd.Series, info: dict | None =
         return step, repeat
     kind_cols = [c for c in ("pattern", "name", "label", "metric") if c in df]
     columns = [df[c] for c in kind_cols] + [instance]
-    stream = _dense(schema.combined_codes(columns))
+    keyed = columns if group is None else [*columns, pd.Series(group, index=df.index)]
+    stream = _dense(schema.combined_codes(keyed))
     if info is not None:
         info["stream"] = stream
         info["keys"] = _stream_keys(stream, columns)
@@ -239,6 +244,8 @@ def steps_and_repeats(df: pd.DataFrame, instance: pd.Series, info: dict | None =
             if len(series):  # a line printed again at once repeats
                 lineno = (df["lineno"].to_numpy(dtype="float64", na_value=np.nan)[series]
                           if "lineno" in df else series.astype("float64"))  # a row a line
+                if group is not None:   # one file's lines never meet another's
+                    lineno = lineno + group[series].astype("float64") * float(1 << 32)
                 repeat[series] = _redrawn(stream[series], lineno, value[series], epoch[series])
     repeat[documented] = False
     return new_step, repeat

@@ -18,8 +18,14 @@ step, epoch) in a source is instance ``k``.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
+import mmap
+import os
 import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,8 +33,8 @@ import pandas as pd
 
 from ... import memory, progress, schema
 from ...errors import Problem
-from ...executor import Executor, resolve
-from ...registry import ParseResult
+from ...executor import Executor, Processes, Serial, resolve
+from ...registry import Outcome, ParseResult, _crash_problem
 from ...runs import rank_of_path
 from ...sources import Source
 from . import fast, general, instances, rules
@@ -51,14 +57,18 @@ def parse(source: Source, *, engine: str = "auto", executor: Executor | None = N
     pyarrow.compute (:mod:`.fast`), which declines to the Python reader any line it is
     unsure of; "general" reads every line in Python. Both give the same rows and problems.
     ``executor`` (the loader's; default: :func:`dptrace.executor.resolve`) scans a log of
-    :data:`PARALLEL_BYTES` or more in ranges of lines when it has several workers."""
+    :data:`PARALLEL_BYTES` or more in ranges of lines when it has several workers (any
+    executor for a plain file, whose pieces map it by path; a decompressed or transcoded
+    one only on a forked pool, which inherits it: elsewhere it is scanned here)."""
     use_fast = engine != "general"
     executor = executor if executor is not None else resolve()
     problems: list[Problem] = []
     with source.buffer(problems) as buf:
         n = len(buf)
-        if n >= PARALLEL_BYTES and executor.workers > 1:
-            parts = _scan_parallel(buf, source.name, use_fast, executor)
+        path = _piece_path(source)
+        if n >= PARALLEL_BYTES and executor.workers > 1 and (
+                path is not None or isinstance(executor, Processes)):
+            parts = _scan_parallel(buf, source.name, use_fast, executor, path)
             if all(isinstance(p, _Done) for p in parts):
                 return _joined(buf, source.name, parts, problems)  # type: ignore[arg-type]
         else:
@@ -259,7 +269,50 @@ def _rows_between(buf: Any, name: str, start: int, end: int) -> list[tuple[str, 
             for kind, found in (("tp", rows.tp), ("tm", rows.tm)) for r in found]
 
 
-_FORKED: tuple[Any, str, bool] | None = None
+#: the buffer a parallel scan's pieces read when they run in this process or in a process
+#: forked from it while the scan runs (:class:`dptrace.executor.Processes`): (buffer, name,
+#: use_fast, path); a piece run anywhere else maps its file by path (:func:`_piece_buffer`)
+_FORKED: tuple[Any, str, bool, str | None] | None = None
+
+
+def _piece_path(source: Source) -> str | None:
+    """The file a piece of ``source`` can map by itself in any process: its path when the
+    bytes on disk are its content (:attr:`Source.plain`); None for decompressed or
+    transcoded content, which exists in this process only (an unlinked temporary file or
+    memory): such a source is split only on a forked pool, which inherits it."""
+    return os.fsdecode(source.path) if source.plain else None
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """One range of a parallel scan, self-contained (picklable: any executor can run it):
+    the file's ``path`` (None: only a process that inherits the buffer can run it), its
+    display ``name``, the route, the range and whether the worker finishes its tables."""
+
+    path: str | None
+    name: str
+    use_fast: bool
+    start: int
+    end: int
+    last: bool
+    finish: bool
+
+
+@contextlib.contextmanager
+def _piece_buffer(piece: _Piece) -> Iterator[Any]:
+    """The buffer ``piece`` reads: the one this process holds for its scan (the parent, or
+    a worker forked from it: nothing pickled, nothing mapped again), else its file mapped
+    read-only here (a spawned process, a Dask worker)."""
+    held = _FORKED
+    if held is not None and held[1] == piece.name and held[3] == piece.path:
+        yield held[0]
+        return
+    if piece.path is None:
+        raise RuntimeError(f"{piece.name}: a piece of content that exists only in the "
+                           "process that read it, run in another process")
+    with open(piece.path, "rb") as fh, \
+            mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        yield mm
 
 
 class _Done:
@@ -275,12 +328,13 @@ class _Done:
         self.counts = counts
 
 
-def _scan_forked(bounds: tuple[int, int, bool, bool]) -> _Part | _Done | None:
-    assert _FORKED is not None
-    buf, name, use_fast = _FORKED
-    start, end, last, finish = bounds
-    part = _scan_range(buf, name, start, end, last, use_fast=use_fast)
-    return _finish_range(buf, name, part) if finish else part
+def _scan_piece(piece: _Piece) -> _Part | _Done | None:
+    """One range scanned (and finished, when ``piece.finish``) wherever the executor runs
+    it (:func:`_piece_buffer`)."""
+    with _piece_buffer(piece) as buf:
+        part = _scan_range(buf, piece.name, piece.start, piece.end, piece.last,
+                           use_fast=piece.use_fast)
+        return _finish_range(buf, piece.name, part) if piece.finish else part
 
 
 #: steps beyond this are not exact as floats: such a range is not finished in its worker
@@ -548,10 +602,12 @@ def _join_categoricals(columns: list[pd.Categorical], bounds: np.ndarray) -> pd.
 
 
 def _scan_parallel(buf: Any, name: str, use_fast: bool, executor: Executor,
-                   ) -> list[_Part] | list[_Done]:
+                   path: str | None = None) -> list[_Part] | list[_Done]:
     """Split at line boundaries into ranges (one per worker, or a multiple of the workers of
-    at most about RANGE_BYTES each), scan them with ``executor`` (forked processes inherit
-    the memory map); progress is reported as the ranges finish, in order. The workers
+    at most about RANGE_BYTES each), scan them with ``executor``: each range is a
+    :class:`_Piece` any executor can run (forked processes inherit the memory map; any
+    other worker maps the file at ``path`` itself); progress is reported as the ranges
+    finish, in order. The workers
     finish their ranges' tables (:func:`_finish_range`); where one cannot, the ranges are
     returned as scanned (those already finished are scanned again)."""
     global _FORKED
@@ -559,22 +615,22 @@ def _scan_parallel(buf: Any, name: str, use_fast: bool, executor: Executor,
     workers = executor.workers
     ranges = workers * max(1, -(-n // (workers * RANGE_BYTES)))
     cuts = general.line_cuts(buf, ranges)
-    bounds = [(cuts[i], cuts[i + 1], i == ranges - 1, True) for i in range(ranges)]
-    _FORKED = (buf, name, use_fast)
+    bounds = [_Piece(path, name, use_fast, cuts[i], cuts[i + 1], i == ranges - 1, True)
+              for i in range(ranges)]
+    _FORKED = (buf, name, use_fast, path)
     parts: list[Any] = []
     try:
-        for (_, end, _, _), part in zip(bounds, executor.map(_scan_forked, bounds),
-                                        strict=True):
+        for piece, part in zip(bounds, executor.map(_scan_piece, bounds), strict=True):
             parts.append(part)
-            progress.advance(end, n)
+            progress.advance(piece.end, n)
         if all(isinstance(p, _Done) for p in parts) and \
                 sum(p.bare for p in parts) <= _MAX_CONTEXT_LINES:
             return parts
         again = [k for k, p in enumerate(parts) if p is None or isinstance(p, _Done)]
         for k in again:
             parts[k] = None  # frees the finished range before it is scanned again
-        redo = [(s, e, last, False) for k, (s, e, last, _) in enumerate(bounds) if k in again]
-        for k, part in zip(again, executor.map(_scan_forked, redo), strict=True):
+        redo = [dataclasses.replace(bounds[k], finish=False) for k in again]
+        for k, part in zip(again, executor.map(_scan_piece, redo), strict=True):
             parts[k] = part
         return parts
     finally:
@@ -861,3 +917,256 @@ def _variant_of_codes(patterns: list[pd.Series]) -> str | None:
             counts[name] = counts.get(name, 0) + int(per_code[code])
     names = sorted(counts, key=lambda k: -counts[k])  # stable: ties keep their order
     return "+".join(names) or None
+
+
+# --- many small logs at once ------------------------------------------------------------------
+
+#: a plain log smaller than this, one of several inputs, is read with the others like it
+#: (:func:`parse_small`): its lines scanned, its rows gathered, its tables built with theirs
+SMALL_BYTES = 1 << 20
+#: rows gathered from small logs before their tables are built (bounds a batch's memory)
+BATCH_ROWS = 1 << 20
+#: steps and numbers a batch takes as they are: beyond this a float is not exact
+_EXACT_INT = 2**53
+
+
+@dataclass
+class _Small:
+    """A small log's scanned rows (the scanner's tuples, :data:`rules.TP_COLS` and
+    :data:`rules.TM_COLS`), run headers and problems, before any frame is made."""
+
+    source: Source
+    tp: list[tuple[Any, ...]]
+    tm: list[tuple[Any, ...]]
+    headers: list[_Header]
+    problems: list[Problem]
+
+
+def parse_small(sources: Sequence[Source], problems: list[Problem], *, engine: str = "auto",
+                ) -> tuple[dict[str, list[pd.DataFrame]], list[Outcome]]:
+    """Many small plain logs (each under :data:`SMALL_BYTES`) read at once: what
+    :func:`parse` gives each of them, with each table built, finished and conformed once for
+    all of them (a source column, per-file streams, parts and variants) instead of once per
+    file (~50 ms of pandas per file). The tables are lists of frames, in the sources' order,
+    that concatenate to the per-file tables concatenated; one outcome per source; every
+    problem is also appended to ``problems``.
+
+    A batch takes the common case only: a log with a hole of NUL bytes, bars without a
+    description (their phase comes from the line before), SambaFlow's documented instances
+    without a prefix, a number that does not fit its column, or a rank file whose lines mix
+    prefixes and none, is read by :func:`parse` on its own, in its place. The lines are
+    scanned by the general route (the fast route reads the same rows, and pays its setup
+    per file)."""
+    parts: dict[str, list[pd.DataFrame]] = {"throughput": [], "train_metrics": []}
+    outcomes: list[Outcome] = []
+    pending: list[_Small] = []
+    rows = 0
+
+    def flush() -> None:
+        nonlocal rows
+        if pending:
+            for name, df in _small_tables(pending).items():
+                parts[name].append(df)
+            pending.clear()
+            rows = 0
+
+    for src in sources:
+        small = None
+        try:
+            small = _small_rows(src)
+        except Exception:   # read on its own below, where a crash is reported as such
+            small = None
+        if small is not None:
+            pending.append(small)
+            rows += len(small.tp) + len(small.tm)
+            outcomes.append(Outcome(src, _variant_of_rows(small), len(small.tp) + len(small.tm),
+                                    small.problems))
+            problems.extend(small.problems)
+            if rows >= BATCH_ROWS:
+                flush()
+            continue
+        flush()
+        try:
+            result = parse(src, engine=engine, executor=Serial())
+        except Exception as exc:   # a reader's bug must not stop the report
+            result = ParseResult(problems=[_crash_problem("trainlog", src, exc)],
+                                 variant="failed")
+        for name, df in result.tables.items():
+            parts.setdefault(name, []).append(df)
+        problems.extend(result.problems)
+        outcomes.append(Outcome(src, result.variant, result.rows, list(result.problems)))
+    flush()
+    return parts, outcomes
+
+
+def _small_rows(source: Source) -> _Small | None:
+    """A small log's rows as the scanner gives them, or None when it is not for a batch
+    (see :func:`parse_small`)."""
+    name = source.name
+    probs: list[Problem] = []
+    rows = rules.Rows()
+    with source.buffer(probs) as buf:
+        n = len(buf)
+        if buf.find(b"\0") >= 0:
+            return None
+        _Scanner(buf, name, rows, probs, 0, _cut_number(buf, 0, n), eof=n).run(True)
+        _flag_cut_number(buf, name, probs)
+    if not _plain_rows(rows.tp, True) or not _plain_rows(rows.tm, False):
+        return None
+    if any(r[3] == "tqdm" and r[10] is None for r in rows.tp):   # bars without a description
+        return None
+    if any(r[0] is None and r[3] in instances.INSTANCE_PATTERNS for r in (*rows.tp, *rows.tm)):
+        return None
+    found = rank_of_path(name)
+    tp, tm = rows.tp, rows.tm
+    if found is not None:
+        with_prefix = sum(r[0] is not None for r in (*tp, *tm))
+        if with_prefix and with_prefix < len(tp) + len(tm):
+            return None
+        if not with_prefix:   # the file's rank is the printer of every line
+            label = str(found[0])
+            tp = [(label, *r[1:]) for r in tp]
+            tm = [(label, *r[1:]) for r in tm]
+    return _Small(source, tp, tm, list(rows.headers), probs)
+
+
+def _plain_number(v: object, finite: bool) -> bool:
+    """A number a batch takes as it is: a float (NaN only when not ``finite``; never inf),
+    or an int exact as a float."""
+    if type(v) is float:
+        return math.isfinite(v) or (not finite and v != v)
+    return type(v) is int and abs(v) < _EXACT_INT
+
+
+def _plain_rows(found: list[tuple[Any, ...]], throughput: bool) -> bool:
+    """True when every value, step and epoch of the rows fits its column as it is (what
+    :func:`_fit_numbers` would find nothing in) and survives a column of several files
+    (no int beyond a float's exact range): a throughput's value is finite, a metric's
+    is not inf, a step a whole number, an epoch finite."""
+    at = (6, 8, 9) if throughput else (5, 6, 7)
+    value, step, epoch = at
+    for r in found:
+        if not _plain_number(r[value], throughput):
+            return False
+        s = r[step]
+        if s is not None and not (_plain_number(s, True) and float(s).is_integer()):
+            return False
+        e = r[epoch]
+        if e is not None and not _plain_number(e, True):
+            return False
+    return True
+
+
+def _variant_of_rows(small: _Small) -> str | None:
+    """:func:`_variant` of a small log's rows: patterns by rows, most first (ties: in order
+    of first appearance, throughput before metrics)."""
+    counts: dict[str, int] = {}
+    for r in small.tp:
+        counts[r[3]] = counts.get(r[3], 0) + 1
+    for r in small.tm:
+        counts[r[3]] = counts.get(r[3], 0) + 1
+    return "+".join(sorted(counts, key=lambda k: -counts[k])) or None
+
+
+def _small_tables(batch: list[_Small]) -> dict[str, pd.DataFrame]:
+    """The batch's two tables, each made once: the rows of every log in order, finished as
+    :func:`_finish` finishes one log's (streams, repeats and global steps per log), the
+    ``source`` column from each row's log, and the run parts per log
+    (:func:`_split_parts`)."""
+    tables = {}
+    for table, key, columns in (("throughput", "tp", rules.TP_COLS),
+                                ("train_metrics", "tm", rules.TM_COLS)):
+        found: list[tuple[Any, ...]] = []
+        of: list[int] = []
+        for k, small in enumerate(batch):
+            part = getattr(small, key)
+            found.extend(part)
+            of.extend([k] * len(part))
+        schema_table = THROUGHPUT if table == "throughput" else TRAIN_METRICS
+        if not found:
+            tables[table] = schema_table.empty()
+            continue
+        df = pd.DataFrame.from_records(found, columns=list(columns))
+        del found
+        tables[table] = _finish_batch(df, np.asarray(of, dtype=np.int64),
+                                      [s.source.name for s in batch], schema_table)
+    _split_batch_parts(tables, batch)
+    return tables
+
+
+def _finish_batch(df: pd.DataFrame, of: np.ndarray, names: list[str],
+                  table: schema.Table) -> pd.DataFrame:
+    """:func:`_finish` of the rows of several logs at once (``of``: each row's log, an
+    index into ``names``; rows in the logs' order, each log's in file order): every rule
+    of a log's rows sees that log's rows only."""
+    prefix = df["prefix"].astype("object")
+    df["instance"] = prefix
+    if "label" in df:
+        df["phase"] = rules.phases(df["name"], df["label"], df["metric"])
+    df["step"], df["repeat"] = instances.steps_and_repeats(df, df["instance"], group=of)
+    df["rank"] = instances.prefix_rank(prefix)
+    del prefix
+    present = np.flatnonzero(np.bincount(of, minlength=len(names)))
+    order = sorted(present.tolist(), key=names.__getitem__)
+    recode = np.full(len(names), -1, dtype=np.int64)
+    recode[order] = np.arange(len(order))
+    df["source"] = pd.Categorical.from_codes(
+        recode[of].astype(_codes_dtype(len(order))),
+        categories=schema.text_categories([names[i] for i in order]))
+    df["part"] = pd.arrays.IntegerArray(np.zeros(len(df), dtype=np.int64),
+                                        np.zeros(len(df), dtype=bool))
+    df["_of"] = of
+    for col in ("prefix", "seg"):
+        del df[col]
+    return schema.conform(df, table)
+
+
+def _split_batch_parts(tables: dict[str, pd.DataFrame], batch: list[_Small]) -> None:
+    """:func:`_split_parts` of each log of a batch that has run headers, on its rows."""
+    tp, tm = tables["throughput"], tables["train_metrics"]
+    if not any(s.headers for s in batch):
+        for df in (tp, tm):
+            if "_of" in df:
+                del df["_of"]
+        return
+    cols: dict[str, tuple[Any, ...] | None] = {}
+    for key, df in (("tp", tp), ("tm", tm)):
+        if not len(df):
+            cols[key] = None
+            continue
+        keep = (df["phase"] == "train") if key == "tp" else ~df["name"].isin(_SHAPE_METRICS)
+        of = df["_of"].to_numpy()
+        cols[key] = (np.searchsorted(of, np.arange(len(batch) + 1)),
+                     df["lineno"].to_numpy(dtype="int64", na_value=0),
+                     df["instance"].astype("object").to_numpy(dtype=object, na_value=None),
+                     (keep & ~df["repeat"]).to_numpy(dtype=bool),
+                     np.zeros(len(df), dtype=np.int64))
+    for k, small in enumerate(batch):
+        if not small.headers:
+            continue
+        lines, printers, training = [], [], []
+        for got in cols.values():
+            if got is not None:
+                at, lineno, printer, train, _ = got
+                lo, hi = at[k], at[k + 1]
+                lines.append(lineno[lo:hi])
+                printers.append(printer[lo:hi])
+                training.append(train[lo:hi])
+        if not sum(len(x) for x in lines):
+            continue
+        starts = instances.part_starts(small.headers, np.concatenate(lines),
+                                       np.concatenate(printers), np.concatenate(training))
+        if not starts:
+            continue
+        for got in cols.values():
+            if got is not None:
+                at, lineno, _, _, part = got
+                lo, hi = at[k], at[k + 1]
+                part[lo:hi] = np.searchsorted(np.asarray(starts, dtype="int64"),
+                                              lineno[lo:hi], side="right")
+    for key, df in (("tp", tp), ("tm", tm)):
+        got = cols.get(key)
+        if got is not None:
+            df["part"] = pd.arrays.IntegerArray(got[4], np.zeros(len(df), dtype=bool))
+        if "_of" in df:
+            del df["_of"]
