@@ -7,7 +7,8 @@ Pieces cut lines and tqdm redraws anywhere: a quarter of the cuts fall within th
 of a ``\\r`` or a newline (a redraw's number cut mid-way, a line's end missing its newline).
 Files are written round-robin; ``--stagger S`` starts file k only after k*S seconds (files
 appearing in a watched folder); ``--stop DST:BYTES`` stops writing DST at the first line end
-after BYTES and prints ``STOPPED <unix time> DST``. Prints ``DONE <unix time>`` at the end. Each piece is flushed (the watch reads what the disk has)."""
+after BYTES and prints ``STOPPED <unix time> DST``; ``--head BYTES`` writes a file's
+first lines up to BYTES at once (a job's setup output, before the training lines). Prints ``DONE <unix time>`` at the end. Each piece is flushed (the watch reads what the disk has)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stagger", type=float, default=0.0)
     p.add_argument("--stop", action="append", default=[])
     p.add_argument("--start-delay", type=float, default=0.0)
+    p.add_argument("--head", type=int, default=0,
+                   help="bytes of each file written at once when it appears (its setup)")
     p.add_argument("pairs", nargs="+")
     args = p.parse_args(argv)
     rng = random.Random(args.seed)
@@ -43,6 +46,11 @@ def main(argv: list[str] | None = None) -> int:
             if handles[k] is None and now - t0 >= k * args.stagger:
                 os.makedirs(os.path.dirname(pairs[k][1]) or ".", exist_ok=True)
                 handles[k] = open(pairs[k][1], "ab")   # noqa: SIM115
+                if args.head:
+                    cut = data[k].rfind(b"\n", 0, args.head) + 1
+                    handles[k].write(data[k][:cut])
+                    handles[k].flush()
+                    pos[k] = cut
         live = [k for k in range(len(pairs)) if pos[k] < len(data[k]) and k not in stopped
                 and now - t0 >= k * args.stagger]
         if not live:

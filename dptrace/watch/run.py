@@ -65,8 +65,8 @@ class Watch:
 
     def _why_end(self, now: float) -> str | None:
         tails = list(self.follower.tails.values())
-        if self.idle_exit is not None and tails and \
-                all(now - t.last_growth >= self.idle_exit for t in tails):
+        last = max((t.last_growth for t in tails), default=self.started)
+        if self.idle_exit is not None and now - last >= self.idle_exit:
             return f"every input idle for {self.idle_exit:g} s"
         job = self.job_id or _job_of(tails)
         if job and now - self._asked >= SLURM_EVERY:

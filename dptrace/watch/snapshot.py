@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..dataset import Dataset
@@ -29,6 +30,8 @@ STOPPED_FACTOR = 10.0
 DROP_SHARE = 0.2
 #: refreshes the recent figure of a drop is taken over
 RECENT_REFRESHES = 3
+#: figures printed (recent ones and before them) a drop needs at least
+MIN_ROWS = 3
 
 
 def dataset(follower: Follower, final: bool = False) -> Dataset:
@@ -153,8 +156,8 @@ class Live:
         self.printers: dict[tuple[str, str], list[Any]] = {}
         #: per refresh: {(run, metric): value}
         self.history: list[dict[tuple[str, str], float]] = []
-        #: per refresh: {(source, instance): (rows, sum of values)} of the job's series
-        self.sums: list[dict[tuple[str, str], tuple[int, float]]] = []
+        #: per refresh: {(source, metric): {file: figures printed}} of each job figure's series
+        self.sums: list[dict[tuple[str, str], dict[str, int]]] = []
 
     def snapshot(self, follower: Follower, started: float, final: bool = False,
                  now: float | None = None) -> Snapshot:
@@ -169,7 +172,9 @@ class Live:
         instances = _instance_rows(a, job)
         found = build_findings(a)
         rows = [{"kind": str(r.kind), "severity": str(r.severity), "run": _num(r.run),
-                 "message": str(r.message)} for r in found.itertuples()]
+                 "subject": _num(r.subject), "value": _num(r.value),
+                 "threshold": _num(r.threshold), "message": str(r.message)}
+                for r in found.itertuples()]
         rows = self._stopped(ds, now) + self._drop(a, job) + rows
         for j in job:
             j["trend"] = [h.get((j["run"], j["metric"])) for h in self.history[-11:]] + \
@@ -217,37 +222,53 @@ class Live:
             if quiet >= self.stopped_factor * usual and quiet >= 2 * self.interval and others:
                 who = _who(src, ins)
                 out.append({"kind": "live_stopped_printing", "severity": "warning", "run": None,
+                            "subject": who, "value": quiet, "threshold": usual,
                             "message": f"{who} has printed nothing for {_dur(quiet)}; it "
                                        f"printed every {_dur(usual)}"})
         return out
 
     def _drop(self, a: Any, job: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """A throughput drop: the figure of the last refreshes against the run's steady
-        figure so far, or against the baseline's."""
+        """A throughput drop: the mean of the figures printed since the last
+        :data:`RECENT_REFRESHES` refreshes against the run's own steady state (the median of
+        the figures after warm-up printed before them), or the job figure against the
+        baseline's."""
         out = []
-        recent = _recent_rates(a, job)
-        self.sums.append(recent)
-        if len(self.sums) > RECENT_REFRESHES:
-            old = self.sums[-1 - RECENT_REFRESHES]
-            for j in job:
-                key = (j["source"] or "", j["metric"])
-                now_n, now_s = recent.get(key, (0, 0.0))
-                was_n, was_s = old.get(key, (0, 0.0))
-                if now_n - was_n < 3 or not j["value"]:
-                    continue
-                mean = (now_s - was_s) / (now_n - was_n)
-                steady = j["per_row"]
-                if steady and mean < (1 - self.drop_share) * steady:
-                    out.append({"kind": "live_throughput_drop", "severity": "warning",
-                                "run": j["run"], "message":
-                                f"{j['metric']} fell to {mean / steady:.0%} of the run's steady "
-                                f"figure over the last {RECENT_REFRESHES} refreshes "
-                                f"({mean:,.4g} per row against {steady:,.4g})"})
+        rows = a["throughput.rows"]
+        marks: dict[tuple[str, str], dict[str, int]] = {}
+        old = self.sums[-RECENT_REFRESHES] if len(self.sums) >= RECENT_REFRESHES else None
+        for j in job:
+            key = (j["source"] or "", j["metric"])
+            s = _series(rows, j) if rows is not None and not rows.empty else None
+            if s is None or s.empty:
+                continue
+            src = s["source"].astype(str)
+            marks[key] = {str(k): int(v) for k, v in src.value_counts(sort=False).items()}
+            if old is None or key not in old:
+                continue
+            value = pd.to_numeric(s["value"], errors="coerce").to_numpy(dtype=float)
+            at = s.groupby(src, sort=False).cumcount().to_numpy()   # position in its file
+            seen = src.map(old[key]).fillna(0).to_numpy()
+            steady = np.arange(len(s)) >= int(len(s) * a.warmup)
+            new = (at >= seen) & steady & ~np.isnan(value)
+            before = ~(at >= seen) & steady & ~np.isnan(value)
+            if new.sum() < MIN_ROWS or before.sum() < MIN_ROWS:
+                continue
+            mean, ref = float(value[new].mean()), float(np.median(value[before]))
+            if ref > 0 and mean < (1 - self.drop_share) * ref:
+                out.append({"kind": "live_throughput_drop", "severity": "warning",
+                            "run": j["run"], "subject": j["metric"], "value": mean,
+                            "threshold": ref, "message":
+                            f"{j['metric']} fell to {mean / ref:.0%} of the run's steady "
+                            f"state: {mean:,.4g} over the last {int(new.sum())} figures "
+                            f"printed, against {ref:,.4g} before"})
+        self.sums.append(marks)
+        del self.sums[:-RECENT_REFRESHES - 1]
         for j in job:
             base = self.baseline.get(j["metric"])
             if base and j["value"] is not None and j["value"] < (1 - self.drop_share) * base:
                 out.append({"kind": "live_below_baseline", "severity": "warning",
-                            "run": j["run"], "message":
+                            "run": j["run"], "subject": j["metric"], "value": j["value"],
+                            "threshold": base, "message":
                             f"{j['metric']} = {j['value']:,.4g}: {j['value'] / base:.0%} of "
                             f"the baseline's {base:,.4g}"})
         return out
@@ -276,13 +297,7 @@ def _job_rows(a: Any) -> list[dict[str, Any]]:
     for r in job.itertuples():
         out.append({"run": _num(r.run), "metric": str(r.metric), "value": _num(r.value),
                     "how": _num(r.how), "source": _num(r.source), "pattern": _num(r.pattern),
-                    "name": _num(r.name), "scope": _num(r.scope), "per_row": None})
-    inst = a["throughput.instances"]
-    if inst is not None and not inst.empty:
-        for j in out:
-            rows = _series(inst, j)
-            if len(rows):
-                j["per_row"] = _num(float(rows["value"].median()))
+                    "name": _num(r.name), "scope": _num(r.scope)})
     return out
 
 
@@ -310,19 +325,6 @@ def _instance_rows(a: Any, job: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append({"run": j["run"], "metric": j["metric"], "source": _num(r.source),
                         "instance": _num(r.instance), "value": _num(r.value),
                         "rows": _num(r.rows), "straggler": bool(r.straggler)})
-    return out
-
-
-def _recent_rates(a: Any, job: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[int, float]]:
-    """Per job figure's series: (rows, sum of values) of its train rows so far."""
-    rows = a["throughput.rows"]
-    out: dict[tuple[str, str], tuple[int, float]] = {}
-    if rows is None or rows.empty:
-        return out
-    for j in job:
-        s = _series(rows, j)
-        vals = pd.to_numeric(s["value"], errors="coerce").dropna()
-        out[(j["source"] or "", j["metric"])] = (len(vals), float(vals.sum()))
     return out
 
 
