@@ -33,7 +33,7 @@ MAKER = HERE.parent / "tests" / "fixtures" / "fleet" / "make_fleet.py"
 _ONE = r"""
 import json, resource, sys, time
 t0, c0 = time.perf_counter(), time.process_time()
-from dptrace.fleet.survey import survey
+from dptrace.fleet import survey
 fleet = survey(sys.argv[1], cache=sys.argv[2], engine=sys.argv[3],
                workers=None if sys.argv[4] == "-" else int(sys.argv[4]), batch=int(sys.argv[5]))
 wall = time.perf_counter() - t0

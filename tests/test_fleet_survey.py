@@ -19,8 +19,7 @@ import pytest
 
 import dptrace
 from dptrace.fleet import cache as fcache
-from dptrace.fleet import command, summary, versions, work
-from dptrace.fleet.survey import survey
+from dptrace.fleet import command, summary, survey, versions, work
 
 HERE = Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("make_fleet",

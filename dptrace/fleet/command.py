@@ -89,7 +89,7 @@ def _survey(args: argparse.Namespace, err: Any) -> int:
     from ..errors import DptraceError
     from ..findings.thresholds import parse_overrides
     from . import summary
-    from .survey import survey
+    from .api import survey
 
     if not args.roots and not args.manifest:
         raise DptraceError("survey: name a ROOT or --manifest FILE")

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from rich.console import Console
 
-    from .survey import Fleet
+    from .api import Fleet
 
 #: a run is slow below this share of its history's median per-GPU figure
 SLOW_SHARE = 0.9
