@@ -7,7 +7,8 @@ load on first use: importing this package imports no pandas). The modules:
 analysis versions), :mod:`.cache` (the Parquet cache), :mod:`.work` (one task: a batch of
 folders), :mod:`.analyse` (a folder's fleet rows), :mod:`.api` (``survey``, ``Fleet``),
 :mod:`.summary` (what the terminal shows first), :mod:`.tables` (the fleet tables'
-schema), :mod:`.command` (``dptrace survey`` and ``dptrace cache``), :mod:`.engines` (where tasks run).
+schema), :mod:`.command` (``dptrace survey`` and ``dptrace cache``), :mod:`.engines`
+(where tasks run).
 """
 
 from __future__ import annotations
