@@ -236,6 +236,7 @@ def dask_url(cluster) -> str:
     return "dask://" + cluster.scheduler_address.removeprefix("tcp://")
 
 
+@pytest.mark.slow   # a LocalCluster of its own: 4-6 s on 2 cores
 def test_dask_local_cluster_same_results() -> None:
     """``engine="dask"`` starts its own LocalCluster, gives what serial gives, closes it."""
     pytest.importorskip("distributed")
@@ -262,6 +263,7 @@ def test_dask_timeout_and_dead_worker(dask_cluster) -> None:
     assert {k: v for k, v in got.items() if k != 2} == {x: x for x in range(6) if x != 2}
 
 
+@pytest.mark.slow   # each worker imports dptrace and pandas: 5-10 s on 2 cores
 def test_dask_real_folders_same_as_serial(dask_cluster) -> None:
     tasks = [str(p) for p in FOLDERS]
     serial = by_task(run_tasks(summary, tasks, engine="serial"))
@@ -372,7 +374,8 @@ def test_slurm_job_script_of_the_documented_config(tmp_path: Path) -> None:
     config = engines.engine_config(path, "slurm")
     assert config["adapt"] == {"minimum": 0, "maximum": 256} and config["timeout"] == 600
     # the scheduler listens on this machine's loopback: it has no ib0 (the workers keep it)
-    cluster = on_dask.jobqueue_cluster("slurm", config, scheduler_options={"interface": "lo"})
+    cluster = on_dask.jobqueue_cluster("slurm", config, scheduler_options={
+        "interface": "lo", "dashboard_address": None})
     try:
         script = cluster.job_script()
     finally:
@@ -407,7 +410,8 @@ def test_pbs_job_script_from_a_config_section() -> None:
     from dptrace.fleet import on_dask
     cluster = on_dask.jobqueue_cluster("pbs", {
         "queue": "debug", "account": "proj123", "walltime": "01:00:00", "cores": 8,
-        "memory": "32GB", "interface": "lo", "job_extra_directives": ["-l filesystems=home"]})
+        "memory": "32GB", "interface": "lo", "job_extra_directives": ["-l filesystems=home"]},
+        scheduler_options={"dashboard_address": None})
     try:
         lines = cluster.job_script().splitlines()
     finally:
