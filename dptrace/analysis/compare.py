@@ -38,8 +38,6 @@ import numpy as np
 import pandas as pd
 
 from .keys import plain
-from .scaling import better as _better
-from .scaling import unit as _job_unit
 
 #: the compare table's columns
 COLUMNS = ["table", "key", "metric", "base", "candidate", "change", "change_pct", "unit",
@@ -91,6 +89,69 @@ class Measure:
     #: keys whose rows hold the other rows' time (a Horovod op's whole interval): left out
     #: of "what changed most"
     whole: Callable[[str], bool] | None = None
+    #: what the views read this table as, so that no view names a format's table:
+    #: ``"job"`` (the job figure per run and ``metric_key``: compare's and scaling's
+    #: throughput), ``"instances"`` (per-instance series: ``scaling --by instances``)
+    role: str | None = None
+    #: the run's communication time, when the table holds it (:class:`Comm`)
+    comm: Comm | None = None
+    #: the per-run tables of the compare and scaling sections made from this table
+    wide: tuple[Wide, ...] = ()
+    #: a time column whose growth from the smallest run names "the cost that grew" of a
+    #: scaling efficiency finding (the first measure, by ``order``, whose runs have rows)
+    growth: str | None = None
+    #: the hint of compare's largest change when it is a row of this table (from its key)
+    hint: Callable[[str], str] | None = None
+
+
+@dataclass(frozen=True)
+class Comm:
+    """How a compared table gives a run's communication time (one row per run): scaling's
+    communication columns and compare's communication findings read it through this."""
+
+    #: the metric column of the communication time per rank (summed over the run's rows)
+    time: str
+    #: the metric column of the run's whole time (elapsed, the timeline's span)
+    whole: str
+    #: the column of the communication share of the whole time
+    share: str
+    #: what the time is, in a sentence ("MPI time per rank")
+    what: str
+    #: its short name ("MPI" time, "collective" time)
+    short: str
+    #: scaling's ``comm_from`` ("mpitrace")
+    source: str
+
+
+@dataclass(frozen=True)
+class Wide:
+    """One table of the compare or scaling section made from a compared table: one row per
+    key, one column per run (:func:`wide`)."""
+
+    #: the section table's name; several ``Wide`` of one name stack, a row per key and ``what``
+    name: str
+    #: the metric column laid out
+    column: str
+    #: the ``key`` of the stacked rows ("negotiation share of the timeline"); "" for none
+    what: str = ""
+    #: the views that show it
+    views: tuple[str, ...] = ("scaling",)
+    #: its place among the section's tables (lower first)
+    order: int = 1000
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Rows of the setup table (:func:`setup`) that a format's tables state."""
+
+    #: who states them ("nccl")
+    name: str
+    #: ``table(name)`` (a Dataset's table or None) -> the long table ``run``, ``setting``,
+    #: ``value`` (text or None)
+    rows: Callable[[Callable[[str], pd.DataFrame | None]], pd.DataFrame | None]
+    #: the settings that are the network path between nodes (``setup_change`` judges them)
+    network: tuple[str, ...] = ()
+    order: int = 100
 
 
 S = 1.0
@@ -101,10 +162,100 @@ _FOUND = False
 FORMAT_COMPARE = "compare"
 
 
+_SETTINGS: dict[str, Settings] = {}
+#: ``table(name) -> {run: (global batch per step or None, why not)}``, declared by formats
+_BATCHES: list[Callable[[Callable[[str], pd.DataFrame | None]],
+                        Mapping[str, tuple[float | None, str]]]] = []
+
+
 def register_measures(*measures: Measure) -> None:
     """Declare report tables compared across runs (a table declared again is replaced)."""
     for m in measures:
         _MEASURES[m.table] = m
+
+
+def register_settings(*settings: Settings) -> None:
+    """Declare setup rows a format's tables state (a name declared again is replaced)."""
+    for s in settings:
+        _SETTINGS[s.name] = s
+
+
+def register_batches(fn: Callable[[Callable[[str], pd.DataFrame | None]],
+                                  Mapping[str, tuple[float | None, str]]]) -> None:
+    """Declare where a run's global batch per step comes from (the work a step does: the
+    efficiency of a step time needs it)."""
+    if fn not in _BATCHES:
+        _BATCHES.append(fn)
+
+
+def settings() -> list[Settings]:
+    """The declared setup rows, in order (the formats' ``compare`` modules on first use)."""
+    measures()
+    return sorted(_SETTINGS.values(), key=lambda s: s.order)
+
+
+def batches(table: Callable[[str], pd.DataFrame | None]) -> dict[str, tuple[float | None, str]]:
+    """Per run, its global batch per step and why not (the first declaration that knows)."""
+    measures()
+    out: dict[str, tuple[float | None, str]] = {}
+    for fn in _BATCHES:
+        for run, got in fn(table).items():
+            out.setdefault(run, got)
+    return out
+
+
+def with_role(role: str) -> Measure | None:
+    """The first measure (by order) that plays ``role`` (``job``, ``instances``), or None."""
+    return next((m for m in measures() if m.role == role), None)
+
+
+def comm_measures() -> list[Measure]:
+    """The measures that hold a run's communication time, in order."""
+    return [m for m in measures() if m.comm is not None]
+
+
+def wides(tables: Mapping[str, pd.DataFrame], view: str, runs: Sequence[str],
+          names: Sequence[str] | None = None, *, empty: bool = False,
+          ) -> dict[str, pd.DataFrame]:
+    """The view's per-run tables (each measure's :class:`Wide`), by name in their order;
+    several ``Wide`` of one name stacked (their rows keyed by ``what``); empty ones left
+    out unless ``empty``."""
+    parts: dict[str, list[pd.DataFrame]] = {}
+    places: dict[str, int] = {}
+    for m in measures():
+        for w in m.wide:
+            if view not in w.views:
+                continue
+            places[w.name] = min(places.get(w.name, w.order), w.order)
+            got = wide(tables, m.table, w.column, runs, names)
+            if len(got):
+                parts.setdefault(w.name, []).append(got.assign(key=w.what) if w.what else got)
+            elif empty:
+                parts.setdefault(w.name, [])
+                if not parts[w.name]:
+                    parts[w.name].append(got)
+    out = {}
+    for name in sorted(parts, key=lambda n: places[n]):
+        got = [p for p in parts[name] if len(p)] or parts[name][:1]
+        out[name] = pd.concat(got, ignore_index=True) if len(got) > 1 else got[0]
+    return out
+
+
+def growth(tables: Mapping[str, pd.DataFrame], runs: Sequence[str]) -> pd.DataFrame:
+    """The per-run times of the first measure with a ``growth`` column whose runs have
+    rows: what a scaling efficiency finding names as the cost that grew."""
+    for m in measures():
+        if m.growth is not None:
+            got = wide(tables, m.table, m.growth, runs)
+            if len(got):
+                return got
+    return pd.DataFrame(columns=["key", *runs])
+
+
+def hint(table: str, key: str) -> str:
+    """The hint of a largest change in ``table`` at ``key`` (its measure's), or ""."""
+    m = measure(table)
+    return m.hint(key) if m is not None and m.hint is not None else ""
 
 
 def measures() -> list[Measure]:
@@ -164,6 +315,9 @@ def _unit_value(metric: Metric, v: float) -> float:
 def compare(tables: Mapping[str, pd.DataFrame], base: str, candidate: str) -> pd.DataFrame:
     """The ``compare`` table of runs ``base`` and ``candidate`` (run ids) from the report
     ``tables`` of a Dataset that holds both (see the module text)."""
+    from .scaling import better as _better
+    from .scaling import unit as _job_unit
+
     rows: list[dict[str, object]] = []
     for m in measures():
         df = tables.get(m.table)
@@ -275,11 +429,23 @@ def wide(tables: Mapping[str, pd.DataFrame], table: str, column: str,
     return out
 
 
-#: the setup's rows that are the job's layout, before NCCL's (:data:`nccl.SETTING_ROWS`)
+def stated(table: Callable[[str], pd.DataFrame | None]) -> pd.DataFrame | None:
+    """The setup rows every declared :class:`Settings` finds in the tables (``table(name)``:
+    a Dataset's table or None), in their order: ``run``, ``setting``, ``value``."""
+    parts = [got for s in settings() if (got := s.rows(table)) is not None and len(got)]
+    return pd.concat(parts, ignore_index=True) if parts else None
+
+
+def network_settings() -> tuple[str, ...]:
+    """The setup rows that are the network path between nodes (every declaration's)."""
+    return tuple(x for s in settings() for x in s.network)
+
+
+#: the setup's rows that are the job's layout, before the formats' (:func:`stated`)
 JOB_ROWS = ("world size", "nodes", "launcher", "global batch per step")
 
 
-def setup(runs: pd.DataFrame, nccl_settings: pd.DataFrame | None,
+def setup(runs: pd.DataFrame, stated: pd.DataFrame | None,
           batches: Mapping[str, tuple[float | None, str]] | None, order: Sequence[str],
           names: Sequence[str] | None = None) -> pd.DataFrame:
     """What each run's setup is, side by side: ``setting``, one column per run (``names``,
@@ -288,10 +454,11 @@ def setup(runs: pd.DataFrame, nccl_settings: pd.DataFrame | None,
     not is not a change, except an ``NCCL_*`` / ``HOROVOD_*`` variable that a run with NCCL
     lines does not state: ``not stated`` there, since NCCL prints each variable it reads).
 
-    ``runs``: the runs table (world size, nodes, launcher); ``nccl_settings``: the long
-    table of :func:`dptrace.formats.nccl.compute.settings`; ``batches``: the global batch per step
-    (:func:`dptrace.analysis.scaling.global_batch`). Rows: :data:`JOB_ROWS`, then NCCL's, then
-    the variables by name; a row no run states is left out."""
+    ``runs``: the runs table (world size, nodes, launcher); ``stated``: the long table
+    ``run``, ``setting``, ``value`` of what the formats' tables state (:func:`stated`: NCCL's
+    version, network, transports, variables); ``batches``: the global batch per step
+    (:func:`batches`). Rows: :data:`JOB_ROWS`, then the stated ones in their order; a row
+    no run states is left out."""
     names = list(names or order)
     info = {str(r["run"]): r for r in runs.to_dict("records")} if len(runs) else {}
     values: dict[str, dict[str, str | None]] = {}
@@ -307,8 +474,8 @@ def setup(runs: pd.DataFrame, nccl_settings: pd.DataFrame | None,
         b = (batches or {}).get(run)
         put("global batch per step", run,
             None if b is None else b[0] if b[0] is not None else f"varies ({b[1]})")
-    if nccl_settings is not None and len(nccl_settings):
-        for row in nccl_settings.itertuples(index=False):
+    if stated is not None and len(stated):
+        for row in stated.itertuples(index=False):
             if str(row.run) in order:
                 put(str(row.setting), str(row.run), row.value)
     out = []

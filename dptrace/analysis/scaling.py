@@ -9,7 +9,8 @@ column tells them apart) and its ``runs`` table. For every run:
   (SambaFlow instances, printing ranks). A run label that is a number (``8=path``) states
   the workers where the data does not; where both do and disagree the data is used and
   the ``note`` says so.
-- **the job throughput** per metric: the training-log job figure (``throughput.job``).
+- **the job throughput** per metric: the job figure (the table of the measure whose role is
+  ``job``, :mod:`.compare`: the training logs' and MLPerf logs' ``throughput.job``).
 - **speedup and efficiency** against the run with the fewest workers that has the same
   metric (``base_run``). A rate (``better`` = ``higher``: samples, images, tokens per
   second) gives ``speedup = R(N) / R(N0)``; a time (``better`` = ``lower``: the step time
@@ -17,18 +18,20 @@ column tells them apart) and its ``runs`` table. For every run:
   T(N)``: a step time that grew is a speedup below 1, never above. ``ideal = N / N0`` and
   ``efficiency = speedup / ideal`` for a rate. A step time is not a rate: how much work a
   step does is not in it, so its efficiency needs the global batch per step of both runs
-  (``global_batch``, Megatron's ``global batch size`` of each iteration line, see
-  :func:`global_batch`): the rate is then ``global batch / T`` and ``efficiency = (B(N) /
-  T(N)) / (B(N0) / T(N0)) / ideal``; without it the efficiency is not computed and
+  (``global_batch``: Megatron's ``global batch size`` of each iteration line, declared by
+  the training-log format, :func:`dptrace.analysis.compare.batches`): the rate is then
+  ``global batch / T`` and ``efficiency = (B(N) / T(N)) / (B(N0) / T(N0)) / ideal``;
+  without it the efficiency is not computed and
   ``efficiency_note`` says why. For weak scaling (the default: the work per worker is
   fixed) the ideal is a rate that grows with N (a step time that stays the same when the
   global batch grows with N); for strong scaling (``--strong``: the global batch is fixed)
   the same formulas hold, so efficiency 1 means the job's rate grew with the workers in
   both cases, and the ``mode`` column says which reading applies. Runs whose metrics
   differ (samples vs tokens) are never divided into each other.
-- **communication**: MPI time per rank and its share of the elapsed time (mpitrace: the
-  mean over the ranks), else the Horovod timeline's collective-op wall time and share;
-  ``comm_from`` says which.
+- **communication**: from the first compared table that declares a run's communication
+  time (:class:`~.compare.Comm`): MPI time per rank and its share of the elapsed time
+  (mpitrace: the mean over the ranks), else the Horovod timeline's collective-op wall time
+  and share; ``comm_from`` says which.
 
 ``missing`` says what a run lacks (no throughput figure, no world size, the base run's
 metric), so a run is kept for what it has.
@@ -54,10 +57,6 @@ BY = ("ranks", "nodes", "instances")
 _NUMBER = re.compile(r"^\s*(\d+)\s*(?:ranks?|gpus?|nodes?|workers?|instances?|n)?\s*$", re.I)
 
 
-#: the ``train_metrics`` name of the global batch per step (Megatron's ``global batch size``)
-GLOBAL_BATCH = "global_batch_size"
-
-
 def lower_is_better(metric: object) -> bool:
     """A job figure that is a time (``step_time_s``; any ``*_s``, ``*_ms``, ``*_us`` that is
     not a rate ``*_per_s``): less is faster."""
@@ -76,32 +75,6 @@ def unit(metric: object) -> str:
     if lower_is_better(m):
         return m.rsplit("_", 1)[-1]
     return m.replace("_per_s", "/s").replace("_", " ")
-
-
-def global_batch(metrics: pd.DataFrame | None) -> dict[str, tuple[float | None, str]]:
-    """Per run, the global batch per step its training lines print (``train_metrics`` rows
-    named :data:`GLOBAL_BATCH`: Megatron's ``global batch size`` of each iteration line) and
-    a note: (B, "") when every step printed the same B; (None, why) when the steps print
-    different values (a batch-size ramp-up: a step's work is not one number). A run that
-    prints none is absent."""
-    if metrics is None or metrics.empty or "name" not in metrics.columns:
-        return {}
-    rows = metrics[(metrics["name"].astype(str) == GLOBAL_BATCH).to_numpy()]
-    if "repeat" in rows.columns:
-        rows = rows[~rows["repeat"].fillna(False).astype(bool).to_numpy()]
-    if rows.empty:
-        return {}
-    runs = plain(rows["run"]).astype(str) if "run" in rows.columns else \
-        pd.Series("run", index=rows.index)
-    out: dict[str, tuple[float | None, str]] = {}
-    for run, v in rows["value"].astype("float64").groupby(runs.to_numpy(), sort=False):
-        vals = sorted(set(v.dropna().tolist()))
-        if len(vals) == 1:
-            out[str(run)] = (vals[0], "")
-        elif vals:
-            out[str(run)] = (None, f"the global batch per step varies over the run "
-                                   f"({vals[0]:g} to {vals[-1]:g})")
-    return out
 
 
 def stated_workers(label: object) -> int | None:
@@ -126,15 +99,17 @@ def _missing(v: object) -> bool:
 
 
 def _instances(tables: Mapping[str, pd.DataFrame], run: str) -> int | None:
-    inst = tables.get("throughput.instances")
-    if inst is None or inst.empty:
+    """The instances of the run's per-instance series (the ``instances`` measure's rows it
+    keeps: training series, not a printed global figure)."""
+    from .compare import with_role
+
+    m = with_role("instances")
+    inst = tables.get(m.table) if m is not None else None
+    if m is None or inst is None or inst.empty or "instance" not in inst.columns:
         return None
     rows = inst[(plain(inst["run"]).astype(str) == run).to_numpy()]
-    if "scope" in rows.columns:
-        rows = rows[(rows["scope"].astype(object) != "global").to_numpy()]
-    if "phase" in rows.columns:
-        ph = rows["phase"].astype(object)
-        rows = rows[(ph.isna() | (ph == "train")).to_numpy()]
+    if m.where is not None and len(rows):
+        rows = rows[m.where(rows).to_numpy()]
     n = rows["instance"].astype(object).nunique() if len(rows) else 0
     return int(n) or None
 
@@ -170,13 +145,18 @@ def workers(tables: Mapping[str, pd.DataFrame], runs: pd.DataFrame,
 
 
 def _job_values(tables: Mapping[str, pd.DataFrame], run: str) -> dict[str, float]:
-    """The run's job figure per metric (the first row of each metric: the headline)."""
-    job = tables.get("throughput.job")
-    if job is None or job.empty:
+    """The run's job figure per metric (the ``job`` measure's first row of each metric: the
+    headline)."""
+    from .compare import with_role
+
+    m = with_role("job")
+    job = tables.get(m.table) if m is not None else None
+    if m is None or job is None or job.empty or m.metric_key is None:
         return {}
+    column = m.metrics[0].column
     rows = job[(plain(job["run"]).astype(str) == run).to_numpy()]
     out: dict[str, float] = {}
-    for metric, value in zip(plain(rows["metric"]).astype(str), rows["value"], strict=True):
+    for metric, value in zip(plain(rows[m.metric_key]).astype(str), rows[column], strict=True):
         if metric not in out and not _missing(value):
             out[metric] = float(value)
     return out
@@ -184,32 +164,35 @@ def _job_values(tables: Mapping[str, pd.DataFrame], run: str) -> dict[str, float
 
 def communication(tables: Mapping[str, pd.DataFrame], run: str,
                   ) -> tuple[float, float, float, str]:
-    """(elapsed s, communication s per rank, share, from) of a run; NaN where unknown."""
-    jobs = tables.get("communication.jobs")
-    if jobs is not None and not jobs.empty:
-        rows = jobs[(plain(jobs["run"]).astype(str) == run).to_numpy()]
-        if len(rows):
-            return (float(rows["elapsed_max_s"].astype("float64").max()),
-                    float(rows["comm_mean_s"].astype("float64").sum()),
-                    float(rows["comm_share_mean"].astype("float64").mean()), "mpitrace")
-    hv = tables.get("horovod.time")
-    if hv is not None and not hv.empty:
-        rows = hv[(plain(hv["run"]).astype(str) == run).to_numpy()]
-        if len(rows):
-            return (float(rows["span_us"].astype("float64").max()) * 1e-6,
-                    float(rows["op_wall_us"].astype("float64").sum()) * 1e-6,
-                    float(rows["op_share"].astype("float64").mean()), "horovod timeline")
+    """(elapsed s, communication s per rank, share, from) of a run, from the first measure
+    with a :class:`~.compare.Comm` whose table has the run's rows; NaN where unknown."""
+    from .compare import comm_measures
+
+    for m in comm_measures():
+        c = m.comm
+        df = tables.get(m.table)
+        if c is None or df is None or df.empty:
+            continue
+        rows = df[(plain(df["run"]).astype(str) == run).to_numpy()]
+        if not len(rows):
+            continue
+        by = {x.column: x for x in m.metrics}
+        whole, time = by[c.whole], by[c.time]
+        return (float(rows[c.whole].astype("float64").max()) * whole.to_unit,
+                float(rows[c.time].astype("float64").sum()) * time.to_unit,
+                float(rows[c.share].astype("float64").mean()), c.source)
     return math.nan, math.nan, math.nan, ""
 
 
 def scaling(tables: Mapping[str, pd.DataFrame], runs: pd.DataFrame, *, by: str = "ranks",
-            strong: bool = False, metrics: pd.DataFrame | None = None) -> pd.DataFrame:
+            strong: bool = False,
+            batches: Mapping[str, tuple[float | None, str]] | None = None) -> pd.DataFrame:
     """The ``scaling`` table: one row per run and metric, runs by workers (see above).
-    ``metrics``: the ``train_metrics`` table, for the global batch per step
-    (:func:`global_batch`) that an efficiency from a step time needs."""
+    ``batches``: per run, the global batch per step and why not
+    (:func:`dptrace.analysis.compare.batches`), which an efficiency from a step time needs."""
     w = workers(tables, runs, by)
     mode = "strong" if strong else "weak"
-    batches = global_batch(metrics)
+    batches = dict(batches or {})
     rows: list[dict[str, object]] = []
     vals = {r: _job_values(tables, r) for r in w["run"]}
     order = sorted(range(len(w)), key=lambda i: (w["workers"].iloc[i] is None

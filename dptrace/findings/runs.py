@@ -35,11 +35,6 @@ from . import thresholds as th
 #: the kinds of this module, in the order they are listed within a severity
 KINDS = ("throughput_change", "setup_change", "dominant_change", "comm_time_change",
          "negative_scaling", "scaling_efficiency", "scaling_incomplete")
-#: settings of the setup table whose change is a change of the network path between nodes
-NETWORK_SETTINGS = ("NCCL network", "transports", "GPUDirect RDMA", "net plugin",
-                    "libfabric provider")
-#: a size bin up to this many bytes is latency-bound: its time is mostly waiting
-_SMALL = 64
 
 
 def _n(v: float, unit: str = "") -> str:
@@ -94,8 +89,7 @@ def throughput_change(cmp: pd.DataFrame, base: str, cand: str, *,
     reported as info (the rate, global batch / step time, says which is faster). Where the
     runs also have a rate, the rate comes first and only it can be a warning."""
     out = []
-    job = cmp[(cmp["table"] == "throughput.job") & cmp["base"].notna()
-              & cmp["candidate"].notna()]
+    job = _job_rows(cmp)
     times = job["metric"].astype(str).map(lower_is_better).astype(bool)
     has_rate = bool((~times).any())
     for r in pd.concat([job[~times], job[times]]).itertuples(index=False):
@@ -137,18 +131,19 @@ def throughput_change(cmp: pd.DataFrame, base: str, cand: str, *,
 def setup_change(setup: pd.DataFrame | None, cmp: pd.DataFrame, base: str, cand: str, *,
                  change_pct: float = th.THROUGHPUT_CHANGE_PCT) -> list[Finding]:
     """The network between nodes changed (NCCL's network, the channels' transports,
-    GPUDirect RDMA, the net plugin or provider: :data:`NETWORK_SETTINGS`) and the job
+    GPUDirect RDMA, the net plugin or provider: the settings the formats declare as the
+    network, :func:`dptrace.analysis.compare.network_settings`) and the job
     throughput changed by more than ``change_pct`` percent: both, with their numbers and
     the direction; a warning when the job got slower, else info. When a run has no job
     figure, the network change alone is info (the throughput cannot say what it cost)."""
     if setup is None or setup.empty:
         return []
-    changes = cmp_analysis.setup_changes(setup, NETWORK_SETTINGS)
+    changes = cmp_analysis.setup_changes(setup, cmp_analysis.network_settings())
     if not changes:
         return []
     what = "; ".join(f"{k}: {b} -> {c}" for k, b, c in changes)
     where = tuple(ev("setup.setup", setting=k) for k, _, _ in changes[:1])
-    job = cmp[(cmp["table"] == "throughput.job") & cmp["base"].notna() & cmp["candidate"].notna()]
+    job = _job_rows(cmp)
     if job.empty:
         return [Finding(
             "info", "setup_change", "job", f"{base} -> {cand}",
@@ -186,9 +181,8 @@ def comm_time_change(cmp: pd.DataFrame, base: str, cand: str, *,
         hit = cmp[(cmp["table"] == table) & (cmp["metric"] == metric)]
         return None if hit.empty else next(hit.itertuples(index=False))
 
-    pairs = (("communication.jobs", "comm_mean_s", "elapsed_max_s", "MPI time per rank"),
-             ("horovod.time", "op_wall_us", "span_us",
-              "Horovod collective time (the ops' wall time)"))
+    pairs = [(m.table, m.comm.time, m.comm.whole, m.comm.what)
+             for m in cmp_analysis.comm_measures() if m.comm is not None]
     out = []
     for table, comm, whole, what in pairs:
         c, w = row(table, comm), row(table, whole)
@@ -222,23 +216,18 @@ def dominant_change(cmp: pd.DataFrame, top: pd.DataFrame, base: str, cand: str,
     if top.empty:
         return []
     r = next(top.itertuples(index=False))
-    total = cmp[(cmp["table"].isin(("communication.jobs", "horovod.time")))
-                & (cmp["metric"].isin(("comm_mean_s", "op_wall_us")))]
+    comm = {m.table: m.comm for m in cmp_analysis.comm_measures() if m.comm is not None}
+    total = cmp[cmp["table"].isin(list(comm))
+                & cmp["metric"].isin([c.time for c in comm.values()])]
     share = ""
     if len(total):
         t = float(total["change"].iloc[0])
         if t and (t > 0) == (r.change > 0) and abs(r.change) <= abs(t) * 1.5:
             share = f", {min(abs(r.change / t), 1.0) * 100:.0f}% of the change in " \
-                    f"{'MPI' if total['table'].iloc[0] == 'communication.jobs' else 'collective'}" \
-                    " time"
+                    f"{comm[str(total['table'].iloc[0])].short} time"
     what = "time per rank" if r.metric == "time_s_per_rank" else "time"
     verb = "grew" if r.change > 0 else "fell"
-    small = _small_bin(r.table, r.key)
-    hint = ("a small collective that grows is waiting, not sending: look for a rank that "
-            "arrives late (dptrace report on the candidate names a straggler)" if small
-            else "a large-message collective that grows is bandwidth: check the network, the "
-            "bucket or fusion size (DDP bucket_cap_mb, HOROVOD_FUSION_THRESHOLD)"
-            if r.table in ("message_sizes.bins", "communication.routines") else "")
+    hint = cmp_analysis.hint(str(r.table), str(r.key))
     return [Finding(
         "warning" if r.change > 0 else "info", "dominant_change", "job", str(r.key),
         f"The largest change in time from {base} to {cand} is {r.key}: {what} {verb} by "
@@ -246,16 +235,13 @@ def dominant_change(cmp: pd.DataFrame, top: pd.DataFrame, base: str, cand: str,
         _ev(r.table, r.key, r.metric), hint=hint, value=float(r.change_s), threshold=None)]
 
 
-def _small_bin(table: str, key: str) -> bool:
-    if table != "message_sizes.bins":
-        return False
-    tail = key.rsplit(" ", 2)
-    if len(tail) < 2 or tail[-1] != "B":
-        return False
-    try:
-        return int(tail[-2].split("-")[-1]) <= _SMALL
-    except ValueError:
-        return False
+def _job_rows(cmp: pd.DataFrame) -> pd.DataFrame:
+    """The compare rows of the job figure (the table of the ``job`` measure) that both runs
+    have."""
+    m = cmp_analysis.with_role("job")
+    if m is None:
+        return cmp.iloc[:0]
+    return cmp[(cmp["table"] == m.table) & cmp["base"].notna() & cmp["candidate"].notna()]
 
 
 def compare_findings(cmp: pd.DataFrame, top: pd.DataFrame, base: str, cand: str,

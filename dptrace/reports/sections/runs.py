@@ -19,7 +19,7 @@ ordinary report shows for that run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -29,7 +29,6 @@ from ...analysis import scaling as scl
 from ...dataset import Dataset
 from ...errors import DptraceError
 from ...findings import runs as rules
-from ...formats.nccl import compute as nccl_analysis
 from ..model import Report, Section
 from ..registry import SectionSpec, register_section
 
@@ -68,10 +67,14 @@ def _table(ds: Dataset, name: str) -> pd.DataFrame | None:
     return ds[name] if name in ds.tables else None
 
 
+def _getter(ds: Dataset) -> Callable[[str], pd.DataFrame | None]:
+    """``table(name)``: the Dataset's table or None (what the formats' declarations read)."""
+    return lambda name: _table(ds, name)
+
+
 def setup_table(ds: Dataset, runs: Sequence[str]) -> pd.DataFrame:
     """The setup of ``runs`` side by side (:func:`dptrace.analysis.compare.setup`)."""
-    settings = nccl_analysis.settings(_table(ds, "nccl_setup"), _table(ds, "nccl_env"))
-    return cmp.setup(ds.runs, settings, scl.global_batch(_table(ds, "train_metrics")),
+    return cmp.setup(ds.runs, cmp.stated(_getter(ds)), cmp.batches(_getter(ds)),
                      list(runs), names(ds, runs))
 
 
@@ -114,10 +117,7 @@ def build_compare(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
         "second is counted twice; a key only one run has counts as 0 in the other for "
         "times, calls and bytes.",
         {"changes": cmp.largest_changes(table), "compare": table,
-         "ranks": cmp.wide(tables, "communication.ranks", "comm_time_s", [base, cand],
-                           [nb, nc]),
-         "message_sizes": cmp.wide(tables, "message_sizes.bins", "time_s_per_rank",
-                                   [base, cand], [nb, nc])},
+         **cmp.wides(tables, "compare", [base, cand], [nb, nc], empty=True)},
         figure_args={"base": nb, "candidate": nc})
 
 
@@ -125,8 +125,7 @@ def scaling_table(ds: Dataset, opts: Mapping[str, Any]) -> pd.DataFrame:
     """The scaling table of ``ds``; a run the command line named (``opts["expected"]``)
     that gave no data is a row that says so."""
     table = scl.scaling(_inner(opts), ds.runs, by=str(opts.get("by") or "ranks"),
-                        strong=bool(opts.get("strong")),
-                        metrics=_table(ds, "train_metrics"))
+                        strong=bool(opts.get("strong")), batches=cmp.batches(_getter(ds)))
     ids = set(ds.run_ids)
     lost = [label for label in opts.get("expected") or () if label not in ids]
     if lost:
@@ -145,17 +144,7 @@ def build_scaling(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
     table = scaling_table(ds, opts)
     order = [r for r in scl.run_order(table, ds.run_ids) if r in set(ds.run_ids)]
     cols = names(ds, order)
-    per_run = {"routines": cmp.wide(tables, "communication.routines", "time_s_per_rank",
-                                    order, cols),
-               "message_sizes": cmp.wide(tables, "message_sizes.bins", "time_s_per_rank",
-                                         order, cols),
-               "horovod": _stacked(tables, "horovod.time", (
-                   ("negotiate_share", "negotiation share of the timeline"),
-                   ("op_share", "allreduce share of the timeline"),
-                   ("idle_share", "idle share of the timeline")), order, cols),
-               "tiles": _stacked(tables, "tiles.overview", (
-                   ("exec_mean_pct", "tiles executing, mean %"),
-                   ("load_overhead_pct", "load and checkpoint, mean %")), order, cols)}
+    per_run = cmp.wides(tables, "scaling", order, cols)
     mode = "strong" if opts.get("strong") else "weak"
     return Section(
         SCALING.name, SCALING.title,
@@ -172,19 +161,8 @@ def build_scaling(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
         + ". Communication: MPI time per rank and its share of elapsed (mpitrace), else "
         "the Horovod collective time. The tables below hold one column per run: the cost "
         "that grows with N shows as a row that grows to the right.",
-        {"scaling": table, **{k: v for k, v in per_run.items() if len(v)}},
+        {"scaling": table, **per_run},
         figure_args={"by": by})
-
-
-def _stacked(tables: Mapping[str, pd.DataFrame], table: str,
-             metrics: Sequence[tuple[str, str]], runs: Sequence[str],
-             cols: Sequence[str]) -> pd.DataFrame:
-    parts = []
-    for column, what in metrics:
-        w = cmp.wide(tables, table, column, runs, cols)
-        if len(w):
-            parts.append(w.assign(key=what))
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
 def findings(ds: Dataset, opts: Mapping[str, Any]) -> pd.DataFrame:
@@ -196,7 +174,7 @@ def findings(ds: Dataset, opts: Mapping[str, Any]) -> pd.DataFrame:
         base, cand = pair(ds, opts)
         nb, nc = names(ds, [base, cand])
         table = cmp.compare(tables, base, cand)
-        batches = scl.global_batch(_table(ds, "train_metrics"))
+        batches = cmp.batches(_getter(ds))
         out = rules.compare_findings(
             table, cmp.largest_changes(table), nb, nc, thresholds,
             setup=setup_table(ds, [base, cand]),
@@ -206,9 +184,7 @@ def findings(ds: Dataset, opts: Mapping[str, Any]) -> pd.DataFrame:
         by = str(opts.get("by") or "ranks")
         table = scaling_table(ds, opts)
         order = [r for r in scl.run_order(table, ds.run_ids) if r in set(ds.run_ids)]
-        growth = cmp.wide(tables, "communication.routines", "time_s_per_rank", order)
-        if growth.empty:
-            growth = cmp.wide(tables, "horovod.activities", "wall_us", order)
+        growth = cmp.growth(tables, order)
         out = rules.scaling_findings(table, growth, by, thresholds)
         run = order[-1] if order else None
     if len(out):   # about the runs together: filed under the candidate / the largest run
