@@ -13,9 +13,10 @@ from typing import Any
 from .follow import Follower
 from .snapshot import Live, Snapshot, load_baseline
 
-#: the share of one core a snapshot may cost on average: after a snapshot that took T s of
-#: CPU, the next is taken no sooner than T / CPU_SHARE s later (the interval at least)
-CPU_SHARE = 0.08
+#: the share of one core a watch may use on average (its reads and its snapshots): the next
+#: snapshot waits until the watch's CPU time so far is within this share of the time it has
+#: run (and at least an interval after the last one)
+CPU_SHARE = 0.09
 #: how often the Slurm queue is asked whether the job still runs (s)
 SLURM_EVERY = 30.0
 
@@ -33,6 +34,8 @@ class Watch:
         self.interval, self.idle_exit = max(0.05, interval), idle_exit
         self.clock, self.sleep = clock, sleep
         self.cpu_share = cpu_share
+        #: CPU seconds the watch has used (its polls and snapshots)
+        self.cpu_s = 0.0
         base = load_baseline(baseline) if baseline else None
         self.live = Live(base, warmup=warmup, thresholds=thresholds, interval=self.interval)
         self.started = clock()
@@ -46,12 +49,18 @@ class Watch:
         """A snapshot per refresh, then the final one."""
         due = self.clock()
         while True:
+            cpu = time.process_time()
             self.follower.poll()
             polled = self.clock()   # what the inputs are idle since is judged at the poll
+            self.cpu_s += time.process_time() - cpu
             if polled >= due:
                 snap = self.live.snapshot(self.follower, self.started, now=polled)
+                self.cpu_s += snap.cost_s
                 yield snap
-                due = self.clock() + max(self.interval, snap.cost_s / self.cpu_share)
+                # the snapshots' CPU within the budget: not before the time at which the
+                # watch's CPU so far is cpu_share of its running time
+                due = max(self.clock() + self.interval,
+                          self.started + self.cpu_s / self.cpu_share)
             self.ended = self._why_end(polled)
             if self.ended:
                 break
