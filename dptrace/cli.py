@@ -1,5 +1,7 @@
-"""Command line: ``dptrace report|compare|scaling|export|schema|formats``. It only wires
-arguments to the library.
+"""Command line: ``dptrace report|compare|scaling|export|survey|cache|watch|schema|formats``.
+It only wires arguments to the library (``survey`` and ``cache``: :mod:`dptrace.fleet.command`;
+``watch``: :mod:`dptrace.watch.command`; each of those modules adds its own subcommands and
+runs them).
 
 Exit codes (also in ``dptrace --help`` and the README):
   0  every input was parsed (files inside a directory that no format recognises are
@@ -27,6 +29,11 @@ if TYPE_CHECKING:  # the heavy modules (pandas, rich) load only for a command th
 
     from .dataset import Dataset
     from .reports.model import Report
+
+#: modules that add subcommands of their own: ``add_parser(sub)`` and ``run(args) -> int``
+#: (light at import: no pandas, no rich, so that ``--help`` stays fast)
+FEATURE_COMMANDS = {"dptrace.fleet.command": ("survey", "cache"),
+                    "dptrace.watch.command": ("watch",)}
 
 #: inputs larger than this (in total) get a progress bar
 PROGRESS_BYTES = 64 << 20
@@ -73,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     _runs_parsers(sub)
     _export_parser(sub)
+    for module in FEATURE_COMMANDS:
+        _feature(module).add_parser(sub)
     sub.add_parser("schema", help="print every table's columns, dtypes, units and meaning")
     sub.add_parser("formats", help="list the input formats dptrace reads")
     return p
@@ -190,8 +199,25 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _feature(module: str) -> Any:
+    import importlib
+
+    return importlib.import_module(module)
+
+
+def _feature_of(command: str) -> Any | None:
+    """The feature module whose subcommand ``command`` is, or None."""
+    for module, commands in FEATURE_COMMANDS.items():
+        if command in commands:
+            return _feature(module)
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    feature = _feature_of(args.command)
+    if feature is not None:
+        return int(feature.run(args))
     if args.command in ("schema", "formats"):   # plain text: no rich, no pandas
         try:
             return _schema() if args.command == "schema" else _formats()
