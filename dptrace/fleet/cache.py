@@ -263,6 +263,19 @@ class Cache:
         from .. import schema
         from ..dataset import Dataset
 
+        parts = list(self.datasets(entries, run_keys).values())
+        if not parts:
+            return Dataset({}, schema.tables()["sources"].empty(),
+                           schema.tables()["problems"].empty())
+        return parts[0] if len(parts) == 1 else Dataset.concat(parts)
+
+    def datasets(self, entries: Sequence[Entry], run_keys: Sequence[str] | None = None,
+                 ) -> dict[str, Dataset]:
+        """Each folder's Dataset (by folder) from the cached tables, each table file read
+        once for all of them."""
+        from .. import schema
+        from ..dataset import Dataset
+
         keys = list(run_keys) if run_keys is not None else [
             k for e in entries for k in e.run_keys()]
         by_batch: dict[str, list[Entry]] = {}
@@ -278,7 +291,7 @@ class Cache:
                                             if any(name in e.tables for e in es)], keys)
             if df is not None:
                 read[name] = df
-        parts = []
+        parts: dict[str, Dataset] = {}
         for e in entries:
             prefix = f"{e.prefix}/"
 
@@ -298,11 +311,8 @@ class Cache:
             runs = shared["runs"]
             if runs is not None and run_keys is not None:
                 runs = runs.reset_index(drop=True)
-            parts.append(Dataset(tables, sources, problems, runs))
-        if not parts:
-            return Dataset({}, schema.tables()["sources"].empty(),
-                           schema.tables()["problems"].empty())
-        return parts[0] if len(parts) == 1 else Dataset.concat(parts)
+            parts[e.folder] = Dataset(tables, sources, problems, runs)
+        return parts
 
     # --- maintenance ----------------------------------------------------------------------
 
