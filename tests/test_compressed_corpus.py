@@ -1,8 +1,8 @@
 """The compressed-input classes of the bad-input corpus (tests/corpus/compressed.tsv, made by
 tests/corpus/compressed_classes.py): each row goes through test_corpus.py's own test
-(``dptrace.load`` under an alarm, ``dptrace report --json --html`` in a subprocess, the
-outcome the row states), with the row's environment (``env``: the gz event bomb's low
-``DPTRACE_MAX_DECOMPRESSED``, which both the load and the report's process read).
+(``dptrace.load`` under an alarm, ``dptrace report --json --html`` as the CLI's main in
+this process, the outcome the row states), with the row's environment (``env``: the gz event
+bomb's low ``DPTRACE_MAX_DECOMPRESSED``, which both the load and the report read).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def test_compressed_corpus_class(row: dict[str, str], tmp_path: Path, request,
     for item in row["env"].split():
         name, _, value = item.partition("=")
         monkeypatch.setenv(name, value)
-    test_corpus.test_corpus_class(row, tmp_path, request)
+    test_corpus.test_corpus_class(row, tmp_path, request, monkeypatch)
 
 
 def test_compressed_corpus_is_complete_and_small() -> None:
