@@ -22,16 +22,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Problem
-from ..registry import ParseResult
-from ..sources import Source
+from ..registry import DEEP_BYTES, ParseResult
+from ..sources import HEAD_BYTES, Source
 from .pieces import INCREMENTAL, NcclState, TrainlogState, state_for
 
-#: bytes read from one file in one pass at most (a file far behind catches up over passes:
-#: memory stays bounded)
+#: bytes of a file read and fed at a time (a file far behind is read in pieces this large)
 MAX_READ = 64 << 20
-#: a file is detected again while it is smaller than this (a companion format's first line
-#: can come late: NCCL INFO lines after the first training lines; the loader looks 16 MB deep)
-DETECT_UNTIL = 16 << 20
+#: a file is detected again while its head is not whole, and when a companion format's
+#: marker (:attr:`dptrace.registry.Spec.deep`: ``NCCL INFO``) first appears in the lines
+#: appended within the depth the loader looks for it (registry.DEEP_BYTES)
 
 
 @dataclass
@@ -58,6 +57,8 @@ class Tail:
     #: the launcher whose prefixes start the head's lines (runs.launcher_in), once the head
     #: is complete
     launcher: tuple[str | None] | None = None
+    #: the file's formats are to be detected again (a companion's marker was appended)
+    redetect: bool = False
 
     @property
     def name(self) -> str:
@@ -140,8 +141,8 @@ class Follower:
                 del tail.gaps[:-50]
             tail.last_growth = now
         tail.size, tail.mtime = st.st_size, st.st_mtime
-        if tail.formats is None or (not set(INCREMENTAL) <= set(tail.formats)
-                                    and tail.offset < DETECT_UNTIL and grown):
+        if tail.formats is None or tail.redetect or (grown and tail.offset < HEAD_BYTES):
+            tail.redetect = False
             self._detect(tail)
         if not tail.formats:
             return
@@ -182,20 +183,32 @@ class Follower:
             del tail.states[fmt]
 
     def _read_appended(self, tail: Tail, size: int) -> None:
+        """Read the bytes appended since the last pass (a file far behind, a watch begun on
+        a long log, in pieces of :data:`MAX_READ`: memory stays bounded) and feed the
+        complete lines; the rest is held."""
         start = tail.offset + len(tail.pending)
         if size <= start:
             return
         with open(tail.src.path, "rb") as fh:
             fh.seek(start)
-            data = fh.read(min(size - start, MAX_READ))
-        self.bytes_fed += len(data)
-        data = tail.pending + data
+            while start < size:
+                data = fh.read(min(size - start, MAX_READ))
+                if not data:
+                    break
+                start += len(data)
+                self.bytes_fed += len(data)
+                self._feed(tail, tail.pending + data)
+
+    def _feed(self, tail: Tail, data: bytes) -> None:
         cut = data.rfind(b"\n") + 1
         complete, tail.pending = data[:cut], data[cut:]
-        if complete:
-            for state in tail.states.values():
-                state.feed(complete)
-            tail.offset += len(complete)
+        if not complete:
+            return
+        for state in tail.states.values():
+            state.feed(complete)
+        if tail.offset < DEEP_BYTES:
+            tail.redetect = any(m in complete for m in _deep_markers(tail.formats or ()))
+        tail.offset += len(complete)
 
     def _read_whole(self, tail: Tail) -> None:
         """A file of a format not read incrementally, read whole once it stopped growing."""
@@ -235,7 +248,15 @@ class Follower:
                 out.append((fmt, tail.states[fmt].result(held)))
             elif fmt in whole:
                 out.append((fmt, whole[fmt]))
-        return out
+        return out or None
+
+
+def _deep_markers(formats: tuple[str, ...]) -> list[bytes]:
+    """The markers of the companion formats a file is not read with yet."""
+    from .. import registry
+
+    return [p.spec.deep for name, p in registry.parsers().items()
+            if p.spec.deep and name not in formats]
 
 
 def _chunks(path: Any, start: int, end: int, size: int = 16 << 20) -> Any:
