@@ -225,7 +225,7 @@ def dask_cluster():
     with dask.config.set({"distributed.scheduler.allowed-failures": 0,
                           "distributed.scheduler.worker-saturation": 1.0}):
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=logging.ERROR)
+                               dashboard_address=":0", silence_logs=logging.ERROR)
     try:
         yield cluster
     finally:
@@ -375,7 +375,7 @@ def test_slurm_job_script_of_the_documented_config(tmp_path: Path) -> None:
     assert config["adapt"] == {"minimum": 0, "maximum": 256} and config["timeout"] == 600
     # the scheduler listens on this machine's loopback: it has no ib0 (the workers keep it)
     cluster = on_dask.jobqueue_cluster("slurm", config, scheduler_options={
-        "interface": "lo", "dashboard_address": None})
+        "interface": "lo", "dashboard_address": ":0"})
     try:
         script = cluster.job_script()
     finally:
@@ -411,7 +411,7 @@ def test_pbs_job_script_from_a_config_section() -> None:
     cluster = on_dask.jobqueue_cluster("pbs", {
         "queue": "debug", "account": "proj123", "walltime": "01:00:00", "cores": 8,
         "memory": "32GB", "interface": "lo", "job_extra_directives": ["-l filesystems=home"]},
-        scheduler_options={"dashboard_address": None})
+        scheduler_options={"dashboard_address": ":0"})
     try:
         lines = cluster.job_script().splitlines()
     finally:

@@ -451,6 +451,7 @@ def _death(code: int | None) -> str:
             name = signal.Signals(-code).name
         except ValueError:
             name = f"signal {-code}"
-        hint = " (the kernel's OOM killer sends SIGKILL)" if -code == signal.SIGKILL else ""
+        hint = (" (the kernel's OOM killer sends SIGKILL)"
+                if -code == getattr(signal, "SIGKILL", None) else "")
         return f"the worker running this task was killed by {name}{hint}"
     return f"the worker running this task exited (exit code {code}) without a result"

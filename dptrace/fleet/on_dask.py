@@ -132,7 +132,7 @@ def _cluster(engine: str, workers: int | None, config: dict[str, Any]) -> Iterat
         from distributed import LocalCluster
         cluster = LocalCluster(
             n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
-            dashboard_address=config.get("dashboard_address"), silence_logs=logging.ERROR,
+            dashboard_address=config.get("dashboard_address", ":0"), silence_logs=logging.ERROR,
             **({"memory_limit": config["memory_limit"]} if "memory_limit" in config else {}),
             **({"local_directory": config["local_directory"]}
                if "local_directory" in config else {}))
