@@ -229,7 +229,7 @@ def _write_reports(fleet: Fleet, page: Path, n: int) -> dict[str, str]:
             ds = (fleet.dataset([key]) if fleet.cache_dir is not None
                   else api.load(str(rows.loc[key, "path"])).run(str(rows.loc[key, "run"])))
             name = f"run{i:04d}.html"
-            api.report(ds).to_html(folder / name)
+            api.report(ds).to_html(str(folder / name))
         except (DptraceError, OSError, KeyError, ValueError):
             continue
         links[key] = f"{folder.name}/{name}"
