@@ -4,6 +4,7 @@ is that task's result, never the run's."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import faulthandler
 import os
@@ -208,6 +209,75 @@ def test_engine_config_from_toml(tmp_path: Path) -> None:
     assert engines.engine_config(path, "processes") == {"start_method": "spawn", "timeout": 30}
     assert engines.engine_config(path, "pbs") == {}
     assert engines.engine_config({"a": 1}, "slurm") == {"a": 1}
+
+
+
+#: a survey interrupted by Ctrl-C: run_tasks over tasks that never end, in its own process group
+INTERRUPTED = """
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)   # as in a terminal
+from dptrace.fleet.engines import run_tasks
+
+def forever(x):
+    time.sleep(600)
+
+try:
+    for _ in run_tasks(forever, range(8), engine=sys.argv[1], workers=2):
+        pass
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of process group ``pgid``, from /proc."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()   # after "pid (comm) "
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(entry))
+    return members
+
+
+@pytest.mark.parametrize("engine", [
+    "processes",
+    pytest.param("dask", marks=[pytest.mark.slow]),   # a LocalCluster started and closed
+])
+def test_ctrl_c_stops_every_worker(engine: str) -> None:
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) ends the call with
+    KeyboardInterrupt, and no worker (nor a cluster's nanny or scheduler) outlives it."""
+    import subprocess
+    import sys
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("needs /proc")
+    if engine == "dask":
+        pytest.importorskip("distributed")
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED, engine], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60   # until the workers are up (a cluster: seconds)
+        while len(group_members(proc.pid)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(group_members(proc.pid)) >= 3, "the workers never started"
+        time.sleep(1.0)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+        assert "interrupted" in out
+        deadline = time.monotonic() + 10
+        while group_members(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert group_members(proc.pid) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 # --- Dask -------------------------------------------------------------------------------------
