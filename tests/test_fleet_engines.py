@@ -374,9 +374,14 @@ class CountingExecutor:
 SPLIT_INPUTS = [
     pytest.param(FIXTURES / "horovod" / "andrewor14_horovod_timeline_2019_4rank.json",
                  "dptrace.formats._chrome", id="horovod"),
+    pytest.param(FIXTURES / "trainlog" / "mlprof_deepspeed_thetagpu_16gpu.log",
+                 "dptrace.formats.trainlog.read", id="trainlog"),
+    pytest.param(FIXTURES / "nccl" / "polaris_resnet50_ddp_2n8gpu_OFI_TIMEOUT_2025-06-26.log",
+                 "dptrace.formats.nccl.read", id="nccl"),
 ]
 
 
+@pytest.mark.slow   # the workers import every reader: 3-12 s a case on 2 busy cores
 @pytest.mark.parametrize("path, module", SPLIT_INPUTS)
 def test_dask_executor_splits_one_real_input(dask_cluster, monkeypatch, path, module) -> None:
     """``dptrace.load(path, executor=DaskExecutor(client))``: the reader's pieces of one
