@@ -395,12 +395,14 @@ class _MarkerScan:
                 self.set.Add(marker)
                 self.owner.append(name)
         self.set.Compile()
+        # the compiled set's own Match (the wrapper's adds a call per head)
+        self._match = getattr(self.set, "_set", self.set).Match
         self._first: dict[tuple[int, ...], tuple[Parser, ...]] = {}
 
     def first(self, head: bytes) -> tuple[Parser, ...] | None:
         """The formats to ask first of ``head`` (in registry order): those whose markers it
         holds and those always asked; None when it holds no marker (or RE2 failed)."""
-        hits = self.set.Match(head)
+        hits = self._match(head)
         if not hits:
             return None
         key = tuple(hits)
