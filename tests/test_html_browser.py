@@ -76,7 +76,19 @@ def dashboard(tmp_path_factory, fixtures_dir=Path(__file__).parent / "fixtures")
 
 
 @pytest.fixture(scope="module")
-def page_result(dashboard):
+def chromium():
+    """One chromium for the module's dashboards (each visit opens its own page)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="module")
+def page_result(dashboard, chromium):
     report, out = dashboard
 
     def more(page, seen: dict) -> None:
@@ -88,7 +100,7 @@ def page_result(dashboard):
         seen["bold"] = page.evaluate("document.querySelectorAll('td b').length")
         seen["horovod_text"] = page.evaluate("document.getElementById('horovod').textContent")
 
-    return report, out, _visit(out, more)
+    return report, out, _visit(chromium, out, more)
 
 
 def test_no_console_errors(page_result):
@@ -152,37 +164,35 @@ def test_findings_link_to_their_evidence(page_result):
 
 # ---- the compare and scaling dashboards (issue 16) --------------------------------------------
 
-def _visit(path: Path, more=None) -> dict:
-    """Open a dashboard in chromium: console errors, requests, dialogs, marks drawn, what
+def _visit(browser, path: Path, more=None) -> dict:
+    """Open a dashboard in a new page of ``browser`` (a fresh context: no cache, storage or
+    history of another visit): console errors, requests, dialogs, marks drawn, what
     ``more(page, seen)`` reads, then every evidence link of the findings panel, followed."""
-    sync_api = pytest.importorskip("playwright.sync_api")
     seen: dict = {"errors": [], "requests": [], "dialogs": []}
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("console", lambda m: m.type == "error" and seen["errors"].append(m.text))
-            page.on("pageerror", lambda e: seen["errors"].append(str(e)))
-            page.on("request", lambda r: seen["requests"].append(r.url))
-            page.on("dialog", lambda d: (seen["dialogs"].append(d.message), d.dismiss()))
-            page.goto(path.as_uri(), wait_until="load", timeout=120_000)
-            page.wait_for_timeout(500)
-            seen["drawn"] = page.evaluate(DRAWN_JS)
-            if more is not None:
-                more(page, seen)
-            seen["findings"] = page.evaluate(FINDINGS_JS)
-            seen["followed"] = []
-            for href in [h for h, _ in seen["findings"]]:   # click each evidence link
-                page.click(f"a.ev[href='{href}']")
-                page.wait_for_timeout(50)
-                seen["followed"].append(page.evaluate(FOLLOWED_JS))
-        finally:
-            browser.close()
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        page.on("console", lambda m: m.type == "error" and seen["errors"].append(m.text))
+        page.on("pageerror", lambda e: seen["errors"].append(str(e)))
+        page.on("request", lambda r: seen["requests"].append(r.url))
+        page.on("dialog", lambda d: (seen["dialogs"].append(d.message), d.dismiss()))
+        page.goto(path.as_uri(), wait_until="load", timeout=120_000)
+        page.wait_for_timeout(500)
+        seen["drawn"] = page.evaluate(DRAWN_JS)
+        if more is not None:
+            more(page, seen)
+        seen["findings"] = page.evaluate(FINDINGS_JS)
+        seen["followed"] = []
+        for href in [h for h, _ in seen["findings"]]:   # click each evidence link
+            page.click(f"a.ev[href='{href}']")
+            page.wait_for_timeout(50)
+            seen["followed"].append(page.evaluate(FOLLOWED_JS))
+    finally:
+        page.context.close()
     return seen
 
 
 @pytest.fixture(scope="module")
-def runs_dashboards(tmp_path_factory):
+def runs_dashboards(tmp_path_factory, chromium):
     """``dptrace compare`` of the real straggler pair and ``dptrace scaling`` of the real
     weak-scaling set (tests/fixtures/scaling),
     as the CLI writes them (run labels hostile: they are input strings too)."""
@@ -197,7 +207,7 @@ def runs_dashboards(tmp_path_factory):
     weak = Path(__file__).parent / "fixtures" / "scaling" / "weak"
     assert main(["scaling", *(str(weak / f"n{n}") for n in (1, 2, 4, 8)),
                  "--html", str(d / "scaling.html")]) == 0
-    return {name: (d / f"{name}.html", _visit(d / f"{name}.html"))
+    return {name: (d / f"{name}.html", _visit(chromium, d / f"{name}.html"))
             for name in ("compare", "scaling")}
 
 
