@@ -17,6 +17,7 @@ as ``figure_args``. Figure functions live in each format's ``figures.py`` (share
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -129,12 +130,23 @@ def build(ds: Dataset, view: str = "report", **opts: object) -> Report:
     their builders as ``opts["report"]``; ``opts["view"]`` names the view."""
     if view not in registry.VIEWS:
         raise ValueError(f"view {view!r} is not one of {registry.VIEWS}")
+    return _build(ds, view, None, opts)
+
+
+def _build(ds: Dataset, view: str, only: set[str] | None, opts: Mapping[str, Any]) -> Report:
+    """:func:`build`, with only the sections named in ``only`` (None: all of the view)."""
     options: dict[str, Any] = {**opts, "view": view}
     if view != "report":
-        options["report"] = build(ds, "report", **{k: v for k, v in opts.items()
-                                         if k in ("warmup", "thresholds")})
+        # the views read the report tables the formats declare as compared (Measure):
+        # only their sections are built, not the findings of every run nor the inputs
+        from ..analysis.compare import measures
+
+        needed = {m.table.split(".", 1)[0] for m in measures()}
+        options["report"] = _build(ds, "report", needed, {
+            k: v for k, v in opts.items() if k in ("warmup", "thresholds")})
     # one analysis context: the derived tables sections and rules share, computed once
     options["analyses"] = Analyses(ds, options)
     sections = [s for spec in registry.sections(view)
-                if (s := spec.build(ds, options)) is not None]
+                if (only is None or spec.name in only)
+                and (s := spec.build(ds, options)) is not None]
     return Report(ds, sections, view)
