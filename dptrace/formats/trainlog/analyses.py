@@ -78,8 +78,11 @@ def _job(a: Analyses) -> pd.DataFrame:
     """The job figures (empty, with the columns, when the Dataset has no training rows)."""
     mllog = a.table("mllog") if "mllog" in a.ds.tables else None
     metrics = a.table("train_metrics")
+    has = a.has("throughput")
     return jobfig.job_figures(a.table("throughput"), a.ds.runs, a.warmup,
-                              jobfig.printed_ranges(metrics), metrics, mllog)
+                              jobfig.printed_ranges(metrics), metrics, mllog,
+                              inst=a["throughput.instances"] if has else None,
+                              summary=a["throughput.summary"] if has else None)
 
 
 def _judged(a: Analyses) -> pd.DataFrame | None:

@@ -100,11 +100,14 @@ def throughput_stragglers(instances: pd.DataFrame, ranks: pd.DataFrame | None = 
     ``straggler`` below the series median; one finding naming the slowest. With ``ranks``
     (``throughput`` rows: source, instance, rank), the finding's ``rank`` is the slowest
     printer's rank where its lines carry one."""
-    of_rank = _instance_ranks(ranks)
     if instances.empty:
         return []
-    out = []
     instances = instances[instances["scope"].astype("object") != "global"]
+    below_all = instances["below_median_pct"].astype("float64")
+    if not ((below_all > straggler * 100.0) & instances["instance"].notna()).any():
+        return []                   # no series has a named instance that far below
+    of_rank = _instance_ranks(ranks)
+    out = []
     groups = instances.groupby(thr.SERIES, sort=False, dropna=False, observed=True)
     for key, g in groups:
         v = g["value"].astype("float64")
@@ -380,6 +383,10 @@ def _lockstep(instances: pd.DataFrame | None, ranks: pd.DataFrame | None,
             ev("throughput.instances", source=k["source"], name=k["name"]), len(g))
 
 
+#: the straggler findings the lockstep sentence of :func:`_lockstep` joins
+_LOCKSTEP_JOINS = ("compute_straggler", "negotiation_straggler")
+
+
 def _job_of_ranks(f: Finding) -> str | None:
     """The job of a finding whose evidence is a row of ``communication.ranks``."""
     for e in f.rows:
@@ -409,7 +416,9 @@ def cross_source_stragglers(found: list[Finding], instances: pd.DataFrame | None
     those lines come from one log with as many ranks as its
     job has, and the run has one such log and one mpitrace job with a straggler; a symptom in
     the straggler's job (``small_message_allreduce``) points to it."""
-    lock = _lockstep(instances, ranks, straggler)
+    # (the lockstep sentence joins only compute and negotiation stragglers' findings)
+    lock = _lockstep(instances, ranks, straggler) if any(
+        f.kind in _LOCKSTEP_JOINS for f in found) else None
     origins: dict[str, set[str | None]] = {}
     for f in found:
         if f.kind in STRAGGLER_SOURCES:

@@ -50,6 +50,7 @@ import pandas as pd
 
 from ...analysis.keys import RUN, run_first
 from ...names import rank_of_path
+from ...schema import first_rows
 from . import throughput as thr
 
 #: copies of a global figure (and a figure and its check) agree within this fraction
@@ -79,7 +80,9 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
                 fraction: float = thr.WARMUP_FRACTION,
                 check_ranges: Mapping[tuple[str, str], float] | None = None,
                 metrics: pd.DataFrame | None = None,
-                mllog: pd.DataFrame | None = None) -> pd.DataFrame:
+                mllog: pd.DataFrame | None = None, *,
+                inst: pd.DataFrame | None = None,
+                summary: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per run, input and metric: the job figure (see the module's docstring).
 
     ``input`` is the training log the figure comes from, or the directory of a job's
@@ -87,14 +90,22 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
     unrelated logs is one run) gets a job figure per log, each from its own lines and
     checked only against them, with the world size its own lines state (the run's world
     size only when the run has that one log).
+
+    ``inst`` and ``summary``: :func:`.throughput.per_instance` and
+    :func:`.throughput.throughput_summary` of ``tp`` (with ``run``; repeats dropped), when
+    the caller has them: their training series are those the figures are made from.
     """
     if mllog is not None and len(mllog):
         # MLPerf logs (the ``mllog`` table): each log's own figure is its run's headline, the
         # training-log rows of the same log its check (dptrace.formats.mllog.compute)
         from ..mllog.compute import with_job_figures
-        return with_job_figures(job_figures(tp, runs, fraction, check_ranges, metrics),
+        return with_job_figures(job_figures(tp, runs, fraction, check_ranges, metrics,
+                                            inst=inst, summary=summary),
                                 mllog, tp, runs, fraction)
+    given = tp
     tp = _by_input(tp)
+    if tp is not given or RUN not in tp:  # (per-rank files' rows are their directory's)
+        inst = summary = None
     metrics = _by_input(metrics)
     groups_tp = _groups(tp)
     groups_m = _groups(metrics) if metrics is not None else None
@@ -102,7 +113,8 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
     every = pd.concat(found) if found else pd.Series(dtype="object")
     if every.empty or not (every.groupby(every.index.get_level_values(0), observed=True)
                            .nunique() > 1).any():
-        out = _job_figures(tp, _world_sizes(runs), fraction, check_ranges, metrics)
+        out = _job_figures(tp, _world_sizes(runs), fraction, check_ranges, metrics,
+                           inst=inst, summary=summary)
         return _with_input(out, tp, metrics)
     world = _world_sizes(runs)
     single = set(every.groupby(every.index.get_level_values(0), observed=True).nunique()
@@ -201,7 +213,9 @@ def _with_input(out: pd.DataFrame, tp: pd.DataFrame, metrics: pd.DataFrame | Non
 def _job_figures(tp: pd.DataFrame, world: dict[str, int],
                  fraction: float = thr.WARMUP_FRACTION,
                  check_ranges: Mapping[tuple[str, str], float] | None = None,
-                 metrics: pd.DataFrame | None = None) -> pd.DataFrame:
+                 metrics: pd.DataFrame | None = None, *,
+                 inst: pd.DataFrame | None = None,
+                 summary: pd.DataFrame | None = None) -> pd.DataFrame:
     """The job figures of runs of one input each (see :func:`job_figures`).
 
     ``tp``: the ``throughput`` table (``run`` optional); ``runs``: the ``runs`` table, for
@@ -218,19 +232,29 @@ def _job_figures(tp: pd.DataFrame, world: dict[str, int],
                            metrics if metrics is not None else tp)
     if RUN not in train:
         train = train.assign(**{RUN: "run"})
-    inst = thr.per_instance(train, fraction)
-    summary = thr.throughput_summary(train, fraction)
+    if inst is not None and summary is not None:
+        # the training series of the whole table's: each series' rows, warm-up, median and
+        # order are its own (phase is a series key), so they equal those made from ``train``
+        inst = inst[_is_train(inst)].reset_index(drop=True)
+        summary = summary[_is_train(summary)].reset_index(drop=True)
+    else:
+        inst = thr.per_instance(train, fraction)
+        summary = thr.throughput_summary(train, fraction, inst=inst)
     ranges = dict(check_ranges or {})
     out = []
     summary = summary.assign(_pos=np.arange(len(summary)))
+    inst_s, train_s = _Series(inst), _Series(train)
     for (run, metric), cands in summary.groupby([RUN, "metric"], sort=False, observed=True):
-        ranked = sorted(((_priority(r, inst), int(r["_pos"]), r) for _, r in cands.iterrows()),
+        ranked = sorted(((_priority(r, inst_s), int(r["_pos"]), r)
+                         for _, r in cands.iterrows()),
                         key=lambda t: (t[0], t[1]))
         w = world.get(str(run))
         best = ranked[0][2]
-        row = _figure(best, _instances(inst, best), partial(_rows, train, best), w, str(metric))
+        row = _figure(best, _instances(inst_s, best), partial(_rows, train_s, best), w,
+                      str(metric))
         if row["copies_agree"] is False:  # the copy another printed figure confirms
-            _confirmed_copy(row, [r for _, _, r in ranked[1:]], inst, train, w, str(metric))
+            _confirmed_copy(row, [r for _, _, r in ranked[1:]], inst_s, train_s, w,
+                            str(metric))
         later: list[pd.Series] = []
         if row["how"] == "printed_global":  # checked against another printed figure of the
             # job, else the ranks' (per-device x world size), else a per-step one
@@ -242,7 +266,7 @@ def _job_figures(tp: pd.DataFrame, world: dict[str, int],
             later = [r for p, _, r in ranked[1:] if p[0] >= 2]
         if later:
             chk = later[0]
-            other = _figure(chk, _instances(inst, chk), partial(_rows, train, chk), w,
+            other = _figure(chk, _instances(inst_s, chk), partial(_rows, train_s, chk), w,
                             str(metric))
             other.pop("_copies", None)
             rng = ranges.get((str(run), str(best["name"])))
@@ -355,6 +379,11 @@ def _training(tp: pd.DataFrame) -> pd.DataFrame:
     return tp[keep]
 
 
+def _is_train(df: pd.DataFrame) -> np.ndarray:
+    """The rows of training series (as :func:`_training` keeps them: no phase is training)."""
+    return (df["phase"].astype("object").fillna("train") == "train").to_numpy(dtype=bool)
+
+
 def _headline(metric: object) -> int:
     m = str(metric)
     if m in ("samples_per_s", "sequences_per_s", "images_per_s"):
@@ -374,30 +403,54 @@ def _world_sizes(runs: pd.DataFrame | None) -> dict[str, int]:
 _SERIES_KEYS = [RUN, *thr.SERIES]
 
 
-def _match(df: pd.DataFrame, row: pd.Series) -> pd.Series:
-    keep = pd.Series(True, index=df.index)
-    for k in _SERIES_KEYS:
-        if k not in df:
-            continue
-        v = row[k]
-        col = df[k].astype("object")
-        keep &= col.isna() if v is None or (isinstance(v, float) and np.isnan(v)) else col == v
-    return keep
+class _Series:
+    """The rows of each series of a frame (``run`` and :data:`.throughput.SERIES`, those it
+    has; a missing value a value of its own): ``by(row)`` gives the rows whose keys equal
+    ``row``'s, as ``df[mask]`` would (same rows, order and index), from one grouping of
+    the frame instead of one comparison of every key column per series (a folder of 1,000
+    runs: 1,000 series x every run's rows)."""
+
+    def __init__(self, df: pd.DataFrame) -> None:
+        self.df = df
+        self.cols = [k for k in _SERIES_KEYS if k in df]
+        self.pos: dict[tuple, np.ndarray] = {}
+        if df.empty:
+            return
+        ids = thr.group_ids(df, self.cols)
+        first = first_rows(ids)
+        values = [_keys(df[c].to_numpy(dtype=object)[first]) for c in self.cols]
+        order = np.argsort(ids, kind="stable")
+        cuts = np.cumsum(np.bincount(ids))[:-1]
+        for key, pos in zip(zip(*values, strict=True), np.split(order, cuts), strict=True):
+            self.pos[key] = pos
+
+    def by(self, row: pd.Series) -> pd.DataFrame:
+        pos = self.pos.get(tuple(_key(row[k]) for k in self.cols))
+        return self.df.iloc[pos if pos is not None else np.zeros(0, dtype=np.int64)]
 
 
-def _instances(inst: pd.DataFrame, row: pd.Series) -> pd.DataFrame:
-    return inst[_match(inst, row)]
+def _key(v: object) -> object:
+    """A key value as :class:`_Series` compares it: every missing value one (None)."""
+    return None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else v
 
 
-def _rows(train: pd.DataFrame, row: pd.Series) -> pd.DataFrame:
-    return train[_match(train, row)]
+def _keys(values: np.ndarray) -> list[object]:
+    return [_key(v) for v in values]
+
+
+def _instances(inst: _Series, row: pd.Series) -> pd.DataFrame:
+    return inst.by(row)
+
+
+def _rows(train: _Series, row: pd.Series) -> pd.DataFrame:
+    return train.by(row)
 
 
 def _stepped(inst: pd.DataFrame) -> bool:
     return bool(inst["first_step"].notna().any())
 
 
-def _priority(row: pd.Series, inst: pd.DataFrame) -> tuple[int, int]:
+def _priority(row: pd.Series, inst: _Series) -> tuple[int, int]:
     mine = _instances(inst, row)
     if row["scope"] == "global":
         if _end_of_run(row, mine):
@@ -547,8 +600,8 @@ def _figure(row: pd.Series, inst: pd.DataFrame, rows_of: Callable[[], pd.DataFra
     return out
 
 
-def _confirmed_copy(row: dict[str, object], later: list[pd.Series], inst: pd.DataFrame,
-                    train: pd.DataFrame, world: int | None, metric: str) -> None:
+def _confirmed_copy(row: dict[str, object], later: list[pd.Series], inst: _Series,
+                    train: _Series, world: int | None, metric: str) -> None:
     """Copies of an end-of-run figure disagree (two printers, e.g. HF Trainer's dict printed
     by rank 0 and by another node's local rank 0, whose runtime leaves out the checkpoint
     save): show the copy that another printed figure of the same metric and scope (rank 0's
@@ -679,8 +732,9 @@ def series_figures(summary: pd.DataFrame, tp: pd.DataFrame, runs: pd.DataFrame |
         inst = thr.per_instance(work, fraction)
     world = _world_sizes(runs)
     values, alls, rules, hows = [], [], [], []
+    inst_s, work_s = _Series(inst), _Series(work)
     for _, row in summary.iterrows():
-        fig = _figure(row, _instances(inst, row), partial(_rows, work, row),
+        fig = _figure(row, _instances(inst_s, row), partial(_rows, work_s, row),
                       world.get(str(row[RUN])), str(row["metric"]))
         fig.pop("_copies", None)
         fig.pop("_factor", None)

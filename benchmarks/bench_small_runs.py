@@ -1,0 +1,154 @@
+"""Small runs (issue 32): ``dptrace report`` of one small log, and of a folder of 1, 10,
+100 and 1,000 copies of it, each copy its own job, against ``python -c "import pandas,
+pyarrow, rich"`` in the same run.
+
+    python benchmarks/bench_small_runs.py [--log PATH] [--runs 1,10,100,1000] [--repeat 3]
+        [--before DIR]
+
+``--before DIR``: also time the dptrace package in DIR (a copy of the tree before a change,
+``DIR/dptrace``) in the same rounds, its rows named ``before ...``.
+
+Each copy is ``slurm-<job id>.out`` in one folder (distinct job ids: each its own job, so
+its own run). Measured, each in a fresh interpreter interleaved round by round with the
+reference (so they see the same machine load), best of ``--repeat`` (the largest folder
+once unless ``--repeat-large``):
+
+- ``report``: ``dptrace report FOLDER`` (the terminal report, to a file): wall and CPU time
+  (user + system of the process);
+- ``analysis``: ``dptrace.report(ds)`` after ``dptrace.load``, in the process, timed alone
+  (wall and CPU), the first call (what the command pays: modules imported on first use
+  included); ``load`` beside it.
+
+Targets (issue 32): one small log's report at most 1.6x the reference; 1,000 runs at most
+15x one run's report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_LOG = ROOT / "tests" / "fixtures" / "straggler" / "balanced" / "train.log"
+REFERENCE = [sys.executable, "-c", "import pandas, pyarrow, rich"]
+ANALYSIS = r"""
+import json, sys, time
+t0, c0 = time.perf_counter(), time.process_time()
+import dptrace
+ds = dptrace.load(sys.argv[1])
+t1, c1 = time.perf_counter(), time.process_time()
+report = dptrace.report(ds)
+t2, c2 = time.perf_counter(), time.process_time()
+print(json.dumps({"load_wall": t1 - t0, "load_cpu": c1 - c0, "wall": t2 - t1, "cpu": c2 - c1,
+                  "runs": len(ds.run_ids)}))
+"""
+
+
+def timed(cmd: list[str], out: str | None = None, tree: Path | None = None,
+          ) -> tuple[float, float, str]:
+    """(wall s, CPU s of the child, its stdout when ``out`` is None); ``tree``: the
+    directory whose ``dptrace`` package the child imports (PYTHONPATH)."""
+    env = dict(os.environ)
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    if out is None:
+        res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             check=True, cwd=ROOT, text=True, env=env)
+        text = res.stdout
+    else:
+        with open(out, "w") as fh:
+            subprocess.run(cmd, stdout=fh, stderr=subprocess.DEVNULL, check=False, cwd=ROOT,
+                           env=env)
+        text = ""
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, text
+
+
+def make_folder(log: Path, n: int, base: Path) -> Path:
+    """``n`` copies of ``log`` in one folder, each ``slurm-<job id>.out``: n jobs."""
+    folder = base / f"runs_{n}"
+    folder.mkdir()
+    for i in range(n):
+        shutil.copyfile(log, folder / f"slurm-{700000 + i}.out")
+    return folder
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--log", type=Path, default=DEFAULT_LOG)
+    p.add_argument("--runs", default="1,10,100,1000")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--repeat-large", type=int, default=1,
+                   help="repeats of folders of 100 runs and more")
+    p.add_argument("--json", type=Path, help="write the numbers here too")
+    p.add_argument("--before", type=Path, help="a tree whose dptrace to time as well")
+    a = p.parse_args()
+    sizes = [int(x) for x in a.runs.split(",") if x]
+    dptrace = [sys.executable, "-m", "dptrace.cli", "report"]
+    res: dict[str, object] = {"log": str(a.log), "log_bytes": a.log.stat().st_size,
+                              "load_average": os.getloadavg()[0]}
+    with tempfile.TemporaryDirectory(prefix="dptrace-small-runs-") as tmp:
+        base = Path(tmp)
+        out = str(base / "report.txt")
+        targets = {"log": str(a.log)} | {f"{n} runs": str(make_folder(a.log, n, base))
+                                         for n in sizes}
+        best: dict[str, dict[str, float]] = {}
+        trees: list[tuple[str, Path | None]] = [("", None)]
+        if a.before is not None:
+            trees.insert(0, ("before ", a.before.resolve()))
+
+        def keep(name: str, **vals: float) -> None:
+            old = best.setdefault(name, {})
+            for k, v in vals.items():
+                old[k] = min(old.get(k, v), v)
+
+        for rnd in range(a.repeat):
+            keep("reference", wall=(r := timed(REFERENCE))[0], cpu=r[1])
+            for name, path in targets.items():
+                n = 1 if name == "log" else int(name.split()[0])
+                if n >= 100 and rnd >= a.repeat_large:
+                    continue
+                for tag, tree in trees:
+                    wall, cpu, _ = timed([*dptrace, path], out, tree)
+                    keep(f"{tag}report {name}", wall=wall, cpu=cpu)
+                    _, _, text = timed([sys.executable, "-c", ANALYSIS, path], None, tree)
+                    got = json.loads(text.strip().splitlines()[-1])
+                    keep(f"{tag}analysis {name}", wall=got["wall"], cpu=got["cpu"],
+                         load_wall=got["load_wall"], load_cpu=got["load_cpu"],
+                         runs=got["runs"])
+    ref = best["reference"]
+    rows = {}
+    for name, v in best.items():
+        row = {k: round(x, 4) for k, x in v.items()}
+        tag = "before " if name.startswith("before ") else ""
+        one = best.get(f"{tag}report 1 runs", best[f"{tag}report log"])
+        if name.removeprefix("before ").startswith("report"):
+            row["x_reference_wall"] = round(v["wall"] / ref["wall"], 2)
+            row["x_reference_cpu"] = round(v["cpu"] / ref["cpu"], 2)
+            row["x_one_run_wall"] = round(v["wall"] / one["wall"], 2)
+        rows[name] = row
+    res["results"] = rows
+    print(json.dumps(res, indent=2))
+    for name, r in rows.items():
+        extra = (f" = {r['x_reference_wall']:.2f}x reference wall, {r['x_reference_cpu']:.2f}x "
+                 f"CPU, {r['x_one_run_wall']:.1f}x one run" if "x_reference_wall" in r else
+                 (f" (load {r['load_wall']:.3f} s)" if "load_wall" in r else ""))
+        print(f"{name:>29}: {r['wall']:.3f} s wall, {r['cpu']:.3f} s CPU{extra}")
+    if a.json:
+        a.json.write_text(json.dumps(res, indent=2))
+
+
+if __name__ == "__main__":
+    main()
