@@ -93,9 +93,10 @@ class SourceReport:
 SniffFn = Callable[[Source, bytes], float]
 ParseFn = Callable[[Source], ParseResult]
 #: parse many sources of one format at once, building each table once: returns the tables
-#: and one report per source, in order (thousands of rank files: no frame per file)
+#: and one report per source, in order (thousands of rank files: no frame per file); a
+#: reader may report with :class:`Outcome` itself (taken as it is)
 ParseManyFn = Callable[[Sequence[Source], list[Problem], Any],
-                       "tuple[dict[str, pd.DataFrame], Sequence[SourceReport]]"]
+                       "tuple[dict[str, pd.DataFrame], Sequence[SourceReport | Outcome]]"]
 
 
 @dataclass(frozen=True)
@@ -202,7 +203,8 @@ class Parser:
                     problems.append(p)
                     outcomes.append(Outcome(src, "failed", 0, [p]))
                 return {}, outcomes
-            return tables, [Outcome(r.source, r.variant, r.rows, list(r.problems), r.failed)
+            return tables, [r if type(r) is Outcome else
+                            Outcome(r.source, r.variant, r.rows, list(r.problems), r.failed)
                             for r in reports]
         parts: dict[str, list[pd.DataFrame]] = {}
         outcomes = []
@@ -324,7 +326,7 @@ def detect_all(source: Source, head: bytes | None = None) -> list[Parser]:
     """
     if head is None:
         head = source.head()
-    found = parsers()
+    found = _PARSERS if _LOADED else parsers()   # read only here: no copy per source
     scores = _scores(source, head, found)
     scores = _deep_scores(source, head, scores, found)
     best_score, best = scores[0] if scores else (0.0, "")

@@ -54,7 +54,7 @@ from pandas.api.extensions import ExtensionArray
 
 from ... import memory, schema
 from ...errors import Problem
-from ...registry import ParseResult, SourceReport
+from ...registry import Outcome, ParseResult
 from ...sources import Source
 from . import MARKERS, TABLES, fast
 from . import general as scan
@@ -99,8 +99,9 @@ def parse_many(sources: Sequence[Source], problems: list[Problem],
         many.add(src)
     many.flush()
     many.stacked_files()
-    order = {id(src): i for i, src in enumerate(sources)}
-    many.parsed.sort(key=lambda p: order[id(p.source)])
+    if not all(map(lambda p, src: p.source is src, many.parsed, sources)):
+        order = {id(src): i for i, src in enumerate(sources)}
+        many.parsed.sort(key=lambda p: order[id(p.source)])
     # the files' texts are freed by now, in holes between the parts: handed back before
     # the tables are built, so that the building does not add to them
     memory.release(sum(p.rows for p in many.parsed))
@@ -242,8 +243,8 @@ class _Many:
         self.flush()
 
 
-#: what :func:`parse_many` tells about each source
-Parsed = SourceReport
+#: what :func:`parse_many` tells about each source (the loader takes it as it is)
+Parsed = Outcome
 
 
 _NO_BIN = (scan.NAN, scan.NAN, scan.NAN)
