@@ -134,16 +134,17 @@ class _Many:
             self.flush()
             self._report(src, None, 0, mine, exc)
             return
-        # "Profile" first: a needle with spaces is a slow search in a text of spaces and
-        # digits, and plain rank files never hold the word
-        if b"Profile" in data and _STACKS in data:
-            self.stacked.append((src, data, mine))
-            return
         job, rank = _job_of(src)
         if len(self.plain) >= BATCH:
             self.flush()
+        # a plain rank file first (most files): its layout holds no call stacks
         if self.use_fast and not mine and self.plain.take(data, rank):
             self.pending.append((src, job, rank, data))
+            return
+        # "Profile" first: a needle with spaces is a slow search in a text of spaces and
+        # digits
+        if b"Profile" in data and _STACKS in data:
+            self.stacked.append((src, data, mine))
             return
         self.flush()
         self.one(src, data, mine)
