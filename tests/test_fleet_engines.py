@@ -164,6 +164,31 @@ def test_processes_on_every_start_method(method: str) -> None:
     assert got == {x: x * x for x in range(6)}
 
 
+def test_workers_that_cannot_start_stop_the_call(tmp_path: Path, monkeypatch) -> None:
+    """A function a spawned worker cannot import (its module is gone) kills every worker as
+    it starts: after three in a row the call raises, naming the likely cause, instead of
+    failing every task or starting workers forever."""
+    import importlib
+    import sys
+    (tmp_path / "fleet_gone_module.py").write_text("def f(x):\n    return x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    fn = importlib.import_module("fleet_gone_module").f
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(tmp_path)])
+    (tmp_path / "fleet_gone_module.py").unlink()
+    with pytest.raises(RuntimeError, match="die as they start .*exit code 1.*3 in a row"):
+        list(run_tasks(fn, range(4), engine="processes", workers=2,
+                       config={"start_method": "spawn"}))
+    sys.modules.pop("fleet_gone_module", None)
+
+
+def test_timeout_counts_from_the_task_not_the_workers_start() -> None:
+    """Under spawn a worker imports for a second or more before its first task; a task's
+    timeout starts when it reaches a ready worker."""
+    got = dict(run_tasks(square, range(4), engine="processes", workers=2, timeout=0.5,
+                         config={"start_method": "spawn"}))
+    assert got == {x: x * x for x in range(4)}
+
+
 def test_closing_early_stops_the_workers() -> None:
     import multiprocessing
     it = run_tasks(sleep_on_1, range(10), engine="processes", workers=2)
@@ -204,11 +229,14 @@ def test_real_folders_same_on_serial_and_processes() -> None:
 def test_engine_config_from_toml(tmp_path: Path) -> None:
     path = tmp_path / "fleet.toml"
     path.write_text('[tool.dptrace.fleet.slurm]\nqueue = "gpu"\ncores = 4\n'
-                    '[tool.dptrace.fleet.processes]\nstart_method = "spawn"\ntimeout = 30\n')
+                    '[tool.dptrace.fleet.processes]\nstart_method = "spawn"\ntimeout = 1\n')
     assert engines.engine_config(path, "slurm") == {"queue": "gpu", "cores": 4}
-    assert engines.engine_config(path, "processes") == {"start_method": "spawn", "timeout": 30}
+    assert engines.engine_config(path, "processes") == {"start_method": "spawn", "timeout": 1}
     assert engines.engine_config(path, "pbs") == {}
     assert engines.engine_config({"a": 1}, "slurm") == {"a": 1}
+    # auto reads the table of the engine it chose: processes' timeout here
+    got = dict(run_tasks(sleep_on_1, [0, 1], engine="auto", workers=2, config=path))
+    assert got[0] == 0 and isinstance(got[1], TimeoutError)
 
 
 

@@ -86,18 +86,15 @@ def run_tasks(fn: Callable[[T], R], tasks: Iterable[T], *, engine: str = "auto",
               ) -> Iterator[tuple[T, R | BaseException]]:
     """``fn`` over ``tasks`` on ``engine``: ``(task, result or exception)`` as each completes.
 
-    ``workers``: processes (``processes``, ``dask``); default the machine's cores. ``config``:
-    the engine's settings, a mapping or a TOML file (:func:`engine_config`; the Dask cluster
-    engines read theirs from it, ``processes`` its ``start_method``). ``timeout``: seconds per
-    task, a :class:`TimeoutError` result past it (also ``config["timeout"]``).
+    ``workers``: processes (``processes``, ``dask``; with ``slurm``/``pbs`` and no ``adapt``,
+    the workers to scale to); default the machine's cores. ``config``: the engine's settings,
+    a mapping or a TOML file whose ``[tool.dptrace.fleet.<engine>]`` table is read for the
+    engine ``auto`` chose (:func:`engine_config`; the Dask cluster engines read theirs from
+    it, ``processes`` its ``start_method``). ``timeout``: seconds per task, a
+    :class:`TimeoutError` result past it (also ``config["timeout"]``).
     Closing the iterator early (or Ctrl-C) stops the workers and, for a cluster this call
     started, the cluster.
     """
-    settings = engine_config(config, _section(engine))
-    if timeout is None and settings.get("timeout") is not None:
-        timeout = float(settings["timeout"])
-    if timeout is not None and not timeout > 0:
-        raise ValueError(f"timeout: a number of seconds above 0, not {timeout!r}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                 or workers < 1):
         raise ValueError(f"workers: at least 1, not {workers!r}")
@@ -105,6 +102,11 @@ def run_tasks(fn: Callable[[T], R], tasks: Iterable[T], *, engine: str = "auto",
         n = workers if workers is not None else (os.cpu_count() or 1)
         head, tasks = _peek(tasks, 2)
         engine = "processes" if n > 1 and len(head) > 1 else "serial"
+    settings = engine_config(config, _section(engine))
+    if timeout is None and settings.get("timeout") is not None:
+        timeout = float(settings["timeout"])
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout: a number of seconds above 0, not {timeout!r}")
     if engine == "serial":
         return _serial(fn, tasks, timeout)
     if engine == "processes":
@@ -239,14 +241,24 @@ class _Stop:
 
 
 _STOP = _Stop()
+#: a worker's first message: it has started and waits for tasks
+_READY = "ready"
+#: workers that die before they are ready, in a row, before the pool gives up (the function
+#: cannot be imported in a spawned process, say): an error of the call, not of a task
+START_FAILURES = 3
 
 
 def _worker_main(conn: mp.connection.Connection, fn: Callable[[Any], Any]) -> None:
-    """A pool worker: tasks from ``conn`` until it closes, one answer per task. The answer
-    is ``(True, pickled result)`` or ``(False, pickled (exception, traceback text))``; an
-    exception or result that cannot be pickled (or unpickled) is replaced by one that can."""
+    """A pool worker: :data:`_READY` once started, then tasks from ``conn`` until it
+    closes or says :data:`_STOP`, one answer per task. The answer is ``(True, pickled
+    result)`` or ``(False, pickled (exception, traceback text))``; an exception that cannot
+    be pickled (or unpickled) is replaced by one that can."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle
     parent = os.getppid()
+    try:
+        conn.send(_READY)   # started (spawned: imports done): a task's clock can start
+    except (EOFError, OSError):
+        return
     while True:
         try:
             while not conn.poll(PARENT_CHECK_S):
@@ -288,6 +300,7 @@ class _Slot:
     conn: Any
     task: Any = None
     busy: bool = False
+    ready: bool = False
     deadline: float | None = None
     started: float = field(default=0.0)
 
@@ -300,6 +313,7 @@ class _Pool:
         self.fn = fn
         self.ctx: Any = mp.get_context(start_method)
         self.slots: list[_Slot] = []
+        self.start_failures = 0
         for _ in range(workers):
             self.slots.append(self._start())
 
@@ -355,8 +369,8 @@ def _processes(fn: Callable[[T], R], tasks: Iterable[T], workers: int, timeout: 
         pending.extend(head)
         pool = _Pool(fn, len(head), start_method)   # no more workers than tasks
         while True:
-            for slot in pool.slots:   # every idle worker gets the next task
-                if slot.busy:
+            for slot in pool.slots:   # every idle worker that is ready gets the next task
+                if slot.busy or not slot.ready:
                     continue
                 if not pending and not exhausted:
                     try:
@@ -378,29 +392,24 @@ def _processes(fn: Callable[[T], R], tasks: Iterable[T], workers: int, timeout: 
                 slot.task, slot.busy = task, True
                 slot.started = time.monotonic()
                 slot.deadline = slot.started + timeout if timeout is not None else None
-            busy = [s for s in pool.slots if s.busy]
-            if not busy:
-                if exhausted and not pending:
-                    return
-                continue
-            yield from _collect(pool, busy, timeout)
+            if exhausted and not pending and not any(s.busy for s in pool.slots):
+                return
+            yield from _collect(pool, timeout)
     finally:
         if pool is not None:
             pool.close()
 
 
-
-def _collect(pool: _Pool, busy: list[_Slot],
-             timeout: float | None) -> Iterator[tuple[Any, Any]]:
-    """Wait for the busy workers' next answer, death or deadline; yield what ended."""
+def _collect(pool: _Pool, timeout: float | None) -> Iterator[tuple[Any, Any]]:
+    """Wait for the next answer of a busy worker, a worker's death, a deadline or a new
+    worker's readiness; yield the tasks that ended."""
     waits: dict[Any, _Slot] = {}
-    for slot in busy:
-        waits[slot.conn] = slot
-        waits[slot.process.sentinel] = slot
-    wait_s = None
-    if timeout is not None:
-        soonest = min(s.deadline for s in busy if s.deadline is not None)
-        wait_s = max(0.0, soonest - time.monotonic())
+    for slot in pool.slots:
+        if slot.busy or not slot.ready:
+            waits[slot.conn] = slot
+            waits[slot.process.sentinel] = slot
+    deadlines = [s.deadline for s in pool.slots if s.busy and s.deadline is not None]
+    wait_s = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
     ready = mp.connection.wait(list(waits), wait_s)
     done: set[int] = set()
     for obj in ready:
@@ -408,11 +417,14 @@ def _collect(pool: _Pool, busy: list[_Slot],
         if id(slot) in done:
             continue
         done.add(id(slot))
-        task = slot.task
         answer = None
         with contextlib.suppress(EOFError, OSError):
             if slot.conn.poll():
                 answer = slot.conn.recv()
+        if not slot.ready:
+            _started(pool, slot, answer)
+            continue
+        task = slot.task
         slot.task, slot.busy, slot.deadline = None, False, None
         if answer is None:   # the process ended without answering
             slot.process.join(KILL_GRACE_S)
@@ -420,28 +432,47 @@ def _collect(pool: _Pool, busy: list[_Slot],
             pool.replace(slot)
             yield task, WorkerDied(_death(code))
             continue
-        ok, data = answer
-        try:
-            value = pickle.loads(data)
-        except Exception as exc:   # a result that pickles but does not unpickle
-            yield task, TypeError(f"the task's result cannot be unpickled: "
-                                  f"{type(exc).__name__}: {exc}")
-            continue
-        if ok:
-            yield task, value
-        else:
-            err, text = value
-            err.__cause__ = RemoteTraceback(text)
-            yield task, err
-    if timeout is not None:
+        yield task, _answer(answer)
+    if deadlines:
         now = time.monotonic()
-        for slot in busy:
+        for slot in list(pool.slots):
             if slot.busy and slot.deadline is not None and now >= slot.deadline:
                 task = slot.task
                 slot.task, slot.busy, slot.deadline = None, False, None
                 pool.replace(slot)
                 yield task, TimeoutError(f"the task ran over its timeout of {timeout:g} s "
                                          "(its worker was killed)")
+
+
+def _started(pool: _Pool, slot: _Slot, message: Any) -> None:
+    """A new worker's first message (or its death before it): ready, or replaced; too
+    many deaths in a row before readiness stop the call."""
+    if message == _READY:
+        slot.ready = True
+        pool.start_failures = 0
+        return
+    slot.process.join(KILL_GRACE_S)
+    code = slot.process.exitcode
+    pool.start_failures += 1
+    if pool.start_failures >= START_FAILURES:
+        raise RuntimeError(f"the process pool's workers die as they start ({_death(code)}, "
+                           f"{pool.start_failures} in a row): can they import the task's "
+                           "function? (under spawn and forkserver it must be importable)")
+    pool.replace(slot)
+
+
+def _answer(answer: tuple[bool, bytes]) -> Any:
+    """A worker's answer as the task's result: its value or its exception."""
+    ok, data = answer
+    try:
+        value = pickle.loads(data)
+    except Exception as exc:   # a result that pickles but does not unpickle
+        return TypeError(f"the task's result cannot be unpickled: {type(exc).__name__}: {exc}")
+    if ok:
+        return value
+    err, text = value
+    err.__cause__ = RemoteTraceback(text)
+    return err
 
 
 def _death(code: int | None) -> str:
