@@ -41,6 +41,14 @@ def fleet_tree(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     empty.mkdir()
     (empty / "README.md").write_text("notes about a job, no logs\n")
     folders[str(empty)] = "readme"
+    # a job folder with two jobs (a Slurm log and another job's MPI profiles): two runs
+    two = root / "jobs" / "job-99998-two-jobs"
+    two.mkdir()
+    fixtures = HERE / "fixtures"
+    shutil.copy(fixtures / "trainlog" / "bigscience_hf_ds_gpt2_base_n4_slurm-1832555.out", two)
+    for src in sorted((fixtures / "straggler" / "delayed_r2").glob("mpi_profile.*")):
+        shutil.copy(src, two)
+    folders[str(two)] = "two_jobs"
     cache = root / "cache"
     first = survey(root / "jobs", cache=cache, engine="serial")
     return {"root": root / "jobs", "folders": folders, "cache": cache, "first": first}
@@ -65,6 +73,7 @@ def test_every_folder_is_a_row_and_run_keys_are_unique(fleet_tree: dict[str, obj
     f = fleet_tree["first"].fleet  # type: ignore[attr-defined]
     assert set(f["path"]) == set(fleet_tree["folders"])  # type: ignore[arg-type]
     assert f["run_key"].is_unique
+    assert len(f) == len(fleet_tree["folders"]) + 1  # type: ignore[arg-type]  (two jobs)
     assert fleet_tree["first"].stats["parsed"] == len(fleet_tree["folders"])  # type: ignore
 
 
@@ -121,6 +130,9 @@ def test_what_the_files_state(fleet_tree: dict[str, object]) -> None:
     assert not gdr["nccl_socket"] and gdr["gdr"] and "Libfabric" in gdr["nccl_network"]
     readme = _row(f, _folders_of(fleet_tree, "readme")[0]).iloc[0]
     assert readme["status"] == "failed" and pd.isna(readme["value"])
+    two = _row(f, _folders_of(fleet_tree, "two_jobs")[0]).set_index("run")
+    assert sorted(two.index) == ["job 1832555", "job 5001"]
+    assert two.loc["job 5001", "world_size"] == 4 and two.loc["job 1832555", "job_id"] == "1832555"
 
 
 def test_summary_names_the_repeat_offender_and_the_fallback(fleet_tree: dict[str, object]) -> None:
@@ -277,6 +289,10 @@ def test_a_failing_or_slow_folder_is_a_row(fleet_tree: dict[str, object],
     assert by.loc[folders[2], "status"] == "ok" and by.loc[folders[2], "value"] > 0
     assert fl.stats["failed"] == 2
     assert command.exit_code(fl) == 1
+    monkeypatch.setattr(work, "_load", real)
+    again = survey(folders, cache=tmp_path / "c", engine="serial")
+    assert (again.stats["parsed"], again.stats["cached"]) == (2, 1)   # failures tried again
+    assert set(again.fleet["status"]) == {"ok"}
 
 
 def test_interrupted_batch_leaves_a_valid_cache_and_a_rerun_resumes(

@@ -141,9 +141,9 @@ def _job_figures(jobs: pd.DataFrame | None, key: str) -> pd.DataFrame:
         return table.empty()
     df = jobs.copy()
     df["run_key"] = [f"{key}/{r}" for r in df["run"].astype(object)]
-    df["run"] = pd.Categorical(df["run"].astype(object))
-    return schema.conform(df[[c for c in table.names + ["run"] if c in df.columns]], table)[
-        [c.name for c in table.loaded_columns]]
+    df["run"] = df["run"].astype(object)
+    return schema.conform(df[[c for c in table.names if c in df.columns]], table)[
+        table.names]
 
 
 def _first(df: pd.DataFrame | None, run: str) -> dict[str, Any] | None:

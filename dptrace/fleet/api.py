@@ -136,7 +136,9 @@ def survey(roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = ()
                 todo.append((folder, e.as_dict() if e is not None else None))
         if progress is not None:
             progress(counts, len(folders))
-        size = max(1, int(batch))
+        # tasks of ``batch`` folders, smaller when there are few folders (at least ~16
+        # tasks where there are folders enough: the bar moves, the workers share the work)
+        size = max(1, min(int(batch), -(-len(todo) // 16)))
         tasks = [Task(tuple(todo[i: i + size]), settings) for i in range(0, len(todo), size)]
         for task, result in run_tasks(run_task, tasks, engine=engine, workers=workers):
             if isinstance(result, Done):
@@ -169,7 +171,7 @@ def survey(roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = ()
 def _up_to_date(e: Entry, folder: str, s: Settings) -> bool:
     """Whether the cache's entry holds for ``folder`` now: same files by (path, size,
     mtime), same parser versions of its formats, same core, same derived key."""
-    if e.status == "timeout" or e.derived_batch is None or not e.key:
+    if e.status in ("error", "timeout") or e.derived_batch is None or not e.key:
         return False
     if e.core != s.core or any(s.versions.get(f, "") != v for f, v in e.formats.items()):
         return False

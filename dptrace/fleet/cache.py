@@ -48,6 +48,7 @@ from ..errors import DptraceError
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
     from ..dataset import Dataset
 
@@ -103,14 +104,10 @@ def write_table(df: pd.DataFrame, path: Path, table: str) -> int:
     return len(df)
 
 
-def read_file(path: Path, keys: Sequence[str] | None = None) -> pd.DataFrame:
-    """A cached table file as pandas (its saved dtypes), ``run_key`` kept; only the rows of
-    ``keys`` (run keys) when given."""
-    import pandas as pd
+def _arrow(path: Path, keys: Any = None) -> pa.Table:
+    """A cached file as Arrow, only the rows of ``keys`` (an Arrow array of run keys)."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
-
-    from .. import store
 
     try:
         table = pq.read_table(path)
@@ -118,13 +115,68 @@ def read_file(path: Path, keys: Sequence[str] | None = None) -> pd.DataFrame:
         raise DptraceError(f"{path}: cannot be read ({exc}): run `dptrace cache clear` "
                            "and survey again") from None
     if keys is not None:
-        import pyarrow as pa
+        table = table.filter(pc.is_in(table[RUN_KEY], keys))
+    return table
 
-        table = table.filter(pc.is_in(table[RUN_KEY], pa.array(list(keys), pa.large_string())))
-    rk = table[RUN_KEY].to_pylist()
-    df = store.frame(table.drop_columns([RUN_KEY]), table.schema.metadata, path)
-    df[RUN_KEY] = pd.array(rk, dtype="string")
+
+def _frame(table: pa.Table, metadata: Any, path: Any) -> pd.DataFrame:
+    """An Arrow table of cached rows as pandas: saved dtypes, ``run_key`` a string."""
+    import pandas as pd
+
+    from .. import store
+
+    rk = table[RUN_KEY]
+    df = store.frame(table.drop_columns([RUN_KEY]), metadata, path)
+    df[RUN_KEY] = pd.array(rk.to_pylist(), dtype="string")
     return df
+
+
+def _key_array(keys: Sequence[str] | None) -> Any:
+    import pyarrow as pa
+
+    return None if keys is None else pa.array(list(keys), pa.large_string())
+
+
+def read_file(path: Path, keys: Sequence[str] | None = None) -> pd.DataFrame:
+    """A cached table file as pandas (its saved dtypes), ``run_key`` kept; only the rows of
+    ``keys`` (run keys) when given."""
+    table = _arrow(path, _key_array(keys))
+    return _frame(table, table.schema.metadata, path)
+
+
+def read_files(paths: Sequence[Path], keys: Sequence[str] | None = None) -> pd.DataFrame | None:
+    """Cached files of one table as one frame (rows of ``keys`` only); None when none has
+    rows. Files without categorical columns are joined as Arrow and converted once (the
+    fleet tables: a warm survey of 10,000 runs reads ~160 files of each); the others one by
+    one (each file's categories are its own), then concatenated."""
+    import pyarrow as pa
+
+    from .. import schema
+
+    wanted = _key_array(keys)
+    tables = [(p, t) for p in paths if (t := _arrow(p, wanted)).num_rows]
+    if not tables:
+        return None
+    meta = tables[0][1].schema.metadata
+    if len(tables) > 1 and not _has_categories(meta) and all(
+            t.schema.equals(tables[0][1].schema, check_metadata=False) for _, t in tables):
+        joined = pa.concat_tables([t for _, t in tables])
+        return _frame(joined, meta, tables[0][0])
+    frames = [_frame(t, t.schema.metadata, p) for p, t in tables]
+    return frames[0] if len(frames) == 1 else schema.concat(frames)
+
+
+def _has_categories(metadata: Any) -> bool:
+    from .. import store
+
+    raw = (metadata or {}).get(store.META_KEY)
+    if raw is None:
+        return True
+    try:
+        columns = json.loads(raw)["columns"]
+    except (ValueError, KeyError, TypeError):
+        return True
+    return any(c.get("dtype") == "category" for c in columns.values())
 
 
 @dataclass
@@ -242,18 +294,9 @@ class Cache:
              keys: Sequence[str] | None = None) -> pd.DataFrame | None:
         """Table ``name`` of ``part`` (tables or derived) from these batches (rows of
         ``keys`` only, when given); None when none of them has rows of it."""
-        from .. import schema
-
-        frames = []
-        for b in dict.fromkeys(batches):
-            path = self.root / part / name / f"{b}.parquet"
-            if path.is_file():
-                df = read_file(path, keys)
-                if len(df):
-                    frames.append(df)
-        if not frames:
-            return None
-        return frames[0] if len(frames) == 1 else schema.concat(frames)
+        paths = [p for b in dict.fromkeys(batches)
+                 if (p := self.root / part / name / f"{b}.parquet").is_file()]
+        return read_files(paths, keys)
 
     def dataset(self, entries: Sequence[Entry], run_keys: Sequence[str] | None = None,
                 ) -> Dataset:

@@ -38,7 +38,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "dask://HOST:PORT, slurm, pbs (default auto)")
     s.add_argument("--workers", type=int, metavar="N", help="workers of the engine")
     s.add_argument("--batch", type=int, default=64, metavar="N",
-                   help="job folders per task (default 64)")
+                   help="job folders per task (default 64; smaller when there are fewer "
+                   "than 16 tasks' worth)")
     s.add_argument("--timeout", type=float, metavar="S",
                    help="seconds per job folder; a folder over it is a row with status "
                    "timeout")

@@ -113,7 +113,7 @@ JOB_FIGURES = register_table(Table(
     "The job figures of each run (the report's 'Job throughput' table: per run, input and "
     "metric, the job's throughput and the rule that made it), as the fleet cache keeps them.",
     (
-        RUN_KEY,
+        RUN_KEY, RUN,
         _c("input", "string", "the log it came from (file name)"),
         _c("metric", "string", "images_per_s, tokens_per_s, samples_per_s, it_per_s, ..."),
         _c("value", "float64", "the job figure"),

@@ -138,13 +138,10 @@ def run_task(task: Task) -> Done:
             row = analyse.error_row(folder, run_prefix(folder, key), status, message,
                                     time.perf_counter() - t0)
             derived.setdefault("fleet", []).append(row)
-            # an error is cached until any parser or the analysis changes (then retried);
-            # a timeout is not cached
-            cached = status == "error"
-            entries.append(Entry(folder, key, files, dict(s.versions) if cached else {},
-                                 s.core, None, {}, s.derived_key(key) if cached else None,
-                                 batch if cached else None, [], status, message,
-                                 time.perf_counter() - t0))
+            # the row of an error or a timeout is this survey's, never taken from the cache:
+            # the next survey tries the folder again (a file made readable changes no mtime)
+            entries.append(Entry(folder, key, files, {}, s.core, None, {}, None, batch, [],
+                                 status, message, time.perf_counter() - t0))
             outcomes.append("failed")
             continue
         for name, df in out.items():
