@@ -97,7 +97,7 @@ def main() -> int:
         replay = Replay(src, dst, args.rate_mb * MB)
         rss0 = rss_mb()
         w = Watch([str(dst.parent)], interval=args.interval, idle_exit=3 * args.interval,
-                  clock=replay.clock, sleep=replay.sleep)
+                  clock=replay.clock, sleep=replay.sleep, poll_thread=False)
         cpu0, wall0 = time.process_time(), time.time()
         snaps = 0
         last_sim = 0.0

@@ -7,7 +7,8 @@ Pieces cut lines and tqdm redraws anywhere: a quarter of the cuts fall within th
 of a ``\\r`` or a newline (a redraw's number cut mid-way, a line's end missing its newline).
 Files are written round-robin; ``--stagger S`` starts file k only after k*S seconds (files
 appearing in a watched folder); ``--stop DST:BYTES`` stops writing DST at the first line end
-after BYTES and prints ``STOPPED <unix time> DST``; ``--head BYTES`` writes a file's
+after BYTES and prints ``STOPPED <unix time> DST`` (a file written to its end: ``FINISHED
+<unix time> DST``); ``--head BYTES`` writes a file's
 first lines up to BYTES at once (a job's setup output, before the training lines). Prints ``DONE <unix time>`` at the end. Each piece is flushed (the watch reads what the disk has)."""
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         pos[k] = end
         if k in stopped:
             print(f"STOPPED {time.time():.3f} {dst}", flush=True)
+        elif pos[k] >= len(buf):
+            print(f"FINISHED {time.time():.3f} {dst}", flush=True)
         time.sleep((end - at) / args.rate)
     for h in handles:
         if h is not None:

@@ -59,6 +59,9 @@ class Tail:
     launcher: tuple[str | None] | None = None
     #: the file's formats are to be detected again (a companion's marker was appended)
     redetect: bool = False
+    #: who printed training rows in the file, by launcher prefix ("" without one): [rows,
+    #: time of the pass that found the last ones, seconds between such passes]
+    printed: dict[str, list[Any]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -94,12 +97,14 @@ class Follower:
         self.origins: list[int] = []
         self.order: list[str] = []
         self.bytes_fed = 0
+        #: the time of the current pass
+        self.now = 0.0
 
     # --- one pass ------------------------------------------------------------------------
 
     def poll(self) -> int:
         """One pass over the inputs; the bytes read."""
-        now = self.clock()
+        now = self.now = self.clock()
         from ..api import expand_arguments
 
         sources, problems, self.arguments, self.origins = expand_arguments(self.paths)
@@ -205,7 +210,7 @@ class Follower:
         if not complete:
             return
         for state in tail.states.values():
-            state.feed(complete)
+            _printed(tail, state.feed(complete), self.now)
         if tail.offset < DEEP_BYTES:
             tail.redetect = any(m in complete for m in _deep_markers(tail.formats or ()))
         tail.offset += len(complete)
@@ -249,6 +254,23 @@ class Follower:
             elif fmt in whole:
                 out.append((fmt, whole[fmt]))
         return out or None
+
+
+#: gaps between printings remembered per printer
+MAX_GAPS = 50
+
+
+def _printed(tail: Tail, rows: dict[str, int], now: float) -> None:
+    """Note the rows each printer of ``tail`` printed in this pass (its rhythm)."""
+    for who, n in rows.items():
+        seen = tail.printed.get(who)
+        if seen is None:
+            tail.printed[who] = [n, now, []]
+        else:
+            if now > seen[1]:
+                seen[2].append(now - seen[1])
+                del seen[2][:-MAX_GAPS]
+            seen[0], seen[1] = seen[0] + n, now
 
 
 def _deep_markers(formats: tuple[str, ...]) -> list[bytes]:

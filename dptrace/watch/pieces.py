@@ -70,15 +70,24 @@ class TrainlogState:
     #: the context of the line being written (a snapshot's tail), by global line
     _tail_context: dict[int, str] = field(default_factory=dict)
 
-    def feed(self, data: bytes) -> None:
-        """Read ``data``: complete lines (it ends with a newline) that follow those fed."""
+    def feed(self, data: bytes) -> dict[str, int]:
+        """Read ``data``: complete lines (it ends with a newline) that follow those fed. The
+        rows found per launcher prefix (the rank that printed them; "" without one)."""
         if not data:
-            return
-        part, ctx_lines = self._scan(data, last=False)
+            return {}
+        part, _ = self._scan(data, last=False)
         self.parts.append(part)
         self.lines += part[3]
         self.prev_line = _last_line(data, self.prev_line)
-        del ctx_lines
+        printed: dict[str, int] = {}
+        for df in part[:2]:
+            if len(df) and "prefix" in df:
+                pre = df["prefix"].astype("object").where(df["prefix"].notna(), "")
+                for k, n in pre.value_counts(sort=False).items():
+                    printed[str(k)] = printed.get(str(k), 0) + int(n)
+            elif len(df):
+                printed[""] = printed.get("", 0) + len(df)
+        return printed
 
     def _scan(self, data: bytes, last: bool) -> tuple[Any, int]:
         read = _trainlog()
@@ -177,14 +186,15 @@ class NcclState:
     def __post_init__(self) -> None:
         self.reader = _nccl()._Reader(self.name)
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes) -> dict[str, int]:
         """Read ``data``: complete lines that follow those fed."""
         if not data:
-            return
+            return {}
         read = _nccl()
         found = read._candidates(data, 0, len(data))
         read._read(self.reader, found, self.first)
         self.first += data.count(b"\n")
+        return {}
 
     def result(self, tail: bytes = b"") -> ParseResult:
         """The tables of what was fed (and of ``tail``, a line not finished yet, read in a

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -17,6 +18,8 @@ from .snapshot import Live, Snapshot, load_baseline
 #: snapshot waits until the watch's CPU time so far is within this share of the time it has
 #: run (and at least an interval after the last one)
 CPU_SHARE = 0.09
+#: how often the poller thread reads the inputs (s; the interval when it is shorter)
+POLL_EVERY = 1.0
 #: how often the Slurm queue is asked whether the job still runs (s)
 SLURM_EVERY = 30.0
 
@@ -28,14 +31,23 @@ class Watch:
                  idle_exit: float | None = None, baseline: str | None = None,
                  warmup: float = 0.1, job_id: str | None = None, engine: str = "auto",
                  thresholds: dict[str, float] | None = None, cpu_share: float = CPU_SHARE,
+                 poll_thread: bool = True,
                  clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.follower = Follower(paths, engine=engine, clock=clock)
         self.interval, self.idle_exit = max(0.05, interval), idle_exit
         self.clock, self.sleep = clock, sleep
         self.cpu_share = cpu_share
-        #: CPU seconds the watch has used (its polls and snapshots)
+        #: CPU seconds the watch has used (its polls and snapshots, in every thread)
         self.cpu_s = 0.0
+        self.poll_thread = poll_thread
+        self.poll_every = min(POLL_EVERY, self.interval)
+        #: held while the follower is polled or read
+        self.lock = threading.Lock()
+        self._cpu_lock = threading.Lock()
+        self._poller: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.poll_error: Exception | None = None
         base = load_baseline(baseline) if baseline else None
         self.live = Live(base, warmup=warmup, thresholds=thresholds, interval=self.interval)
         self.started = clock()
@@ -46,31 +58,74 @@ class Watch:
         self.ended: str | None = None
 
     def snapshots(self) -> Iterator[Snapshot]:
-        """A snapshot per refresh, then the final one."""
-        due = self.clock()
-        while True:
-            cpu = time.process_time()
-            self.follower.poll()
-            polled = self.clock()   # what the inputs are idle since is judged at the poll
-            self.cpu_s += time.process_time() - cpu
-            if polled >= due:
-                snap = self.live.snapshot(self.follower, self.started, now=polled)
-                self.cpu_s += snap.cost_s
-                yield snap
-                # the snapshots' CPU within the budget: not before the time at which the
-                # watch's CPU so far is cpu_share of its running time
-                due = max(self.clock() + self.interval,
-                          self.started + self.cpu_s / self.cpu_share)
-            self.ended = self._why_end(polled)
-            if self.ended:
-                break
-            self.sleep(max(0.0, min(self.interval, due - self.clock())))
-        yield self.final()
+        """A snapshot per refresh, then the final one. With ``poll_thread``, a thread polls
+        the inputs every :data:`POLL_EVERY` seconds (or interval) meanwhile, so a printer's
+        rhythm and the inputs' idleness are seen at that grain however long an analysis
+        takes; the snapshots read the follower under the same lock."""
+        self._start_poller()
+        try:
+            due = self.clock()
+            while True:
+                self._poll()
+                if self.clock() >= due:
+                    snap = self.live.snapshot(self.follower, self.started, lock=self.lock,
+                                              clock=self.clock)
+                    self._spent(snap.cost_s)
+                    yield snap
+                    # the watch's CPU within its budget: the next snapshot not before the
+                    # time at which its CPU so far is cpu_share of its running time
+                    due = max(self.clock() + self.interval,
+                              self.started + self.cpu_s / self.cpu_share)
+                with self.lock:
+                    self.ended = self._why_end(self.clock())
+                if self.ended:
+                    break
+                wait = max(0.0, min(self.interval, due - self.clock()))
+                self.sleep(wait if self._poller is None else min(wait, self.poll_every))
+            yield self.final()
+        finally:
+            self._stop_poller()
 
     def final(self) -> Snapshot:
         """The last snapshot: the inputs read to their ends."""
-        self.follower.poll()
-        return self.live.snapshot(self.follower, self.started, final=True, now=self.clock())
+        self._stop_poller()
+        self._poll()
+        return self.live.snapshot(self.follower, self.started, final=True, lock=self.lock,
+                                  clock=self.clock)
+
+    # --- polling ------------------------------------------------------------------------
+
+    def _poll(self) -> None:
+        t = time.thread_time()
+        with self.lock:
+            self.follower.poll()
+        self._spent(time.thread_time() - t)
+
+    def _spent(self, cpu: float) -> None:
+        with self._cpu_lock:
+            self.cpu_s += cpu
+
+    def _start_poller(self) -> None:
+        if not self.poll_thread or self._poller is not None:
+            return
+        self._stop = threading.Event()
+        self._poller = threading.Thread(target=self._poll_loop, name="dptrace-watch-poll",
+                                        daemon=True)
+        self._poller.start()
+
+    def _poll_loop(self) -> None:
+        while not self._stop.wait(self.poll_every):
+            try:
+                self._poll()
+            except Exception as exc:   # noqa: BLE001 - seen by the main loop's own poll
+                self.poll_error = exc
+                return
+
+    def _stop_poller(self) -> None:
+        if self._poller is not None:
+            self._stop.set()
+            self._poller.join()
+            self._poller = None
 
     def _why_end(self, now: float) -> str | None:
         tails = list(self.follower.tails.values())

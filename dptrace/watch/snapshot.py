@@ -10,9 +10,11 @@ analysis runs on it through the ordinary context (:class:`dptrace.analyses.Analy
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,21 +154,30 @@ class Live:
         self.warmup, self.thresholds, self.interval = warmup, thresholds or {}, interval
         self.stopped_factor, self.drop_share = stopped_factor, drop_share
         self.baseline = _baseline_figures(baseline, warmup) if baseline is not None else {}
-        #: (source, instance) -> [rows seen, wall time of the last new row, gaps]
-        self.printers: dict[tuple[str, str], list[Any]] = {}
         #: per refresh: {(run, metric): value}
         self.history: list[dict[tuple[str, str], float]] = []
         #: per refresh: {(source, metric): {file: figures printed}} of each job figure's series
         self.sums: list[dict[tuple[str, str], dict[str, int]]] = []
 
     def snapshot(self, follower: Follower, started: float, final: bool = False,
-                 now: float | None = None) -> Snapshot:
+                 now: float | None = None, lock: Any = None,
+                 clock: Callable[[], float] = time.monotonic) -> Snapshot:
+        """The snapshot of what ``follower`` has read. ``lock``: held while the follower's
+        state is read (a poller thread feeds it meanwhile); the analysis runs without it.
+        ``now``: the time of the snapshot (default: ``clock()`` once the lock is held)."""
         from ..analyses import Analyses
         from ..findings import build as build_findings
 
-        t0 = time.process_time()
-        now = time.monotonic() if now is None else now
-        ds = dataset(follower, final)
+        t0 = time.thread_time()
+        with lock if lock is not None else contextlib.nullcontext():
+            now = clock() if now is None else now
+            ds = dataset(follower, final)
+            stopped = self._stopped(follower, now)
+            files = [{"file": t.name, "read_bytes": t.read_bytes, "size_bytes": t.size,
+                      "formats": list(t.formats or ()),
+                      "idle_s": round(now - t.last_growth, 1)}
+                     for t in (follower.tails[k] for k in follower.order if k in follower.tails)]
+            notes = list(follower.notes)
         a = Analyses(ds, {"warmup": self.warmup, "thresholds": self.thresholds})
         job = _job_rows(a)
         instances = _instance_rows(a, job)
@@ -175,56 +186,40 @@ class Live:
                  "subject": _num(r.subject), "value": _num(r.value),
                  "threshold": _num(r.threshold), "message": str(r.message)}
                 for r in found.itertuples()]
-        rows = self._stopped(ds, now) + self._drop(a, job) + rows
+        rows = stopped + self._drop(a, job) + rows
         for j in job:
             j["trend"] = [h.get((j["run"], j["metric"])) for h in self.history[-11:]] + \
                 [j["value"]]
         self.history.append({(j["run"], j["metric"]): j["value"] for j in job})
         del self.history[:-50]
-        files = [{"file": t.name, "read_bytes": t.read_bytes, "size_bytes": t.size,
-                  "formats": list(t.formats or ()),
-                  "idle_s": round(now - t.last_growth, 1)}
-                 for t in (follower.tails[k] for k in follower.order if k in follower.tails)]
-        return Snapshot(time.time(), now - started, files, job, instances, rows,
-                        list(follower.notes), ds, time.process_time() - t0, final)
+        return Snapshot(time.time(), now - started, files, job, instances, rows, notes, ds,
+                        time.thread_time() - t0, final)
 
     # --- live findings --------------------------------------------------------------------
 
-    def _stopped(self, ds: Dataset, now: float) -> list[dict[str, Any]]:
-        """Printers (an instance of a log, a rank's file) that printed nothing for
-        :data:`STOPPED_FACTOR` times their usual interval, while others still print."""
-        counts: dict[tuple[str, str], int] = {}
-        for name in ("throughput", "train_metrics"):
-            df = ds[name] if name in ds.tables else None
-            if df is None or df.empty:
-                continue
-            inst = df["instance"].astype("object").where(df["instance"].notna(), "")
-            key = df["source"].astype("object").map(str) + "\0" + inst.map(str)
-            for k, n in key.value_counts(sort=False).items():
-                src, _, ins = str(k).partition("\0")
-                counts[(src, ins)] = counts.get((src, ins), 0) + int(n)
-        for key, n in counts.items():
-            seen = self.printers.get(key)
-            if seen is None:
-                self.printers[key] = [n, now, []]
-            elif n > seen[0]:
-                seen[2].append(now - seen[1])
-                del seen[2][:-50]
-                seen[0], seen[1] = n, now
+    def _stopped(self, follower: Follower, now: float) -> list[dict[str, Any]]:
+        """Printers (a rank of a log, by its launcher prefix; a file without prefixes) that
+        printed no training rows for :data:`STOPPED_FACTOR` times their usual interval (the
+        median time between the passes that found their rows) and at least two refresh
+        intervals, while another printer still prints."""
+        printers = [(tail, who, seen) for tail in follower.tails.values()
+                    for who, seen in tail.printed.items()]
         out = []
-        recent = [now - s[1] for s in self.printers.values()]
-        for (src, ins), (_, last, gaps) in self.printers.items():
+        for tail, who, (_, last, gaps) in printers:
             if len(gaps) < 2:
                 continue
             usual = max(statistics.median(gaps), 1e-3)
             quiet = now - last
-            others = sum(1 for q in recent if q < max(usual * 2, 2 * self.interval))
-            if quiet >= self.stopped_factor * usual and quiet >= 2 * self.interval and others:
-                who = _who(src, ins)
-                out.append({"kind": "live_stopped_printing", "severity": "warning", "run": None,
-                            "subject": who, "value": quiet, "threshold": usual,
-                            "message": f"{who} has printed nothing for {_dur(quiet)}; it "
-                                       f"printed every {_dur(usual)}"})
+            if quiet < self.stopped_factor * usual or quiet < 2 * self.interval:
+                continue
+            fresh = max(2 * usual, 2 * self.interval)
+            if not any(now - s[1] < fresh for t, w, s in printers if (t, w) != (tail, who)):
+                continue   # nobody prints: the job ended or paused, not one printer
+            name = _who(tail.name, who)
+            out.append({"kind": "live_stopped_printing", "severity": "warning", "run": None,
+                        "subject": name, "value": quiet, "threshold": usual,
+                        "message": f"{name} has printed nothing for {_dur(quiet)}; it "
+                                   f"printed every {_dur(usual)}"})
         return out
 
     def _drop(self, a: Any, job: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -274,11 +269,12 @@ class Live:
         return out
 
 
-def _who(source: str, instance: str) -> str:
+def _who(source: str, prefix: str) -> str:
+    """'rank 12 (slurm-1.out)' for a launcher prefix or a per-rank file, else the file."""
     from ..names import rank_of_path
 
-    if instance:
-        return f"instance {instance} of {source}"
+    if prefix:
+        return f"rank {prefix} ({source})" if prefix.isdigit() else f"{prefix} ({source})"
     rank = rank_of_path(source)
     return f"rank {rank[0]} ({source})" if rank is not None else source
 
