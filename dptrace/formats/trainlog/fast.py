@@ -20,6 +20,7 @@ The rows read here stay columns (:class:`Found`: strings as codes into one dicti
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -38,18 +39,12 @@ _FEW_CR = 8
 #: lines at least this long are left to the scanner (its look-around window: see general.WINDOW)
 MAX_LINE = general.WINDOW // 2
 
-#: TQDM_SEGMENT without its bounds and its lookahead, from the count on: RE2's search finds the
-#: leftmost count (the lazy ``pre``); a part beyond its bound in TQDM_SEGMENT declines the line
-#: (:data:`_BOUNDS`), so a match here within the bounds is TQDM_SEGMENT's match
-_UPDATE = (
-    r"^(?P<pre>.*?)(?P<n>\d+(?:\.\d+)?[kMGT]?)(?:/(?:\d+(?:\.\d+)?[kMGT]?|\?))?(?P<alpha>[A-Za-z]*)"
-    r"[ \t]*\[\d[\d:]*(?:<[\d:?]+)?,[ \t]*(?:(?P<rate>" + rules.NUM + r")|\?)[ \t]*"
-    r"(?P<scale>[kMGT]?)(?P<unit>[A-Za-z_]+)/(?P<per>s|[A-Za-z_]+)(?P<post>[^\]\r]*)\]")
-#: the bounds of TQDM_SEGMENT's parts, in characters (checked against its pattern at import)
-_BOUNDS = {"pre": 240, "alpha": 20, "unit": 30, "per": 30, "post": 500}
-for _part in (r"[^\r]{0,240}?", r"[A-Za-z]{0,20}", r"[A-Za-z_]{1,30}",
-              r"(?P<per>s|[A-Za-z_]{1,30})", r"[^\]\r]{0,500}", r"\](?![^\r]*\{')[^\r]*"):
-    assert _part in rules.TQDM_SEGMENT.pattern, _part
+#: TQDM_SEGMENT's groups, in the order :func:`_segment_spans` gives their byte spans
+_GROUPS = tuple(rules.TQDM_SEGMENT.groupindex)
+#: every class of TQDM_SEGMENT treats the ASCII digits alike (no digit of its own but in its
+#: bounds): a segment with each digit made '0' (its *shape*) has the match of the segment
+#: itself, group for group, at the same places (see :func:`_segment_spans`)
+assert not re.search(r"[0-9]", re.sub(r"\{\d+(?:,\d*)?\}", "", rules.TQDM_SEGMENT.pattern))
 #: what a line must not hold to be read here: an ANSI escape, a ``<std`` tag, a dict after a
 #: bar (the lookahead of TQDM_SEGMENT), a digit that is not ASCII (Python's ``\d`` takes it,
 #: RE2's does not)
@@ -67,6 +62,26 @@ _WS = (r"\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x
 #: other characters after it, and one more white space (every alternative of PREFIX is made of
 #: characters that are not white space but for its last one)
 _PREFIX_HEAD = f"^(?P<head>[{_WS}]*[^{_WS}]*[{_WS}]?)"
+
+#: plain lines read here are shorter than the scanner's segment window (it reads such a line
+#: whole)
+MAX_PLAIN = min(MAX_LINE, general.MAX_SEGMENT)
+#: a plain line not read here: a byte that is not printable ASCII or a tab, a ``<std`` tag (the
+#: scanner looks for a tag anywhere), a Megatron line (joined with the next ones)
+_NOT_PLAIN = r"[^\t\x20-\x7e]|<std|per iteration"
+#: rules._SAMBA as RE2 runs it on printable ASCII (Python's \s and \d are RE2's there)
+_SAMBA_RE2 = rules._SAMBA.pattern
+#: rules._LOSS, its lookahead ``(?![\w.])`` made the first character of what follows (a
+#: loss's findall goes on after the number: from ``rest``)
+assert rules._LOSS.pattern.endswith(r"(?![\w.])") and rules._LOSS.groups == 2
+_LOSS_RE2 = (rules._LOSS.pattern[:-len(r"(?![\w.])")].replace("(", "(?P<key>", 1)
+             .replace("(" + rules.NUM + ")", "(?P<val>" + rules.NUM + ")")
+             + r"(?P<rest>[^\w.].*|)$")
+assert _LOSS_RE2.count("(?P<") == 3, _LOSS_RE2
+_STEP_RE2 = "(?i)" + rules._STEP_HINT.pattern.replace(r"(\d+)", r"(?P<s>\d+)")
+_EPOCH_RE2 = "(?i)" + rules._EPOCH_HINT.pattern.replace(r"(\d+)", r"(?P<e>\d+)")
+assert rules._STEP_HINT.flags & rules._EPOCH_HINT.flags & re.IGNORECASE
+assert "(?P<s>" in _STEP_RE2 and "(?P<e>" in _EPOCH_RE2
 
 TP_STRINGS = ("prefix", "pattern", "name", "metric", "scope", "label")
 TM_STRINGS = ("prefix", "pattern", "name")
@@ -142,17 +157,47 @@ class Found:
             keyword = _mask(pc.match_substring_regex(whole, _KEYWORDS))
             del whole  # the view of the map
             idx = idx[keyword[idx]]
+        tables = len(self.tp), len(self.tm)
         read = self._cr_lines(data, idx, line_starts[idx], line_ends[idx], lo, line,
                               after_megatron, keyword is None)
+        if keyword is not None:  # and the plain lines with a keyword (SambaFlow, losses)
+            plain = keyword.copy()
+            plain[np.unique(np.searchsorted(nl, cr))] = False
+            plain_idx = np.flatnonzero(plain)
+            read_plain = self._plain_lines(data, plain_idx, line_starts[plain_idx],
+                                           line_ends[plain_idx], lo, line, after_megatron)
+            self._in_line_order(self.tp, tables[0])
+            self._in_line_order(self.tm, tables[1])
         pa.default_memory_pool().release_unused()  # the chunk's temporaries (mimalloc keeps them)
-        if not read.any():
-            return none, none, len(nl)
-        self.starts.append(line_starts[idx[read]] + lo)
         if keyword is None:  # a few lines read: the scanner passes over those alone
+            if not read.any():
+                return none, none, len(nl)
+            self.starts.append(line_starts[idx[read]] + lo)
             return line_starts[idx[read]] + lo, line_ends[idx[read]] + lo, len(nl)
+        done = np.sort(np.concatenate([idx[read], plain_idx[read_plain]]))
+        if not len(done):
+            return none, none, len(nl)
+        self.starts.append(line_starts[done] + lo)
         skip = ~keyword
-        skip[idx[read]] = True
+        skip[done] = True
         return (*_runs(skip, line_starts + lo, line_ends + lo), len(nl))
+
+    @staticmethod
+    def _in_line_order(chunks: list[dict[str, np.ndarray]], first: int) -> None:
+        """The rows a chunk added (``chunks[first:]``: its tqdm lines', its plain lines') as
+        one, in line order (a line's rows keep their order: one kind of line each)."""
+        if len(chunks) - first < 2:
+            return
+        added = chunks[first:]
+        del chunks[first:]
+        keys = set().union(*added)
+        n = [len(c["lineno"]) for c in added]
+        merged = {}
+        for key in keys:  # a key one chunk lacks: step_none (its steps are all ints)
+            merged[key] = np.concatenate([c[key] if key in c else np.zeros(k, dtype=bool)
+                                          for c, k in zip(added, n, strict=True)])
+        order = np.argsort(merged["lineno"], kind="stable")
+        chunks.append({key: col[order] for key, col in merged.items()})
 
     def _cr_lines(self, data: np.ndarray, idx: np.ndarray, ls: np.ndarray, le: np.ndarray,
                   lo: int, line: int, after_megatron: np.ndarray, keywords: bool,
@@ -204,10 +249,9 @@ class Found:
         # '\r') are not given to the regex
         bracket = _mask(pc.match_substring(flat, "["))
         tried = np.flatnonzero(bracket)
-        m = pc.extract_regex(flat if len(tried) == len(flat) else
-                             flat.filter(pa.array(bracket)), _UPDATE)
+        ok, spans, data = _segment_spans(flat, tried)
         matched = np.zeros(len(flat), dtype=bool)
-        matched[tried] = _mask(m.is_valid())
+        matched[tried] = ok
         # the segments TQDM_SEGMENT does not read: none, or a first one without '[' or keywords
         skipped = (length > 0) & ~matched
         count = np.bincount(parent[skipped], minlength=k)
@@ -220,14 +264,11 @@ class Found:
             one[parent[lone][fine.astype(bool)]] = True
             good |= (count == 1) & one
         seg = matched & good[parent]
-        chosen = seg[tried]
-        fields = {name: m.field(name) if chosen.all() else m.field(name).filter(pa.array(chosen))
-                  for name in ("pre", "n", "alpha", "rate", "scale", "unit", "per", "post")}
+        chosen = spans[seg[tried]]
+        fields = {name: _slices(data, chosen[:, 2 * i], chosen[:, 2 * i + 1])
+                  for i, name in enumerate(_GROUPS)}
         where = np.flatnonzero(seg)
         bad = np.zeros(k, dtype=bool)
-        for name, bound in _BOUNDS.items():  # beyond TQDM_SEGMENT's bounds: not its match
-            over = pc.greater(pc.utf8_length(fields[name]), bound)
-            bad[parent[where[_mask(over)]]] = True
         # the segment's offset: the line's start plus the characters (and \r) before it
         ends = np.cumsum(length + 1)
         offset = ends - (length + 1) - (ends - (length + 1))[bounds[:-1]][parent]
@@ -340,9 +381,240 @@ class Found:
         return self.codes([general._split_prefix(h)[0] for h in values] + [None])[which]
 
 
+    def _plain_lines(self, data: np.ndarray, idx: np.ndarray, ls: np.ndarray, le: np.ndarray,
+                     lo: int, line: int, after_megatron: np.ndarray) -> np.ndarray:
+        """Read the lines without ``\\r`` that hold a keyword (``idx``, from ``ls`` to their
+        ``\\n`` at ``le`` in ``data``, the chunk at ``lo`` whose first line is ``line``), when
+        the general engine's recognisers would give them to :func:`.rules.sambaflow` or
+        :func:`.rules.generic_loss` only, or to no recogniser: where each was read.
+
+        Declined (left to the scanner): lines that are not printable ASCII (tab allowed: then
+        Python's ``\\s``, ``\\d``, ``\\w`` and ``\\b`` are RE2's), with ``<std`` or
+        ``per iteration``, after a Megatron iteration line, as long as the scanner's segment
+        window, at the end of the data without a newline, holding a guard of any other
+        recogniser (:data:`.rules.SPECIFIC`, :data:`.rules.FALLBACK` as they are when the scan
+        runs), or a step hint of more than 18 digits."""
+        out = np.zeros(len(idx), dtype=bool)
+        route = _plain_route()
+        keep = ((le - ls) < MAX_PLAIN) & (le < len(data))
+        if route is None or not keep.any():
+            return out
+        if len(after_megatron):
+            keep &= ~_inside(ls + lo, after_megatron)
+        pick = np.flatnonzero(keep)
+        raw = _slices(pa.py_buffer(data), ls[pick], le[pick], pa.large_binary())
+        fine = ~_mask(pc.match_substring_regex(raw, _NOT_PLAIN))
+        pick = pick[fine]
+        if not len(pick):
+            return out
+        text = raw.filter(pa.array(fine)).cast(pa.large_string())
+        del raw
+        # the launcher prefix, once per distinct head; the recognisers see the rest (body)
+        heads, which = _distinct(pc.extract_regex(text, _PREFIX_HEAD).field("head"))
+        split = [general._split_prefix(h) for h in heads]
+        prefix = self.codes([p for p, _ in split] + [None])[which]
+        cut = np.array([len(h) - len(b) for h, (_, b) in zip(heads, split, strict=True)] + [0],
+                       dtype=np.int64)[which]
+        offsets = _offsets(text)
+        body = _slices(text.buffers()[2], offsets[:-1] + cut, offsets[1:])
+        other_re, samba_re = route
+        ok = ~_mask(pc.match_substring_regex(body, other_re))
+        samba = _mask(pc.match_substring_regex(body, samba_re)) & ok
+        lines = np.flatnonzero(ok)  # read: rows from sambaflow, generic_loss or none
+        tp: list[dict[str, np.ndarray]] = []
+        tm: list[dict[str, np.ndarray]] = []
+        loss = ok & _mask(pc.match_substring(body, "oss"))
+        if samba.any():
+            at = np.flatnonzero(samba)
+            m = pc.extract_regex(body.filter(pa.array(samba)), _SAMBA_RE2)
+            hit = _mask(m.is_valid())
+            loss[at[hit]] = False  # else sambaflow gave nothing: the fallbacks read the line
+            if hit.any():
+                tp_rows, tm_rows = self._sambaflow(m.filter(pa.array(hit)), at[hit])
+                tp.append(tp_rows)
+                tm.extend(tm_rows)
+        if loss.any():
+            tm_loss, bad = self._losses(body.filter(pa.array(loss)), np.flatnonzero(loss))
+            if len(bad):  # a step too long for an int64: the scanner reads the line
+                ok[bad] = False
+                lines = np.flatnonzero(ok)
+            tm.append(tm_loss)
+        where = pick  # line of each element of text, in idx
+        for table, parts in ((self.tp, tp), (self.tm, tm)):
+            parts = [p for p in parts if len(p["at"])]
+            if not parts:
+                continue
+            rows = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+            keep_rows = ok[rows["at"]]
+            order = np.lexsort((rows.pop("order")[keep_rows], rows["at"][keep_rows]))
+            at = rows.pop("at")[keep_rows][order]
+            cols = {key: col[keep_rows][order] for key, col in rows.items()}
+            cols["prefix"] = prefix[at]
+            cols["lineno"] = idx[where[at]] + line
+            cols["seg"] = ls[where[at]] + lo
+            table.append(cols)
+        out[where[lines]] = True
+        return out
+
+    def _sambaflow(self, m: pa.StructArray, at: np.ndarray,
+                   ) -> tuple[dict[str, np.ndarray], list[dict[str, np.ndarray]]]:
+        """The rows of :func:`.rules.sambaflow` for its matches ``m`` (of the lines ``at``)."""
+        n = len(at)
+        code = self.codes
+        tp = {"at": at, "order": np.zeros(n, dtype=np.int64),
+              "pattern": np.full(n, code(["sambaflow"])[0], dtype=np.int32),
+              "name": np.full(n, code(["e2e samples_per_sec"])[0], dtype=np.int32),
+              "metric": np.full(n, code(["samples_per_s"])[0], dtype=np.int32),
+              "value": _floats(m.field("v")),
+              "scope": np.full(n, code(["instance"])[0], dtype=np.int32),
+              "step": np.zeros(n, dtype=np.int64), "step_none": np.ones(n, dtype=bool),
+              "epoch": np.full(n, np.nan), "label": np.full(n, -1, dtype=np.int32)}
+        loop = np.flatnonzero(_mask(pc.not_equal(m.field("t"), "")))
+        tm = []
+        for k, (group, name) in enumerate((("t", "train_loop_time_s"), ("ep", "epochs"),
+                                           ("steps", "global_steps"))):
+            j = len(loop)
+            tm.append({"at": at[loop], "order": np.full(j, k, dtype=np.int64),
+                       "pattern": tp["pattern"][:j], "name": np.full(j, code([name])[0],
+                                                                     dtype=np.int32),
+                       "value": _floats(m.field(group).take(pa.array(loop))),
+                       "step": np.zeros(j, dtype=np.int64), "step_none": np.ones(j, dtype=bool),
+                       "epoch": np.full(j, np.nan)})
+        return tp, tm
+
+    def _losses(self, body: pa.Array, at: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """The rows of :func:`.rules.generic_loss` for the texts ``body`` (of the lines
+        ``at``): each loss in the order ``findall`` finds them, with the line's step and epoch
+        hints; and the lines whose step is too long for an int64 (their rows to drop)."""
+        owners, keys, values, order = [], [], [], []
+        rest, who, k = body, np.arange(len(at)), 0
+        while len(who):
+            m = pc.extract_regex(rest, _LOSS_RE2)
+            hit = _mask(m.is_valid())
+            if not hit.any():
+                break
+            m = m.filter(pa.array(hit))
+            who = who[hit]
+            owners.append(who)
+            keys.append(m.field("key"))
+            values.append(_floats(m.field("val")))
+            order.append(np.full(len(who), k, dtype=np.int64))
+            rest, k = m.field("rest"), k + 1
+        if not owners:
+            return {"at": np.empty(0, np.int64)}, np.empty(0, np.int64)
+        owner = np.concatenate(owners)
+        names, name_of = _distinct(pa.chunked_array(keys).combine_chunks())
+        name = np.append(self.codes([rules._snake(v) for v in names]), -1).astype(np.int32)
+        step = pc.extract_regex(body, _STEP_RE2)
+        has_step = _mask(step.is_valid())
+        digits = step.field("s")
+        long_step = has_step & _mask(pc.greater(pc.utf8_length(digits), 18))
+        steps = np.zeros(len(at), dtype=np.int64)
+        if (has_step & ~long_step).any():
+            fit = has_step & ~long_step
+            steps[fit] = pc.cast(digits.filter(pa.array(fit)), pa.int64()).to_numpy()
+        epoch = pc.extract_regex(body, _EPOCH_RE2)
+        epochs = np.full(len(at), np.nan)
+        has_epoch = _mask(epoch.is_valid())
+        if has_epoch.any():
+            epochs[has_epoch] = _floats(epoch.field("e").filter(pa.array(has_epoch)))
+        n = len(owner)
+        rows = {"at": at[owner], "order": np.concatenate(order),
+                "pattern": np.full(n, self.codes(["loss_line"])[0], dtype=np.int32),
+                "name": name[name_of], "value": np.concatenate(values),
+                "step": steps[owner], "step_none": ~has_step[owner], "epoch": epochs[owner]}
+        return rows, at[long_step]
+
+
 def _plain_head(part: str) -> bool:
     """A first ``\\r`` segment that gives nothing (see :func:`.general._tqdm_updates`)."""
     return "[" not in part and not general._SCAN_TEXT.search(part)
+
+
+def _segment_spans(flat: pa.Array, tried: np.ndarray) -> tuple[np.ndarray, np.ndarray, Any]:
+    """TQDM_SEGMENT's fullmatch of each segment ``flat[tried]`` (the general engine's reading
+    of an update: :func:`.general._tqdm_updates`): whether it matches, and the byte (start,
+    end) of each of its groups (:data:`_GROUPS`; an empty span for a group that took no part)
+    in ``flat``'s data buffer, which is returned with them.
+
+    Python's own regex runs once per distinct *shape* of segment, the segment with each ASCII
+    digit made '0' (a few thousand shapes for a million updates: the numbers change, the text
+    around them hardly): as the pattern treats all ASCII digits alike, a shape's match is its
+    segments' match, with the same groups at the same places. Nothing else is approximated:
+    bounds, laziness and classes are Python's."""
+    width = 2 * len(_GROUPS)
+    data = flat.buffers()[2]
+    if not len(tried):
+        return np.zeros(0, dtype=bool), np.zeros((0, width), dtype=np.int64), data
+    offsets = _offsets(flat)
+    base = int(offsets[0])
+    shape = np.frombuffer(data, np.uint8, int(offsets[-1]) - base, base).copy()
+    shape[(shape - np.uint8(0x30)) < 10] = 0x30  # UTF-8: these bytes are ASCII digits only
+    shapes = pa.Array.from_buffers(pa.large_string(), len(flat), [
+        None, pa.py_buffer(offsets - base), pa.py_buffer(shape)])
+    values, which = _distinct(shapes.take(pa.array(tried)))
+    del shapes, shape
+    ok = np.zeros(len(values) + 1, dtype=bool)
+    table = np.zeros((len(values) + 1, width), dtype=np.int64)
+    for j, text in enumerate(values):
+        m = rules.TQDM_SEGMENT.fullmatch(text)
+        if m is None:
+            continue
+        ok[j] = True
+        spans = np.array([m.span(g) for g in _GROUPS], dtype=np.int64).ravel()
+        spans[spans < 0] = 0  # a group that took no part: empty
+        if not text.isascii():  # characters -> bytes
+            cp = np.frombuffer(text.encode("utf-32-le"), np.uint32)
+            size = 1 + (cp >= 0x80).astype(np.int64) + (cp >= 0x800) + (cp >= 0x10000)
+            spans = np.concatenate(([0], np.cumsum(size)))[spans]
+        table[j] = spans
+    return ok[which], table[which] + offsets[tried][:, None], data
+
+
+def _plain_route() -> tuple[str, str] | None:
+    """(RE2 of the guards that send a plain line to any recogniser but sambaflow and
+    generic_loss, RE2 of sambaflow's guards), from :data:`.rules.SPECIFIC` and
+    :data:`.rules.FALLBACK` as they are now; None when they hold no sambaflow or other
+    fallbacks than generic_rate's ``/s`` and generic_loss's ``oss``."""
+    key = (id(rules.SPECIFIC), id(rules.FALLBACK))
+    if key not in _ROUTES:
+        samba = [g for guards, rec in rules.SPECIFIC if rec is rules.sambaflow for g in guards]
+        fallbacks = [(guards[:1], rec) for guards, rec in rules.FALLBACK]
+        known = [(("/s",), rules.generic_rate), (("oss",), rules.generic_loss)]
+        if not samba or fallbacks != known:
+            _ROUTES[key] = None
+        else:
+            other = [g for guards, rec in rules.SPECIFIC if rec is not rules.sambaflow
+                     for g in guards] + ["/s"]
+            _ROUTES[key] = ("|".join(map(_literal, other)), "|".join(map(_literal, samba)))
+    return _ROUTES[key]
+
+
+_ROUTES: dict[tuple[int, int], tuple[str, str] | None] = {}
+
+
+def _literal(text: str) -> str:
+    """RE2 of a literal text."""
+    return re.sub(r"([^A-Za-z0-9 _])", r"\\\1", text)
+
+
+def _offsets(arr: pa.Array) -> np.ndarray:
+    """The offsets of a large_string/large_binary array, as numpy (its own slice of them)."""
+    return np.frombuffer(arr.buffers()[1], np.int64, len(arr) + 1, arr.offset * 8)
+
+
+def _slices(data: Any, starts: np.ndarray, ends: np.ndarray, kind: Any = None) -> pa.Array:
+    """The texts ``data[starts[i]:ends[i]]`` (UTF-8 at character boundaries) as one Arrow
+    array of strings (``kind``: or of bytes; their bytes copied once)."""
+    kind = pa.large_string() if kind is None else kind
+    n = len(starts)
+    if not n:
+        return pa.array([], kind)
+    offsets = np.empty(2 * n, dtype=np.int64)
+    offsets[0::2], offsets[1::2] = starts, ends
+    spans = pa.Array.from_buffers(kind, 2 * n - 1,
+                                  [None, pa.py_buffer(offsets), data])
+    return spans.take(pa.array(np.arange(0, 2 * n - 1, 2)))
 
 
 def _rate_unit(sig: str) -> tuple[str, float, bool] | None:
@@ -458,6 +730,11 @@ def frame(rows: list[tuple[Any, ...]], found: Found | None, table: str,
         return py
     assert found is not None
     vec: dict[str, np.ndarray] = {}
+    # steps without a value (None): the plain lines' (a chunk of tqdm rows has none)
+    nones = [ch.pop("step_none", None) for ch in chunks]
+    step_none = None if all(x is None for x in nones) else np.concatenate([
+        np.zeros(len(ch["lineno"]), dtype=bool) if x is None else x
+        for ch, x in zip(chunks, nones, strict=True)])
     for col in columns:  # each chunk's column freed once copied, its pages handed back
         vec[col] = np.concatenate([ch.pop(col) for ch in chunks])
         memory.release(len(vec[col]))
@@ -469,7 +746,8 @@ def frame(rows: list[tuple[Any, ...]], found: Found | None, table: str,
         if col in strings:
             data[col] = _strings(py[col] if len(py) else None, vec.pop(col), found, cats)
         else:
-            data[col] = _numbers(py[col] if len(py) else None, vec.pop(col), col)
+            data[col] = _numbers(py[col] if len(py) else None, vec.pop(col), col,
+                                 step_none if col == "step" else None)
     out = pd.DataFrame(data, copy=False)
     del data, vec
     memory.release(len(out))
@@ -505,10 +783,15 @@ def _strings(py: pd.Series | None, codes: np.ndarray, found: Found, cats: pd.Ind
     return pd.Categorical.from_codes(codes, categories=cats)
 
 
-def _numbers(py: pd.Series | None, vec: np.ndarray, col: str) -> Any:
-    """A number column: the scanner's values then ``vec`` (epochs: NaN for None), with the
-    dtype from_records gives the values of both."""
-    if col == "epoch" and np.isnan(vec).all():  # all None
+def _numbers(py: pd.Series | None, vec: np.ndarray, col: str,
+             none: np.ndarray | None = None) -> Any:
+    """A number column: the scanner's values then ``vec`` (epochs: NaN for None; ``none``:
+    where a step is None), with the dtype from_records gives the values of both."""
+    if none is not None and none.any():  # ints and None: floats, NaN for None
+        vec = vec.astype(np.float64)
+        vec[none] = np.nan
+    is_none = none if none is not None else np.isnan(vec) if col == "epoch" else None
+    if is_none is not None and is_none.all():  # all None
         vec_kind: Any = None
     else:
         vec_kind = vec.dtype
@@ -527,5 +810,8 @@ def _numbers(py: pd.Series | None, vec: np.ndarray, col: str) -> Any:
     elif p.dtype == vec.dtype:
         return np.concatenate([p, vec])
     # anything else (Python ints past int64, objects): as from_records infers the values
-    objs = list(py.astype(object)) + ([None] * len(vec) if vec_kind is None else vec.tolist())
+    tail = vec.astype(object)
+    if is_none is not None:
+        tail[is_none] = None
+    objs = list(py.astype(object)) + ([None] * len(vec) if vec_kind is None else tail.tolist())
     return _records([(v,) for v in objs], (col,))[col].array
