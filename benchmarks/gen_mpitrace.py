@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import random
 from pathlib import Path
+from typing import Any
 
 SEP_LONG = "-" * 71
 SEP = "-" * 65
@@ -31,7 +32,7 @@ BCAST = [(4.0, 117), (25.0, 101), (40.0, 2), (256.0, 2), (283.7, 6), (867.2, 8),
 SMALL = {"MPI_Gather": [(4.0, 112)], "MPI_Allgather": [(4.0, 2)]}
 
 
-def rank_stats(rng: random.Random, nranks: int) -> list[dict[str, float]]:
+def rank_stats(rng: random.Random, nranks: int) -> list[dict[str, Any]]:
     """Per-rank totals, like the Theta job's: comm 250-280 s of 318 s elapsed."""
     stats = []
     for r in range(nranks):
