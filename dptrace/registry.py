@@ -10,7 +10,9 @@ problem naming the import error, while every other format works as usual.
 
 Detection reads content (the first KB of the decompressed input), not only names:
 every format's ``sniff`` returns a confidence in [0, 1] and the highest wins. A tie
-between the best two is an ambiguity error that asks for ``--format``.
+between the best two is an ambiguity error that asks for ``--format``. One pass over the
+head finds which formats' :attr:`Spec.markers` it holds (an RE2 set); when one of those
+formats is sure, the others are not asked (they could not change the answer).
 """
 
 from __future__ import annotations
