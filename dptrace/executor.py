@@ -5,12 +5,17 @@ format's reader; readers never start processes of their own. A reader that can s
 large input into independent pieces (byte ranges of a multi-GB log or timeline) asks the
 executor how many ``workers`` there are and maps its piece function over the pieces with
 ``executor.map``. :class:`Serial` runs everything in this process; :class:`Processes` forks
-a pool per map (the pieces' shared state, such as a memory map of the input, is inherited
-by the forked workers, so only the piece bounds go to them). A result comes back pickled;
+a pool per map. A piece is self-contained and picklable: the input's path and the piece's
+bounds (and the reader's options), never the input's bytes. A worker forked while the
+reader holds the input's memory map reads that map (nothing is mapped again); any other
+worker (a spawned process, a Dask worker) maps the file by its path. Content that exists
+in the reading process only (a decompressed input in an unlinked temporary file) is split
+on a forked pool only, and read in-process on any other executor. A result comes back pickled;
 its large array buffers (the columns of a piece's tables) do not go through the pool's
 pipe: the worker writes them to a file in shared memory and the parent maps that file and
 rebuilds the arrays on it, without a copy (:class:`_Ship`). A distributed engine plugs in
-here: anything with ``workers`` and ``map`` will do.
+here: anything with ``workers`` and ``map`` will do (tests/test_executor_portable.py runs
+the readers' pieces on a spawn-based pool).
 """
 
 from __future__ import annotations
