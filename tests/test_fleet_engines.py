@@ -223,7 +223,8 @@ def test_real_folders_same_on_serial_and_processes() -> None:
     tables, runs, _ = serial[str(FOLDERS[0])]
     assert dict(tables)["mpi_ranks"] == 4 + 8
     assert runs == (("mlprof_polaris2n_horovod", 8),)
-    assert by_task(run_tasks(summary, tasks, engine="processes", workers=2)) == serial
+    got = by_task(run_tasks(summary, tasks, engine="processes", workers=2))
+    assert got == serial, {k: (serial[k], got.get(k)) for k in serial if got.get(k) != serial[k]}
 
 
 def test_engine_config_from_toml(tmp_path: Path) -> None:
@@ -365,7 +366,8 @@ def test_dask_timeout_and_dead_worker(dask_cluster) -> None:
 def test_dask_real_folders_same_as_serial(dask_cluster) -> None:
     tasks = [str(p) for p in FOLDERS]
     serial = by_task(run_tasks(summary, tasks, engine="serial"))
-    assert by_task(run_tasks(summary, tasks, engine=dask_url(dask_cluster))) == serial
+    got = by_task(run_tasks(summary, tasks, engine=dask_url(dask_cluster)))
+    assert got == serial, {k: (serial[k], got.get(k)) for k in serial if got.get(k) != serial[k]}
 
 
 def test_dask_executor_maps_in_order(dask_cluster) -> None:
