@@ -204,16 +204,16 @@ class Plain:
         nfiles = len(self)
         (rank, nranks, all_comms, _, routine_text, roles, comm, elapsed, user, system, rss,
          unit, message_text) = zip(*self.groups, strict=True)
-        words = _words("".join(routine_text))
-        name_word = np.arange(len(words)) % 4 == 0
-        names = words.filter(name_word).to_pylist()
-        routine = _floats(words.filter(~name_word)).reshape(-1, 3)
+        words = "".join(routine_text).split()
+        names = words[0::4]
+        del words[0::4]
+        routine = _floats(words).reshape(-1, 3)
         routine_rows = np.fromiter(map(str.count, routine_text, repeat("\n")), np.intp, nfiles)
         # the sections passed _PLAIN: '#' is only in headings, and each bin row has two '.'
         split = _HEADING.split("".join(message_text))
         bodies = split[2::2]
         bin_rows = np.fromiter(map(str.count, bodies, repeat(".")), np.intp, len(bodies)) // 2
-        message = _floats(_words("".join(bodies))).reshape(-1, 3)
+        message = _floats("".join(bodies).split()).reshape(-1, 3)
         heading_file = np.repeat(np.arange(nfiles), np.fromiter(
             map(str.count, message_text, repeat("#")), np.intp, nfiles))
         if len(names) != len(routine) or bin_rows.sum() != len(message) or \
@@ -234,27 +234,16 @@ class Plain:
         return cols
 
 
-def _words(text: str) -> pa.Array:
-    """The words of ``text`` (ASCII: the layout's), split at runs of ASCII whitespace as
-    ``str.split`` splits ASCII text, in Arrow (no Python string per word: a batch's
-    numbers are tens of thousands of words)."""
-    text = text.strip()
-    if not text:
-        return pa.array([], pa.large_string())
-    pool = pa.system_memory_pool()   # the C heap, as numpy's: freed, reused by either
-    return pc.ascii_split_whitespace(pa.array([text], pa.large_string(), memory_pool=pool),
-                                     memory_pool=pool).flatten()
-
-
-def _floats(words: pa.Array) -> np.ndarray:
+def _floats(words: list[str]) -> np.ndarray:
     """The numbers ``words`` (digits and a '.': the layout's) as float64, converted in
     Arrow: 2.5x faster than numpy's text reader or ``float`` (a correctly rounded parse,
     like ``float``: the same values). Words Arrow does not take go through numpy."""
-    pool = pa.system_memory_pool()
+    pool = pa.system_memory_pool()   # the C heap, as numpy's: freed, reused by either
     try:
-        return pc.cast(words, pa.float64(), memory_pool=pool).to_numpy(zero_copy_only=False)
+        return pc.cast(pa.array(words, pa.string(), memory_pool=pool), pa.float64(),
+                       memory_pool=pool).to_numpy(zero_copy_only=False)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return np.array(words.to_pylist(), dtype=np.float64)
+        return np.array(words, dtype=np.float64)
 
 
 @dataclass
