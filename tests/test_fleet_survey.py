@@ -81,31 +81,64 @@ def test_rows_agree_with_dptrace_report_of_each_folder(fleet_tree: dict[str, obj
     """Job figure, world size, findings by severity, stragglers: the report's own."""
     f = fleet_tree["first"].fleet  # type: ignore[attr-defined]
     for folder in fleet_tree["folders"]:  # type: ignore[attr-defined]
-        ds = dptrace.load(folder)
-        rep = dptrace.report(ds)
-        job = rep.tables.get("throughput.job")
-        found = rep.tables["findings.findings"]
-        mine = _row(f, folder)
-        assert sorted(mine["run"]) == sorted(ds.run_ids), folder
-        for run in ds.run_ids:
-            row = mine[mine["run"] == run].iloc[0]
-            runs = ds.runs[ds.runs["run"] == run].iloc[0]
-            assert _same(row["world_size"], runs["world_size"]), (folder, run)
-            assert _same(row["nodes"], runs["nodes"]), (folder, run)
-            jr = None if job is None else job[job["run"].astype(object) == run]
-            if jr is None or not len(jr):
-                assert pd.isna(row["value"]), (folder, run)
-            else:
-                assert row["metric"] == jr["metric"].iloc[0]
-                assert row["value"] == pytest.approx(float(jr["value"].iloc[0]))
-            fr = found[found["run"].astype(object) == run]
-            for sev in ("critical", "warning", "info"):
-                assert row[f"findings_{sev}"] == (fr["severity"].astype(object) == sev).sum()
-            strag = fr[fr["kind"].astype(object).str.contains("straggler|waiting_rank")
-                       & fr["rank"].notna()]
-            expect = ",".join(str(int(r)) for r in sorted(set(strag["rank"]))) or None
-            assert (row["straggler_ranks"] if pd.notna(row["straggler_ranks"]) else None) \
-                == expect, (folder, run)
+        _agrees_with_report(f, folder)
+
+
+REAL = HERE.parent.parent / "shared" / "realdata"
+#: real folders of several kinds: mpirun per-rank TensorFlow logs (4 and 18 ranks), IBM
+#: mpitrace jobs of Theta and Polaris (profiles naming their hosts), Horovod timelines
+REAL_ROOTS = ("perrank", "mpitrace/alcfws_theta_knl32", "mpitrace/mlprof_polaris_run4",
+              "horovod_timeline")
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="shared/realdata is not beside the clone")
+def test_rows_agree_with_dptrace_report_on_real_folders(tmp_path: Path) -> None:
+    roots = [str(REAL / r) for r in REAL_ROOTS]
+    fl = survey(roots, cache=tmp_path / "c", engine="serial")
+    assert set(fl.fleet["status"]) <= {"ok", "partial"}
+    for folder in dict.fromkeys(fl.fleet["path"]):
+        _agrees_with_report(fl.fleet, folder)
+    # the straggler's host is the one its profile names: Theta job 19013, rank 0 on
+    # nid00102 (mpi_profile.19013.0 line 76: '0  nid00102  251.33  317.92 ...': its MPI
+    # time 251 s of 318 s, the least of the 32 ranks, the compute straggler)
+    knl = fl.fleet[fl.fleet["path"] == str(REAL / "mpitrace" / "alcfws_theta_knl32")].iloc[0]
+    assert (knl["world_size"], knl["straggler_ranks"], knl["straggler_hosts"]) == (
+        32, "0", "nid00102")
+    ranks = fl.ranks[fl.ranks["run_key"] == knl["run_key"]]
+    assert len(ranks) == 32 and ranks.loc[ranks["straggler"], "host"].tolist() == ["nid00102"]
+    # the mpirun per-rank TensorFlow jobs ran NCCL over sockets ('NET/Socket' in each
+    # rank's stderr): both are named as on a fallback network
+    fb = summary.fallback_runs(fl.fleet, fl.findings)
+    assert sorted(fb["run"]) == ["tflogs_mpirun_outfile_18rank_hetero_d4a",
+                                 "tflogs_mpirun_outfile_4rank_j8"]
+
+
+def _agrees_with_report(f: pd.DataFrame, folder: str) -> None:
+    ds = dptrace.load(folder)
+    rep = dptrace.report(ds)
+    job = rep.tables.get("throughput.job")
+    found = rep.tables["findings.findings"]
+    mine = _row(f, folder)
+    assert sorted(mine["run"]) == sorted(ds.run_ids), folder
+    for run in ds.run_ids:
+        row = mine[mine["run"] == run].iloc[0]
+        runs = ds.runs[ds.runs["run"] == run].iloc[0]
+        assert _same(row["world_size"], runs["world_size"]), (folder, run)
+        assert _same(row["nodes"], runs["nodes"]), (folder, run)
+        jr = None if job is None else job[job["run"].astype(object) == run]
+        if jr is None or not len(jr):
+            assert pd.isna(row["value"]), (folder, run)
+        else:
+            assert row["metric"] == jr["metric"].iloc[0]
+            assert row["value"] == pytest.approx(float(jr["value"].iloc[0]))
+        fr = found[found["run"].astype(object) == run]
+        for sev in ("critical", "warning", "info"):
+            assert row[f"findings_{sev}"] == (fr["severity"].astype(object) == sev).sum()
+        strag = fr[fr["kind"].astype(object).str.contains("straggler|waiting_rank")
+                   & fr["rank"].notna()]
+        expect = ",".join(str(int(r)) for r in sorted(set(strag["rank"]))) or None
+        assert (row["straggler_ranks"] if pd.notna(row["straggler_ranks"]) else None) \
+            == expect, (folder, run)
 
 
 def test_what_the_files_state(fleet_tree: dict[str, object]) -> None:

@@ -78,7 +78,7 @@ def summarise(ds: Dataset, folder: str, key: str, *, warmup: float,
         fig = _first(jobs, rid)
         world = _int(run.world_size)
         value = _float(fig.get("value")) if fig else None
-        fmts, stat_text, status = statuses.get(rid, ("", "", "failed"))
+        fmts, stat_text, status = statuses.get(rid) or _from_tables(ds, rid)
         net = _first(nccl, rid)
         rows.append({
             "run_key": rkey, "run": rid, "label": _str(run.label), "job_id": _str(run.job_id),
@@ -171,6 +171,19 @@ def _statuses(sources: pd.DataFrame) -> dict[str, tuple[str, str, str]]:
             status = "ok"
         out[str(run)] = (fmts, text, status)
     return out
+
+
+def _from_tables(ds: Dataset, run: str) -> tuple[str, str, str]:
+    """(formats, statuses, status) of a run that owns no input: a part of a file that holds
+    several runs (an MLPerf log's, a document's), split by the runs rules. Its formats are
+    those of the tables that have its rows; ok when it has rows, else failed."""
+    from .. import registry
+
+    of_table = {t: name for name, p in registry.parsers().items() for t in p.tables}
+    fmts = sorted({of_table.get(name, name) for name in ds.tables
+                   if "run" in ds[name].columns
+                   and (ds[name]["run"].astype(object) == run).any()})
+    return ",".join(fmts), "", "ok" if fmts else "failed"
 
 
 def _times(ds: Dataset, folder: str) -> dict[str, dict[str, Any]]:
