@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import _cache
 import numpy as np
 import pandas as pd
 import pytest
@@ -48,15 +49,18 @@ DIRS = [FIX / "mpitrace", FIX / "horovod", FIX / "sntilestat", FIX / "trainlog",
         FIX / "mpip", REAL / "mpitrace", REAL / "horovod_timeline", REAL / "sntilestat", REAL / "trainlog",
         REAL / "perrank"]
 
-_LOADED: dict[Path, dptrace.Dataset] = {}
-
-
 def _load(path: Path) -> dptrace.Dataset:
+    """``dptrace.load(path)``, loaded once for all tests (tests/_cache.py): read only."""
     if not path.exists():
         pytest.skip(f"{path} not present")
-    if path not in _LOADED:
-        _LOADED[path] = dptrace.load(path)
-    return _LOADED[path]
+    return _cache.load(path)
+
+
+def _build(path: Path) -> pd.DataFrame:
+    """``build(dptrace.load(path))``, built once for all tests (tests/_cache.py)."""
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    return _cache.findings(path)
 
 
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
@@ -341,7 +345,7 @@ def _tile_warnings_as_drawn(idle: pd.DataFrame,
 @pytest.mark.parametrize("path", DIRS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_check_and_warning_of_today_is_one_finding(path):
     ds = _load(path)
-    found = build(ds)
+    found = _build(path)
     expected = _today(ds)
     used: set[int] = set()
     for kind, subject, evidence, facts in expected:
@@ -364,13 +368,13 @@ def test_real_data_has_every_kind():
     kinds: set[str] = set()
     for path in DIRS:
         if path.exists():
-            kinds |= set(build(_load(path))["kind"].astype(str))
+            kinds |= set(_build(path)["kind"].astype(str))
     # NCCL's logs: sockets on a multi-node job (perrank/ above and the fixtures), timeouts (the
     # fixtures), no GPUDirect RDMA (a 4-node Omni-Path benchmark). No real log shows NCCL choosing two networks in one job or an NCCL error code:
     # those two rules are tested on made lines in tests/test_nccl.py
     for nccl in (FIX / "nccl", REAL / "nccl" / "bigscience_all_reduce_bench-32gb-n4.txt"):
         if nccl.exists():   # (a directory of unrelated logs is one run: load the file)
-            kinds |= set(build(_load(nccl))["kind"].astype(str))
+            kinds |= set(_build(nccl)["kind"].astype(str))
     # no real input has two sources naming one rank (a Horovod timeline or per-rank throughput
     # lines that single out the rank mpitrace names): cross_source_straggler is tested on
     # real findings of two inputs in tests/test_findings_straggler.py
@@ -390,7 +394,7 @@ def test_real_data_has_every_kind():
 
 def test_messages_are_plain_sentences():
     for path in (FIX / "mpitrace", FIX / "horovod", FIX / "sntilestat"):
-        for m in build(_load(path))["message"]:
+        for m in _build(path)["message"]:
             assert m[0].isupper() or m[0].isdigit(), m
             assert m.endswith("."), m
             assert "\n" not in m and "[" not in m.replace(str(path), ""), m
@@ -410,7 +414,7 @@ def test_findings_table_is_in_the_schema():
 
 def test_build_returns_the_schema_dtypes_in_order():
     ds = _load(FIX / "horovod")
-    found = build(ds)
+    found = _build(FIX / "horovod")
     want = {c.name: c.dtype for c in schema.TABLES["findings"].columns}
     assert {c: str(d) for c, d in found.dtypes.items()} == want
     # a folder of unrelated timelines is one run per job: each file is its own run

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import _cache
 import pandas as pd
 import pytest
 
@@ -81,7 +82,7 @@ def test_the_cause_comes_before_the_symptom_and_is_named():
 def test_a_symptom_names_only_causes_of_its_own_job():
     if not (REAL / "mpitrace").is_dir():
         pytest.skip("shared/realdata is not beside the clone")
-    f = dptrace.findings(dptrace.load(REAL / "mpitrace"))
+    f = dptrace.findings(_cache.load(REAL / "mpitrace"))
     share = f[f["kind"] == "comm_share_high"]
     assert len(share) >= 4
     for r in share.itertuples(index=False):
@@ -125,7 +126,7 @@ def test_drift_is_quiet_on_every_real_log(name):
     """Real logs drift by -5% to +4% (they speed up or hold): none crosses 10%."""
     if not (REAL / name).is_dir():
         pytest.skip("shared/realdata is not beside the clone")
-    ds = dptrace.load(REAL / name)
+    ds = _cache.load(REAL / name)
     d = thr.drift(ds["throughput"])
     judged = d[d["steady_rows"] >= trainlog_findings.DRIFT_MIN_ROWS]
     assert len(judged) >= 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import _cache
 import pandas as pd
 import pytest
 
@@ -127,7 +128,7 @@ def test_every_finding_resolves_to_its_row(name):
     evidence states (the row the HTML links to), or an input table (no link)."""
     if not (REAL / name).is_dir():
         pytest.skip("shared/realdata is not beside the clone")
-    report = dptrace.report(dptrace.load(REAL / name))
+    report = dptrace.report(_cache.load(REAL / name))
     tables = report.tables
     findings = tables["findings.findings"]
     resolved = 0

@@ -14,11 +14,11 @@ import re
 from functools import cache
 from pathlib import Path
 
+import _cache
 import pandas as pd
 import pytest
 from rich.console import Console
 
-import dptrace
 from dptrace.formats.horovod.terminal import MAX_ACTIVITIES
 from dptrace.formats.mpitrace.terminal import TOP_ROUTINES
 from dptrace.reports import fit, model, terminal
@@ -58,7 +58,7 @@ def _path(name: str) -> Path:
 
 @cache
 def _report(name: str) -> Report:
-    return model.build(dptrace.load(_path(name)))
+    return model.build(_cache.load(_path(name)))
 
 
 @cache
