@@ -498,6 +498,37 @@ def test_slurm_job_script_of_the_documented_config(tmp_path: Path) -> None:
     assert "--local-directory $TMPDIR --interface ib0" in script
 
 
+@pytest.mark.slow   # batch jobs as local processes: a worker started per job, 5-15 s
+def test_batch_scheduler_engine_end_to_end_on_local_jobs(monkeypatch) -> None:
+    """The ``slurm`` engine's whole path (config section, cluster, adapt, tasks, close) with
+    dask-jobqueue's own stand-in for a batch system, whose jobs are local processes; no job
+    (worker process) is left after the call."""
+    pytest.importorskip("dask_jobqueue")
+    import operator
+
+    import psutil
+
+    from dptrace.fleet import on_dask
+    monkeypatch.setitem(on_dask.JOBQUEUE_CLASSES, "slurm", "dask_jobqueue.local:LocalCluster")
+    config = {"cores": 1, "memory": "1GB", "walltime": "00:10:00", "interface": "lo",
+              "adapt": {"minimum": 1, "maximum": 2},
+              "scheduler_options": {"dashboard_address": ":0"}}
+    got = dict(run_tasks(operator.neg, range(20), engine="slurm", config=config))
+    assert got == {x: -x for x in range(20)}
+
+    def jobs() -> list:
+        out = []
+        for p in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if "dask_worker" in " ".join(p.cmdline()) and p.status() != "zombie":
+                    out.append(p)
+        return out
+    deadline = time.monotonic() + 15
+    while jobs() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert jobs() == []
+
+
 def test_cluster_kwargs_keep_dask_config_for_what_is_left_out() -> None:
     pytest.importorskip("dask_jobqueue")
     import dask

@@ -45,8 +45,8 @@ R = TypeVar("R")
 #: keys of an engine's config section that are this module's, not the cluster class's
 OWN_KEYS = frozenset({"timeout", "adapt", "jobs", "allowed_failures", "worker_saturation",
                       "start_method", "dashboard_address", "memory_limit"})
-#: the dask-jobqueue class of each batch-scheduler engine
-JOBQUEUE_CLASSES = {"slurm": "SLURMCluster", "pbs": "PBSCluster"}
+#: the dask-jobqueue class of each batch-scheduler engine (module:class)
+JOBQUEUE_CLASSES = {"slurm": "dask_jobqueue:SLURMCluster", "pbs": "dask_jobqueue:PBSCluster"}
 
 
 def require(what: str = "distributed") -> None:
@@ -176,9 +176,10 @@ def jobqueue_cluster(engine: str, config: Mapping[str, Any], **extra: Any) -> An
     """The dask-jobqueue cluster of ``engine`` (``slurm``, ``pbs``) for ``config``, started
     (its scheduler runs in this process; no job is submitted until it is scaled)."""
     require("dask_jobqueue")
-    import dask_jobqueue
+    import importlib
 
-    cls = getattr(dask_jobqueue, JOBQUEUE_CLASSES[engine])
+    module, name = JOBQUEUE_CLASSES[engine].split(":")
+    cls = getattr(importlib.import_module(module), name)
     return cls(**cluster_kwargs(engine, config), **extra)
 
 
