@@ -124,6 +124,9 @@ class Analyses:
         self._runs: dict[str, Analyses] | None = None
         #: run-local tables' row positions by run (:meth:`_positions`), found once per table
         self._by_run: dict[str, dict[str, Any] | None] = {}
+        #: what the report's readers keep for the report beside the tables (the findings'
+        #: rules: which of them no run can make fire), by their own names
+        self.memo: dict[str, Any] = {}
 
     @property
     def warmup(self) -> float:

@@ -36,6 +36,12 @@ class Rule:
     needs: tuple[str, ...]
     fn: Callable[..., list[Finding]]
     order: int = 1000
+    #: optional ``candidates(*tables, **thresholds) -> bool``: whether any row of the tables
+    #: could make a finding, a test of each row on its own (False over a set of rows means
+    #: False over any part of them). :func:`run_rules` asks it once over the report's
+    #: tables, which hold every run's rows: where no row anywhere could fire, no run's
+    #: context computes or slices the tables for the rule (a folder of 1,000 runs)
+    candidates: Callable[..., bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -118,9 +124,25 @@ def run_rules(target: Analyses | Dataset, thresholds: Mapping[str, float] | None
 
     out: list[Finding] = []
     for rule in rules():
+        if not _may_fire(a, rule, kwargs(rule.kinds)):
+            continue
         tables = [a.get(n) for n in rule.needs]
         if all(t is not None for t in tables):
             out.extend(rule.fn(*tables, **kwargs(rule.kinds)))
     for post in findings_rules():
         out = post.fn(out, a, **kwargs(post.kinds))
     return out
+
+
+def _may_fire(a: Analyses, rule: Rule, kwargs: Mapping[str, Any]) -> bool:
+    """False when ``a`` is one run's context and no row of the report's tables could make
+    ``rule`` fire (its :attr:`Rule.candidates`, asked once per report); True otherwise."""
+    if rule.candidates is None or a.parent is None:
+        return True
+    memo = a.parent.memo.setdefault("findings.candidates", {})
+    key = (rule.fn, tuple(sorted(kwargs.items())))
+    if key not in memo:
+        tables = [a.parent.get(n) for n in rule.needs]
+        memo[key] = (any(t is None for t in tables)
+                     or bool(rule.candidates(*tables, **kwargs)))
+    return bool(memo[key])

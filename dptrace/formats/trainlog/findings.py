@@ -476,19 +476,68 @@ def cross_source_stragglers(found: list[Finding], instances: pd.DataFrame | None
 
 
 def _cross_sources(found: list[Finding], a: Analyses, **kwargs: Any) -> list[Finding]:
-    """:func:`cross_source_stragglers` over one run's findings and its throughput tables."""
+    """:func:`cross_source_stragglers` over one run's findings and its throughput tables
+    (read only when a finding the lockstep sentence joins is there: nothing else uses
+    them)."""
+    if not any(f.kind in _LOCKSTEP_JOINS for f in found):
+        return cross_source_stragglers(found, None, None, **kwargs)
     return cross_source_stragglers(found, a.get("throughput.instances"),
                                    a.get("throughput.ranks"), **kwargs)
 
 
+# -- candidates: whether any row could make a rule fire (dptrace.findings.rules.Rule) -----------
+# Each tests rows one by one, with a condition the rule's own implies, so that no row of the
+# report's tables passing means no run's rows can fire.
+
+def _any(mask: pd.Series) -> bool:
+    return bool(mask.fillna(True).to_numpy(dtype=bool).any())
+
+
+def _may_straggle(instances: pd.DataFrame, ranks: pd.DataFrame | None = None,
+                  straggler: float = STRAGGLER_FRACTION) -> bool:
+    return _any((instances["scope"].astype("object") != "global")
+                & instances["instance"].notna()
+                & (instances["below_median_pct"].astype("float64") > straggler * 100.0))
+
+
+def _may_disagree(job: pd.DataFrame) -> bool:
+    return _any(job["copies_agree"].astype("object") == False)  # noqa: E712
+
+
+def _may_fail_check(job: pd.DataFrame) -> bool:
+    return _any(job["check_agrees"].astype("object") == False)  # noqa: E712
+
+
+def _may_miss_world(job: pd.DataFrame) -> bool:
+    return _any(job["world_size"].isna())
+
+
+def _may_drift(drifts: pd.DataFrame, drift: float = DRIFT_FRACTION,
+               min_rows: int = DRIFT_MIN_ROWS) -> bool:
+    return _any(drifts["drop_pct"].astype("float64") > drift * 100.0)
+
+
+def _may_warm_long(warmups: pd.DataFrame, share: float = LONG_WARMUP_SHARE,
+                   min_rows: int = LONG_WARMUP_MIN_ROWS) -> bool:
+    return _any(warmups["warmup_step_share"].astype("float64") > share)
+
+
+def _may_be_cut(summaries: pd.DataFrame) -> bool:
+    return _any(summaries["summary"].astype("object") != True)  # noqa: E712
+
+
 register_rules(
     Rule(("throughput_straggler",), ("throughput.instances", "throughput.ranks"),
-         throughput_stragglers, 60),
-    Rule(("job_copies_disagree",), ("throughput.job_judged",), job_copies_disagree, 70),
-    Rule(("job_check_failed",), ("throughput.job_judged",), job_check_failed, 80),
-    Rule(("unknown_world_size",), ("throughput.job_judged",), unknown_world_size, 90),
-    Rule(("throughput_drift",), ("throughput.drift",), throughput_drift, 100),
-    Rule(("long_warmup",), ("throughput.warmup",), long_warmup, 140),
-    Rule(("truncated_input",), ("throughput.end_summaries",), truncated_log, 150),
+         throughput_stragglers, 60, _may_straggle),
+    Rule(("job_copies_disagree",), ("throughput.job_judged",), job_copies_disagree, 70,
+         _may_disagree),
+    Rule(("job_check_failed",), ("throughput.job_judged",), job_check_failed, 80,
+         _may_fail_check),
+    Rule(("unknown_world_size",), ("throughput.job_judged",), unknown_world_size, 90,
+         _may_miss_world),
+    Rule(("throughput_drift",), ("throughput.drift",), throughput_drift, 100, _may_drift),
+    Rule(("long_warmup",), ("throughput.warmup",), long_warmup, 140, _may_warm_long),
+    Rule(("truncated_input",), ("throughput.end_summaries",), truncated_log, 150,
+         _may_be_cut),
     FindingsRule(("cross_source_straggler",), _cross_sources),
 )

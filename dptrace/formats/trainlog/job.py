@@ -41,6 +41,7 @@ warm-up, as numbered steps; only end-of-run figures (:data:`END_OF_RUN_PATTERNS`
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -243,7 +244,7 @@ def _job_figures(tp: pd.DataFrame, world: dict[str, int],
     ranges = dict(check_ranges or {})
     out = []
     summary = summary.assign(_pos=np.arange(len(summary)))
-    inst_s, train_s = _Series(inst), _Series(train)
+    inst_s, train_s = _Series(inst, _INST_COLS), _Series(train, _ROW_COLS)
     for (run, metric), cands in summary.groupby([RUN, "metric"], sort=False, observed=True):
         ranked = sorted(((_priority(r, inst_s), int(r["_pos"]), r)
                          for _, r in cands.iterrows()),
@@ -410,8 +411,9 @@ class _Series:
     the frame instead of one comparison of every key column per series (a folder of 1,000
     runs: 1,000 series x every run's rows)."""
 
-    def __init__(self, df: pd.DataFrame) -> None:
-        self.df = df
+    def __init__(self, df: pd.DataFrame, keep: list[str] | None = None) -> None:
+        #: ``keep``: the columns the rows are wanted with (all when None)
+        self.df = df if keep is None else df[[c for c in keep if c in df]]
         self.cols = [k for k in _SERIES_KEYS if k in df]
         self.pos: dict[tuple, np.ndarray] = {}
         if df.empty:
@@ -427,6 +429,11 @@ class _Series:
     def by(self, row: pd.Series) -> pd.DataFrame:
         pos = self.pos.get(tuple(_key(row[k]) for k in self.cols))
         return self.df.iloc[pos if pos is not None else np.zeros(0, dtype=np.int64)]
+
+
+#: the columns :func:`_figure` and :func:`_global_value` read of a series' instances and rows
+_INST_COLS = ["instance", "value", "value_all", "first_lineno", "first_step"]
+_ROW_COLS = ["instance", "lineno", "value"]
 
 
 def _key(v: object) -> object:
@@ -485,10 +492,7 @@ def _global_value(inst: pd.DataFrame, rows_of: Callable[[], pd.DataFrame],
         end_of_run = not _stepped(inst)
     if end_of_run:  # rank 0's copy first (then the others by rank), each in line order
         rows = rows_of()
-        keys = thr.rank_keys(rows["instance"]).assign(
-            _na=rows["instance"].isna().to_numpy(), _line=rows["lineno"].to_numpy())
-        order = keys.sort_values(["_na", "text", "number", "rest", "_line"], kind="stable")
-        values = rows.loc[order.index, "value"].astype("float64").dropna()
+        values = rows["value"].astype("float64").iloc[_by_rank(rows)].dropna()
     else:
         values = inst["value"].astype("float64").dropna()
     if values.empty:
@@ -504,6 +508,44 @@ def _global_value(inst: pd.DataFrame, rows_of: Callable[[], pd.DataFrame],
     if agree:
         return first, True, f"{n} copies agree within {_pct((hi - lo) / hi if hi else 0)}"
     return first, False, f"{n} copies disagree ({_num(lo)} to {_num(hi)}): the first is shown"
+
+
+_RANK_LABEL = re.compile(r"^(\D*)(\d+)(.*)$")   # (:func:`.throughput.rank_keys`'s)
+
+
+def _by_rank(rows: pd.DataFrame) -> np.ndarray:
+    """The positions of ``rows`` by printer in rank order (:func:`.throughput.rank_keys`),
+    printers without a label last, then by line: sorted in Python over the few copies of a
+    figure, with the same keys (labels of text, ASCII rank numbers of 15 digits at most,
+    known lines; anything else is sorted as :func:`.throughput.rank_keys` sorts it)."""
+    labels = rows["instance"].to_numpy(dtype=object)
+    lines = rows["lineno"].to_numpy(dtype=object)
+    keys = []
+    for pos, (label, line) in enumerate(zip(labels, lines, strict=True)):
+        if line is None or line is pd.NA or (isinstance(line, float) and np.isnan(line)):
+            return _by_rank_keys(rows)
+        if not isinstance(label, str):
+            if label is None or label is pd.NA or (isinstance(label, float) and np.isnan(label)):
+                keys.append((True, "", (True, 0), "", line, pos))
+                continue
+            return _by_rank_keys(rows)
+        m = _RANK_LABEL.match(label)
+        if m is None:
+            keys.append((False, label, (True, 0), "", line, pos))
+            continue
+        digits = m.group(2)
+        if not digits.isascii() or len(digits) > 15:
+            return _by_rank_keys(rows)
+        keys.append((False, m.group(1), (False, int(digits)), m.group(3), line, pos))
+    return np.array([k[-1] for k in sorted(keys)], dtype=np.int64)
+
+
+def _by_rank_keys(rows: pd.DataFrame) -> np.ndarray:
+    keys = thr.rank_keys(rows["instance"]).assign(
+        _na=rows["instance"].isna().to_numpy(), _line=rows["lineno"].to_numpy(),
+        _pos=np.arange(len(rows)))
+    order = keys.sort_values(["_na", "text", "number", "rest", "_line"], kind="stable")
+    return order["_pos"].to_numpy()
 
 
 def _figure(row: pd.Series, inst: pd.DataFrame, rows_of: Callable[[], pd.DataFrame],
@@ -732,7 +774,7 @@ def series_figures(summary: pd.DataFrame, tp: pd.DataFrame, runs: pd.DataFrame |
         inst = thr.per_instance(work, fraction)
     world = _world_sizes(runs)
     values, alls, rules, hows = [], [], [], []
-    inst_s, work_s = _Series(inst), _Series(work)
+    inst_s, work_s = _Series(inst, _INST_COLS), _Series(work, _ROW_COLS)
     for _, row in summary.iterrows():
         fig = _figure(row, _instances(inst_s, row), partial(_rows, work_s, row),
                       world.get(str(row[RUN])), str(row["metric"]))

@@ -31,7 +31,7 @@ one after the other, in their order (:mod:`.keys`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -179,12 +179,19 @@ def drift(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION) -> pd.DataFrame:
     rows = []
     by = keys(df, *SERIES, "instance")
     df = df[[*by, "step", "lineno", "value"]]  # each group a copy of these only
-    for key, g in _group(df, by):
-        g = g.sort_values(["step", "lineno"], kind="stable", na_position="last") \
-            if g["step"].notna().all() else g.sort_values("lineno", kind="stable")
-        v = g["value"].to_numpy(dtype="float64", na_value=np.nan)
+    for key, g in _each_group(df, by, ("step", "lineno", "value")):
+        if isinstance(g, pd.DataFrame):
+            g = g.sort_values(["step", "lineno"], kind="stable", na_position="last") \
+                if g["step"].notna().all() else g.sort_values("lineno", kind="stable")
+            v = g["value"].to_numpy(dtype="float64", na_value=np.nan)
+            line_of = g["lineno"].to_numpy()
+        else:   # (columns as arrays: lines known, steps integers or missing)
+            step, line_of, v = g
+            order = (np.lexsort((line_of, step)) if not np.isnan(step).any()
+                     else np.argsort(line_of, kind="stable"))
+            v, line_of = v[order], line_of[order]
         ok = np.isfinite(v)
-        v, lines = v[ok], g["lineno"].to_numpy()[ok]
+        v, lines = v[ok], line_of[ok]
         n = len(v)
         third = n // 3
         first = float(np.median(v[:third])) if third else np.nan
@@ -245,13 +252,26 @@ def warmup_length(tp: pd.DataFrame, reach: float = WARMUP_REACH,
     rows = []
     by = keys(tp, *SERIES, "instance")
     tp = tp[[*by, "step", "lineno", "value", "_dropped"]]  # each group a copy of these only
-    for key, g in _group(tp, by):
-        g = g.sort_values(["step", "lineno"], kind="stable").drop_duplicates("step", keep="last")
-        v = g["value"].to_numpy(dtype="float64", na_value=np.nan)
+    for key, g in _each_group(tp, by, ("step", "lineno", "value", "_dropped")):
+        if isinstance(g, pd.DataFrame):
+            g = g.sort_values(["step", "lineno"], kind="stable").drop_duplicates("step",
+                                                                                keep="last")
+            v = g["value"].to_numpy(dtype="float64", na_value=np.nan)
+            step_of = g["step"].to_numpy(dtype="float64")
+            line_of = g["lineno"].to_numpy()
+            dropped_of = g["_dropped"].to_numpy(dtype=bool)
+        else:   # (columns as arrays: steps and lines known integers)
+            step_of, line_of, v, dropped_of = g
+            order = np.lexsort((line_of, step_of))
+            step_of, line_of, v, dropped_of = (step_of[order], line_of[order], v[order],
+                                               dropped_of[order])
+            last = np.append(step_of[1:] != step_of[:-1], True)   # the last row of a step
+            step_of, line_of, v, dropped_of = (step_of[last], line_of[last], v[last],
+                                               dropped_of[last])
         ok = np.isfinite(v) & (v > 0)
         v = v[ok]
-        step = g["step"].to_numpy(dtype="float64")[ok]
-        lines = g["lineno"].to_numpy()[ok]
+        step = step_of[ok]
+        lines = line_of[ok]
         n = len(v)
         if n < 3:
             continue
@@ -262,13 +282,79 @@ def warmup_length(tp: pd.DataFrame, reach: float = WARMUP_REACH,
         first_gap = float(np.median(gaps)) if len(gaps) else 1.0
         interval = np.concatenate([[first_gap], gaps])
         time = interval / v
-        dropped = int(g["_dropped"].to_numpy(dtype=bool)[ok].sum())
+        dropped = int(dropped_of[ok].sum())
         rows.append((*key, n, dropped, end, float(step[0]), float(step[end]) if end < n else np.nan,
                      float(step[-1]), steady, float(np.median(v[:end])) if end else np.nan,
                      float(interval[:end].sum() / interval.sum()),
                      float(time[:end].sum() / time.sum()), int(lines[0]),
                      int(lines[end]) if end < n else None))
     return pd.DataFrame(rows, columns=[*by, *cols[len(SERIES) + 1:]])
+
+
+#: how :func:`_each_group` gives a column: ``step`` float64 of integers (exact) or NaN,
+#: ``float`` float64 (a missing value NaN), ``int`` int64 (none missing), ``bool``, ``object``
+_KINDS = {"step": "step", "lineno": "int", "value": "float", "value_all": "float",
+          "below_median_pct": "float", "_dropped": "bool", "straggler": "bool",
+          "rows": "int", "warmup_rows": "int", "instance": "object"}
+
+
+def _each_group(df: pd.DataFrame, by: list[str], cols: tuple[str, ...],
+                ) -> Iterator[tuple[tuple, pd.DataFrame | tuple[np.ndarray, ...]]]:
+    """``(key, rows)`` of each group of ``df`` by ``by`` as :func:`_group` iterates them (in
+    order of appearance, a missing key a group of its own, each group's rows in order).
+    When every key column is categorical and each of ``cols`` converts exactly as
+    :data:`_KINDS` says, the rows are those columns as arrays, sliced from one conversion
+    of the table (a folder of 1,000 runs: thousands of small groups, no frame made for
+    each); else each group's frame, as :func:`_group` gives it."""
+    if df.empty:
+        return
+    arrays = _arrays(df, cols) if all(isinstance(df[c].dtype, pd.CategoricalDtype)
+                                      for c in by) else None
+    if arrays is None:
+        yield from _group(df, by)
+        return
+    ids = group_ids(df, by)
+    first = first_rows(ids)
+    key_values = [list(df[c].take(first)) for c in by]
+    order = np.argsort(ids, kind="stable")
+    cuts = np.cumsum(np.bincount(ids))[:-1]
+    for i, pos in enumerate(np.split(order, cuts)):
+        yield tuple(k[i] for k in key_values), tuple(a[pos] for a in arrays)
+
+
+def _arrays(df: pd.DataFrame, cols: tuple[str, ...]) -> list[np.ndarray] | None:
+    """``cols`` of ``df`` as :data:`_KINDS` says, or None when one does not convert exactly."""
+    out = []
+    for c in cols:
+        col, kind = df[c], _KINDS[c]
+        if kind == "int":
+            if not pd.api.types.is_integer_dtype(col.dtype) or col.isna().any():
+                return None
+            out.append(col.to_numpy(dtype="int64"))
+        elif kind == "step":
+            if not _integers(col):
+                return None
+            out.append(col.to_numpy(dtype="float64", na_value=np.nan))
+        elif kind == "float":
+            if not (pd.api.types.is_float_dtype(col.dtype)
+                    or pd.api.types.is_integer_dtype(col.dtype)):
+                return None
+            out.append(col.to_numpy(dtype="float64", na_value=np.nan))
+        elif kind == "bool":
+            if not pd.api.types.is_bool_dtype(col.dtype) or col.isna().any():
+                return None
+            out.append(col.to_numpy(dtype=bool))
+        else:
+            out.append(col.to_numpy(dtype=object))
+    return out
+
+
+def _integers(step: pd.Series) -> bool:
+    """Whether the known values of ``step`` are integers below 2**53 (exact as float64)."""
+    if not pd.api.types.is_integer_dtype(step.dtype):
+        return False
+    known = step.dropna()
+    return known.empty or bool(known.abs().max() < 2 ** 53)
 
 
 def _in_order(inst: pd.DataFrame) -> pd.DataFrame:
@@ -318,7 +404,9 @@ def throughput_summary(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
     if inst.empty:
         return run_first(pd.DataFrame(columns=k + _SUMMARY_COLS), tp)
     scope = k.index("scope")
-    rows = [_summarise(key, grp, key[scope]) for key, grp in _group(inst, k)]
+    rows = [_summarise(key, grp, key[scope]) if isinstance(grp, pd.DataFrame)
+            else _summarise_arrays(key, grp, key[scope])
+            for key, grp in _each_group(inst, k, _SUMMARISED)]
     return series_order(run_first(pd.DataFrame(rows, columns=k + _SUMMARY_COLS), inst))
 
 
@@ -415,6 +503,55 @@ def _summarise(key: tuple, grp: pd.DataFrame, scope: object) -> list:
         None if slow is None else slow["instance"], None if slow is None else slow["value"],
         None if slow is None else slow["below_median_pct"], int(grp["straggler"].sum()),
         job, rule, job_all, int(grp["warmup_rows"].sum()),
+    ]
+
+
+#: the columns :func:`_summarise_arrays` reads, in its order
+_SUMMARISED = ("value", "value_all", "rows", "straggler", "warmup_rows", "instance",
+               "below_median_pct")
+
+
+def _summarise_arrays(key: tuple, arrays: tuple[np.ndarray, ...], scope: object) -> list:
+    """:func:`_summarise` of one series' instances given as arrays (:data:`_SUMMARISED`),
+    with pandas' own arithmetic (``pandas.core.nanops``: a sum over the values with the
+    missing ones as 0, a mean that sum over the count, the two-pass variance), so that each
+    figure is the very float the Series methods give."""
+    value, value_all, rows, straggler, warmup_rows, instance, below = arrays
+    n = len(value)
+    known = ~np.isnan(value)
+    count = int(known.sum())
+    filled = np.where(known, value, 0.0)
+    total = filled.sum(dtype=np.float64)
+    mean = total / count if count > 0 else np.nan
+    if count:
+        at = int(np.nanargmin(value))
+        slow: tuple[object, object, object] | None = (instance[at], value[at], below[at])
+        vmin, vmax = np.nanmin(value), np.nanmax(value)
+        median = np.median(value[known])
+    else:
+        slow, vmin, vmax, median = None, np.nan, np.nan, np.nan
+    hmean = n / (1.0 / value).sum() if (value > 0).all() else np.nan
+    if count > 1:
+        sqr = (total / count - filled) ** 2
+        sqr[~known] = 0
+        std = np.sqrt(sqr.sum(dtype=np.float64) / (count - 1))
+    else:
+        std = np.nan
+    known_all = ~np.isnan(value_all)
+    sum_all = np.where(known_all, value_all, 0.0).sum(dtype=np.float64)
+    if scope == "global":
+        n_all = int(known_all.sum())
+        job, job_all = mean, (sum_all / n_all if n_all > 0 else np.nan)
+        rule = ("global figure; " + (f"mean of {n} copies, not summed" if n > 1 else "as printed"))
+    else:
+        job, job_all = total, sum_all
+        rule = f"sum over {n} {scope}{'s' if n > 1 else ''}"
+    return [
+        *[None if pd.isna(k) else k for k in key], n, int(rows.sum()), total, mean, hmean,
+        median, vmin, vmax, std, std / mean if mean else np.nan,
+        None if slow is None else slow[0], None if slow is None else slow[1],
+        None if slow is None else slow[2], int(straggler.sum()),
+        job, rule, job_all, int(warmup_rows.sum()),
     ]
 
 
