@@ -271,6 +271,32 @@ def _objects(df: pd.DataFrame) -> pd.DataFrame:
     return df.astype(object).where(df.notna(), None)
 
 
+def test_fleet_dataset_feeds_compare(fleet_tree: dict[str, object]) -> None:
+    """Two runs of the cache compared without parsing: the straggler copy against the
+    balanced run (1506.8 against 2317.0 img/sec, the files' own 'Total img/sec')."""
+    fl = fleet_tree["first"]
+    f = fl.fleet  # type: ignore[attr-defined]
+    base = f[f["path"] == _folders_of(fleet_tree, "mpitrace_balanced")[0]]["run_key"].iloc[0]
+    cand = f[f["path"] == _folders_of(fleet_tree, "mpitrace_straggler")[0]]["run_key"].iloc[0]
+    rep = dptrace.compare(fl.dataset([base]), fl.dataset([cand]))  # type: ignore[attr-defined]
+    kinds = set(rep.tables["findings.findings"]["kind"].astype(object))
+    assert "throughput_change" in kinds
+
+
+def test_slow_runs_against_their_history() -> None:
+    """Per-GPU figures of one job kind (metric, world size, formats): 100, 98, 102 and 60;
+    the 60 is 60% of the median 99 and listed; another kind of two runs is never judged."""
+    fleet = pd.DataFrame({
+        "run_key": [f"k{i}/r" for i in range(6)], "run": list("abcdef"),
+        "path": list("ABCDEF"), "metric": ["images_per_s"] * 4 + ["tokens_per_s"] * 2,
+        "world_size": [8] * 4 + [4] * 2, "formats": ["trainlog"] * 6,
+        "per_gpu": [100.0, 98.0, 102.0, 60.0, 10.0, 1.0]})
+    slow = summary.slow_runs(fleet)
+    assert slow["run"].tolist() == ["d"]
+    assert slow["history_median"].iloc[0] == 99.0
+    assert slow["share"].iloc[0] == pytest.approx(60 / 99)
+
+
 def test_parser_version_bump_reparses_only_that_format(
         fleet_tree: dict[str, object], monkeypatch: pytest.MonkeyPatch,
         tmp_path: Path) -> None:

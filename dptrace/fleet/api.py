@@ -36,12 +36,19 @@ ProgressFn = Callable[[Mapping[str, int], int], None]
 
 
 def run_tasks(fn: Callable[[Any], Any], tasks: Sequence[Any], *, engine: str = "auto",
-              workers: int | None = None) -> Iterator[tuple[Any, Any]]:
+              workers: int | None = None, config: Any = None,
+              timeout: float | None = None) -> Iterator[tuple[Any, Any]]:
     """``(task, result or exception)`` per task, as they complete, on the engine
-    (:func:`dptrace.fleet.engines.run_tasks`)."""
+    (:func:`dptrace.fleet.engines.run_tasks`); a bad engine or config is a DptraceError."""
+    from ..errors import DptraceError
     from .engines import run_tasks as on_engine
 
-    yield from on_engine(fn, tasks, engine=engine, workers=workers)
+    try:
+        results = on_engine(fn, tasks, engine=engine, workers=workers, config=config,
+                            timeout=timeout)
+    except (ValueError, ImportError) as exc:
+        raise DptraceError(f"--engine {engine}: {exc}") from None
+    yield from results
 
 
 @dataclass
@@ -91,7 +98,7 @@ def survey(roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = ()
            since: dt.datetime | str | None = None, engine: str = "auto",
            workers: int | None = None, batch: int = BATCH, warmup: float = 0.1,
            thresholds: Mapping[str, float] | None = None, timeout: float | None = None,
-           max_decompressed: int | None = None,
+           max_decompressed: int | None = None, engine_config: Any = None,
            progress: ProgressFn | None = None) -> Fleet:
     """Survey every run under ``roots`` (directories: each job folder a run, split by the
     ``runs`` rules as ``dptrace report FOLDER`` splits it; see :mod:`.discover`), or the
@@ -99,7 +106,10 @@ def survey(roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = ()
     ``cache``: the fleet cache directory (created when missing); a second survey reads it
     instead of the logs. ``engine``/``workers``: where tasks of ``batch`` folders run.
     ``warmup``, ``thresholds``: as for :func:`dptrace.report`. ``timeout``: seconds per
-    folder (its row then says so). A folder that fails is a row with its error."""
+    folder (its row then says so; where a folder's timer cannot run, on a Dask worker's
+    thread, the engine stops a task after ``timeout`` times its folders). A folder that
+    fails is a row with its error. ``engine_config``: the engine's settings, a mapping or
+    a TOML file (:func:`dptrace.fleet.engines.run_tasks`'s ``config``)."""
     from ..errors import DptraceError
 
     t0 = time.perf_counter()
@@ -140,7 +150,9 @@ def survey(roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = ()
         # tasks where there are folders enough: the bar moves, the workers share the work)
         size = max(1, min(int(batch), -(-len(todo) // 16)))
         tasks = [Task(tuple(todo[i: i + size]), settings) for i in range(0, len(todo), size)]
-        for task, result in run_tasks(run_task, tasks, engine=engine, workers=workers):
+        backstop = None if timeout is None else timeout * size + 60
+        for task, result in run_tasks(run_task, tasks, engine=engine, workers=workers,
+                                      config=engine_config, timeout=backstop):
             if isinstance(result, Done):
                 for row, outcome in zip(result.entries, result.outcomes, strict=True):
                     live[row["folder"]] = Entry.of(row)

@@ -37,6 +37,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--engine", default="auto", help="auto, serial, processes, dask, "
                    "dask://HOST:PORT, slurm, pbs (default auto)")
     s.add_argument("--workers", type=int, metavar="N", help="workers of the engine")
+    s.add_argument("--engine-config", metavar="FILE", help="a TOML file whose "
+                   "[tool.dptrace.fleet.<engine>] table configures the engine (Slurm/PBS: "
+                   "queue, account, walltime, interface, local directory, adapt)")
     s.add_argument("--batch", type=int, default=64, metavar="N",
                    help="job folders per task (default 64; smaller when there are fewer "
                    "than 16 tasks' worth)")
@@ -106,7 +109,7 @@ def _survey(args: argparse.Namespace, err: Any) -> int:
         fleet = survey(args.roots, cache=args.cache, manifest=args.manifest, since=args.since,
                        engine=args.engine, workers=args.workers, batch=args.batch,
                        warmup=args.warmup, thresholds=thresholds, timeout=args.timeout,
-                       progress=progress)
+                       engine_config=args.engine_config, progress=progress)
     if args.out:
         _write_out(fleet, args.out)
     if args.json:
