@@ -125,7 +125,8 @@ class TrainlogState:
             parts.insert(0, (tp, tm, [], newlines, headers))
         total = sum(p[3] for p in parts)
         tp, tm, headers = read._merge(parts, self.problems)
-        self.merged = (tp, tm, headers, total)
+        self.merged = (_numbers_float(_labels_categorical(tp)), _labels_categorical(tm),
+                       headers, total)
 
     def result(self, tail: bytes = b"") -> ParseResult:
         """The tables of everything fed, and of ``tail`` (the start of the line being written,
@@ -162,6 +163,43 @@ class TrainlogState:
         if self.merged is not None:
             n += len(self.merged[0]) + len(self.merged[1])
         return n
+
+
+#: the label columns of the scanned rows (strings; categorical from the fast route)
+_LABELS = ("prefix", "pattern", "name", "metric", "scope", "label")
+
+
+def _labels_categorical(df: pd.DataFrame) -> pd.DataFrame:
+    """The label columns kept as categoricals (sorted categories: what the readers' own
+    ``_tidy_categories`` makes): ranges read by the general route give Python strings,
+    and their concatenation with categorical ranges gives a column of a string per row
+    (~60 bytes a row, against 1-2 for codes)."""
+    for col in _LABELS:
+        if col in df and not isinstance(df[col].dtype, pd.CategoricalDtype):
+            df[col] = pd.Categorical(df[col])
+    return df
+
+
+#: floats hold integers exactly up to here
+_EXACT = 2**53
+
+
+def _numbers_float(tp: pd.DataFrame) -> pd.DataFrame:
+    """``step`` and ``epoch`` of the throughput rows as float64, the way the fast route
+    holds them, when the general route's Python numbers (an object column: ~32 bytes a row)
+    all fit exactly; a step beyond 2**53 keeps the column as it is."""
+    import numpy as np
+
+    for col in ("step", "epoch"):
+        if col not in tp or tp[col].dtype != object:
+            continue
+        values = tp[col].to_numpy()
+        if all(v is None or (isinstance(v, (int, float, np.integer, np.floating))
+                             and not isinstance(v, bool)
+                             and (v != v or abs(v) < _EXACT)) for v in values):
+            tp[col] = pd.array([np.nan if v is None else float(v) for v in values],
+                               dtype="float64")
+    return tp
 
 
 def _last_line(data: bytes, before: bytes) -> bytes:
