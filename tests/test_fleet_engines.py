@@ -375,6 +375,7 @@ def test_dask_executor_maps_in_order(dask_cluster) -> None:
 
     from dptrace.fleet.engines import DaskExecutor
     with Client(dask_cluster) as client:
+        client.wait_for_workers(2, timeout=60)   # a worker killed by an earlier test is back
         executor = DaskExecutor(client)
         assert executor.workers == 2
         assert list(executor.map(square, range(30))) == [x * x for x in range(30)]
