@@ -49,7 +49,12 @@ def _series(a: Analyses) -> pd.DataFrame | None:
     if summary is None:
         return None
     return jobfig.series_figures(summary, a.table("throughput"), a.ds.runs, a.warmup,
-                                 inst=a["throughput.instances"])
+                                 inst=a["throughput.instances"], figures=_figures(a))
+
+
+def _figures(a: Analyses) -> dict:
+    """The figures the job figures and the per-series table share (:func:`.job._figure_of`)."""
+    return a.memo.setdefault("throughput.figures", {})
 
 
 def _ranks(a: Analyses) -> pd.DataFrame | None:
@@ -82,7 +87,8 @@ def _job(a: Analyses) -> pd.DataFrame:
     return jobfig.job_figures(a.table("throughput"), a.ds.runs, a.warmup,
                               jobfig.printed_ranges(metrics), metrics, mllog,
                               inst=a["throughput.instances"] if has else None,
-                              summary=a["throughput.summary"] if has else None)
+                              summary=a["throughput.summary"] if has else None,
+                              figures=_figures(a) if has else None)
 
 
 def _judged(a: Analyses) -> pd.DataFrame | None:

@@ -83,7 +83,8 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
                 metrics: pd.DataFrame | None = None,
                 mllog: pd.DataFrame | None = None, *,
                 inst: pd.DataFrame | None = None,
-                summary: pd.DataFrame | None = None) -> pd.DataFrame:
+                summary: pd.DataFrame | None = None,
+                figures: Figures | None = None) -> pd.DataFrame:
     """One row per run, input and metric: the job figure (see the module's docstring).
 
     ``input`` is the training log the figure comes from, or the directory of a job's
@@ -95,18 +96,20 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
     ``inst`` and ``summary``: :func:`.throughput.per_instance` and
     :func:`.throughput.throughput_summary` of ``tp`` (with ``run``; repeats dropped), when
     the caller has them: their training series are those the figures are made from.
+    ``figures``: where figures made with them are kept for :func:`series_figures` (given the
+    same tables, runs and warm-up) to take.
     """
     if mllog is not None and len(mllog):
         # MLPerf logs (the ``mllog`` table): each log's own figure is its run's headline, the
         # training-log rows of the same log its check (dptrace.formats.mllog.compute)
         from ..mllog.compute import with_job_figures
         return with_job_figures(job_figures(tp, runs, fraction, check_ranges, metrics,
-                                            inst=inst, summary=summary),
+                                            inst=inst, summary=summary, figures=figures),
                                 mllog, tp, runs, fraction)
     given = tp
     tp = _by_input(tp)
     if tp is not given or RUN not in tp:  # (per-rank files' rows are their directory's)
-        inst = summary = None
+        inst = summary = figures = None
     metrics = _by_input(metrics)
     groups_tp = _groups(tp)
     groups_m = _groups(metrics) if metrics is not None else None
@@ -115,7 +118,8 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
     if every.empty or not (every.groupby(every.index.get_level_values(0), observed=True)
                            .nunique() > 1).any():
         out = _job_figures(tp, _world_sizes(runs), fraction, check_ranges, metrics,
-                           inst=inst, summary=summary)
+                           inst=inst, summary=summary,
+                           figures=figures if inst is not None else None)
         return _with_input(out, tp, metrics)
     world = _world_sizes(runs)
     single = set(every.groupby(every.index.get_level_values(0), observed=True).nunique()
@@ -216,7 +220,8 @@ def _job_figures(tp: pd.DataFrame, world: dict[str, int],
                  check_ranges: Mapping[tuple[str, str], float] | None = None,
                  metrics: pd.DataFrame | None = None, *,
                  inst: pd.DataFrame | None = None,
-                 summary: pd.DataFrame | None = None) -> pd.DataFrame:
+                 summary: pd.DataFrame | None = None,
+                 figures: Figures | None = None) -> pd.DataFrame:
     """The job figures of runs of one input each (see :func:`job_figures`).
 
     ``tp``: the ``throughput`` table (``run`` optional); ``runs``: the ``runs`` table, for
@@ -245,14 +250,14 @@ def _job_figures(tp: pd.DataFrame, world: dict[str, int],
     out = []
     summary = summary.assign(_pos=np.arange(len(summary)))
     inst_s, train_s = _Series(inst, _INST_COLS), _Series(train, _ROW_COLS)
+    every = [r for _, r in summary.iterrows()]   # (one conversion of the table's rows)
     for (run, metric), cands in summary.groupby([RUN, "metric"], sort=False, observed=True):
         ranked = sorted(((_priority(r, inst_s), int(r["_pos"]), r)
-                         for _, r in cands.iterrows()),
+                         for r in (every[i] for i in cands["_pos"])),
                         key=lambda t: (t[0], t[1]))
         w = world.get(str(run))
         best = ranked[0][2]
-        row = _figure(best, _instances(inst_s, best), partial(_rows, train_s, best), w,
-                      str(metric))
+        row = _figure_of(best, inst_s, train_s, w, str(metric), figures)
         if row["copies_agree"] is False:  # the copy another printed figure confirms
             _confirmed_copy(row, [r for _, _, r in ranked[1:]], inst_s, train_s, w,
                             str(metric))
@@ -267,8 +272,7 @@ def _job_figures(tp: pd.DataFrame, world: dict[str, int],
             later = [r for p, _, r in ranked[1:] if p[0] >= 2]
         if later:
             chk = later[0]
-            other = _figure(chk, _instances(inst_s, chk), partial(_rows, train_s, chk), w,
-                            str(metric))
+            other = _figure_of(chk, inst_s, train_s, w, str(metric), figures)
             other.pop("_copies", None)
             rng = ranges.get((str(run), str(best["name"])))
             row.update(_check(row, other, _series_name(chk), rng, w, str(metric)))
@@ -416,6 +420,7 @@ class _Series:
         self.df = df if keep is None else df[[c for c in keep if c in df]]
         self.cols = [k for k in _SERIES_KEYS if k in df]
         self.pos: dict[tuple, np.ndarray] = {}
+        self._taken: dict[tuple, pd.DataFrame] = {}
         if df.empty:
             return
         ids = thr.group_ids(df, self.cols)
@@ -427,8 +432,13 @@ class _Series:
             self.pos[key] = pos
 
     def by(self, row: pd.Series) -> pd.DataFrame:
-        pos = self.pos.get(tuple(_key(row[k]) for k in self.cols))
-        return self.df.iloc[pos if pos is not None else np.zeros(0, dtype=np.int64)]
+        key = tuple(_key(row[k]) for k in self.cols)
+        found = self._taken.get(key)
+        if found is None:   # (each series is asked for several times: taken once)
+            pos = self.pos.get(key)
+            found = self._taken[key] = self.df.iloc[
+                pos if pos is not None else np.zeros(0, dtype=np.int64)]
+        return found
 
 
 #: the columns :func:`_figure` and :func:`_global_value` read of a series' instances and rows
@@ -546,6 +556,25 @@ def _by_rank_keys(rows: pd.DataFrame) -> np.ndarray:
         _pos=np.arange(len(rows)))
     order = keys.sort_values(["_na", "text", "number", "rest", "_line"], kind="stable")
     return order["_pos"].to_numpy()
+
+
+#: figures already made, by (the series' keys, world size, metric): :func:`_figure_of`
+Figures = dict[tuple, dict[str, object]]
+
+
+def _figure_of(row: pd.Series, inst: _Series, rows: _Series, world: int | None, metric: str,
+               figures: Figures | None) -> dict[str, object]:
+    """:func:`_figure` of the series ``row``, made once per series, world size and metric
+    for ``figures`` (the job figures and the per-series table ask for the same training
+    series: the report's context keeps one ``figures`` for both); a copy."""
+    if figures is None:
+        return _figure(row, _instances(inst, row), partial(_rows, rows, row), world, metric)
+    key = (tuple(_key(row[k]) for k in _SERIES_KEYS), world, metric)
+    found = figures.get(key)
+    if found is None:
+        found = figures[key] = _figure(row, _instances(inst, row), partial(_rows, rows, row),
+                                       world, metric)
+    return dict(found)
 
 
 def _figure(row: pd.Series, inst: pd.DataFrame, rows_of: Callable[[], pd.DataFrame],
@@ -754,13 +783,14 @@ def printed_ranges(metrics: pd.DataFrame) -> dict[tuple[str, str], float]:
 
 def series_figures(summary: pd.DataFrame, tp: pd.DataFrame, runs: pd.DataFrame | None = None,
                    fraction: float = thr.WARMUP_FRACTION,
-                   inst: pd.DataFrame | None = None) -> pd.DataFrame:
+                   inst: pd.DataFrame | None = None,
+                   figures: Figures | None = None) -> pd.DataFrame:
     """``summary`` (:func:`.throughput.throughput_summary`) with each series' ``job_value``,
     ``job_value_all_steps`` and ``job_rule`` made by this module's rules (a global series'
     first copy, never a mean of disagreeing copies; iterations per second a mean over
     ranks, not a sum; a per-device series of rank 0 times the world size) and ``job_how``.
     ``inst``: :func:`.throughput.per_instance` of ``tp`` (without repeats), when the caller
-    has it."""
+    has it; ``figures``: those :func:`job_figures` made of the same tables (with ``inst``)."""
     if summary.empty:
         return summary.assign(job_how=pd.Series(dtype="object"))
     work = _phased_rows(tp)
@@ -776,8 +806,8 @@ def series_figures(summary: pd.DataFrame, tp: pd.DataFrame, runs: pd.DataFrame |
     values, alls, rules, hows = [], [], [], []
     inst_s, work_s = _Series(inst, _INST_COLS), _Series(work, _ROW_COLS)
     for _, row in summary.iterrows():
-        fig = _figure(row, _instances(inst_s, row), partial(_rows, work_s, row),
-                      world.get(str(row[RUN])), str(row["metric"]))
+        fig = _figure_of(row, inst_s, work_s, world.get(str(row[RUN])), str(row["metric"]),
+                         None if added else figures)
         fig.pop("_copies", None)
         fig.pop("_factor", None)
         values.append(fig["value"])
