@@ -33,6 +33,7 @@ import contextlib
 import logging
 import os
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -77,7 +78,7 @@ def _run(fn: Callable[[T], R], tasks: Iterable[T], engine: str, workers: int | N
     with _client(engine, workers, config) as client:
         call = _Call(fn, timeout)
         boxes = [_Box(task) for task in tasks]
-        futures = client.map(call, boxes, pure=False)
+        futures = client.map(call, boxes, pure=False, key=_prefix(fn))
         task_of = {f.key: box.task for f, box in zip(futures, boxes, strict=True)}
         del boxes
         try:
@@ -183,6 +184,12 @@ def jobqueue_cluster(engine: str, config: Mapping[str, Any], **extra: Any) -> An
     return cls(**cluster_kwargs(engine, config), **extra)
 
 
+def _prefix(fn: Callable[..., Any]) -> str:
+    """The name of ``fn``'s tasks on the Dask dashboard: ``dptrace-<function>``."""
+    name = getattr(fn, "__name__", None) or type(fn).__name__
+    return f"dptrace-{name}"
+
+
 # --- in the worker ------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -243,7 +250,8 @@ class DaskExecutor:
         return max(1, sum(self.client.nthreads().values()))
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
-        futures = self.client.map(_Call(fn), [_Box(item) for item in items], pure=False)
+        futures = self.client.map(_Call(fn), [_Box(item) for item in items], pure=False,
+                                  key=_prefix(fn))
         try:
             for future in futures:
                 yield future.result()
@@ -252,5 +260,6 @@ class DaskExecutor:
 
     def start(self, fn: Callable[[T], R], item: T) -> Callable[[], R]:
         """``fn(item)`` begun on the cluster now; the returned function waits for it."""
-        future = self.client.submit(_Call(fn), _Box(item), pure=False)
+        future = self.client.submit(_Call(fn), _Box(item), pure=False,
+                                    key=f"{_prefix(fn)}-{uuid.uuid4().hex}")
         return future.result
