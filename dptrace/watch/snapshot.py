@@ -165,6 +165,7 @@ class Live:
         """The snapshot of what ``follower`` has read. ``lock``: held while the follower's
         state is read (a poller thread feeds it meanwhile); the analysis runs without it.
         ``now``: the time of the snapshot (default: ``clock()`` once the lock is held)."""
+        from .. import memory
         from ..analyses import Analyses
         from ..findings import build as build_findings
 
@@ -192,6 +193,8 @@ class Live:
                 [j["value"]]
         self.history.append({(j["run"], j["metric"]): j["value"] for j in job})
         del self.history[:-50]
+        del a, found
+        memory.release(sum(len(ds[k]) for k in ds.tables))   # the analysis' temporaries
         return Snapshot(time.time(), now - started, files, job, instances, rows, notes, ds,
                         time.thread_time() - t0, final)
 
