@@ -1,0 +1,139 @@
+"""Small runs (issue 32): the shortcuts that make a folder of many small runs cheap give the
+very tables and findings the long way gives.
+
+- the per-group array paths of the summary, drift and warm-up tables equal the frame-per-group
+  path (pandas' own arithmetic: the same floats, not close ones);
+- a printer's copies sorted in rank order in Python as ``rank_keys`` sorts them;
+- rules asked once over the report's tables whether anything could fire: a folder of copies of
+  a log judges each copy as the log alone is judged, and a run's context computes nothing for
+  rules that no run can fire;
+- the job figures taken from the report's per-instance table equal those made from scratch.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dptrace
+from dptrace.analyses import Analyses
+from dptrace.formats.trainlog import job as jobfig
+from dptrace.formats.trainlog import throughput as thr
+
+FIX = Path(__file__).parent / "fixtures"
+STRAGGLER = FIX / "straggler"
+LOGS = [FIX / "trainlog" / "andrewor14_tf_keras_rank0_stderr.log",
+        STRAGGLER / "balanced" / "train.log", STRAGGLER / "delayed_r2" / "train.log"]
+
+
+def _frames_per_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    def slow(df, by, cols):  # the long way: one frame per group
+        yield from thr._group(df, by)
+    monkeypatch.setattr(thr, "_each_group", slow)
+
+
+@pytest.mark.parametrize("path", [FIX / "trainlog", STRAGGLER], ids=lambda p: p.name)
+def test_array_paths_equal_the_frame_per_group_path(path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    tp = thr.phased(dptrace.load(str(path))["throughput"])
+    inst = thr.per_instance(tp)
+    fast = [thr.throughput_summary(tp, inst=inst), thr.drift(tp), thr.warmup_length(tp)]
+    assert len(fast[0]) > 15 and len(fast[1]) > 15   # many series: the test means something
+    _frames_per_group(monkeypatch)
+    slow = [thr.throughput_summary(tp, inst=inst), thr.drift(tp), thr.warmup_length(tp)]
+    for a, b in zip(fast, slow, strict=True):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+def test_summary_arrays_keep_pandas_arithmetic() -> None:
+    """Missing values, one instance, a zero rate, many instances (pairwise sums)."""
+    rng = np.random.default_rng(3)
+    values = [np.array([1.5, np.nan, 2.25]), np.array([np.nan]), np.array([3.0]),
+              np.array([0.0, 4.0]), rng.random(300) * 1e4, np.array([np.nan, np.nan])]
+    for scope in ("instance", "global"):
+        for v in values:
+            n = len(v)
+            grp = pd.DataFrame({
+                "value": v, "value_all": v * 1.01, "rows": np.arange(n) + 3,
+                "straggler": np.arange(n) % 2 == 0, "warmup_rows": np.ones(n, dtype=np.int64),
+                "instance": [str(i) for i in range(n)], "below_median_pct": v / 7.0})
+            arrays = tuple(grp[c].to_numpy(dtype=object) if c == "instance" else
+                           grp[c].to_numpy() for c in thr._SUMMARISED)
+            key = ("run", "src", "p", "n", None, "samples_per_s", scope, "train")
+            got = thr._summarise_arrays(key, arrays, scope)
+            want = thr._summarise(key, grp, scope)
+            assert len(got) == len(want)
+            for g, w in zip(got, want, strict=True):
+                if isinstance(w, float) and np.isnan(w):
+                    assert isinstance(g, float) and np.isnan(g)
+                else:
+                    assert g == w and type(g) is type(w) or float(g) == float(w)
+
+
+@pytest.mark.parametrize("labels", [
+    ["3", "1", "10", "2", "0"],
+    ["default3", "default10", "default2", None, "x", "rank1b", "rank1a"],
+    ["١2", "3", "0"],                      # a non-ASCII digit: the pandas way
+    ["12345678901234567890", "2", "1"],    # more digits than a float holds
+])
+def test_copies_in_rank_order_as_rank_keys_sorts(labels: list[str | None]) -> None:
+    rows = pd.DataFrame({"instance": pd.Categorical(labels),
+                         "lineno": pd.array(np.arange(len(labels))[::-1] + 1, dtype="Int64"),
+                         "value": np.arange(len(labels), dtype=float)})
+    assert jobfig._by_rank(rows).tolist() == jobfig._by_rank_keys(rows).tolist()
+
+
+def _folder(tmp_path: Path, log: Path, n: int) -> Path:
+    """``n`` copies of ``log``, each in a job folder of its own under its own name (a name
+    can say a rank: ``..._rank0_stderr.log``)."""
+    for i in range(n):
+        (tmp_path / f"job{i}").mkdir()
+        shutil.copyfile(log, tmp_path / f"job{i}" / log.name)
+    return tmp_path
+
+
+def _judged(findings: pd.DataFrame, run: str) -> list[tuple]:
+    """What each finding says, its run's name (in a subject: 'run job0') left out."""
+    cols = ["kind", "severity", "subject", "value", "threshold"]
+    rows = findings[cols].astype(str).to_numpy().tolist()
+    return sorted(tuple(str(v).replace(run, "<run>") for v in r) for r in rows)
+
+
+@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.parent.name + "/" + p.name)
+def test_each_copy_in_a_folder_is_judged_as_the_log_alone(tmp_path: Path, log: Path) -> None:
+    one = dptrace.load(str(log))
+    alone = _judged(dptrace.findings(one), one.run_ids[0])
+    ds = dptrace.load(str(_folder(tmp_path, log, 4)))
+    assert len(ds.run_ids) == 4
+    every = dptrace.findings(ds)
+    for run in ds.run_ids:
+        assert _judged(every[every["run"].astype(str) == run], run) == alone
+
+
+def test_rules_no_run_can_fire_compute_nothing_in_a_run(tmp_path: Path) -> None:
+    ds = dptrace.load(str(_folder(tmp_path, STRAGGLER / "balanced" / "train.log", 3)))
+    a = Analyses(ds)
+    from dptrace.findings.rules import run_rules
+    runs = a.of_runs()
+    assert len(runs) == 3
+    assert [run_rules(part) for part in runs.values()] == [[], [], []]
+    for part in runs.values():   # the balanced log fires nothing: no run slices a table
+        assert [n for n in part.computed() if n.startswith("throughput.")] == []
+    assert a.memo["findings.candidates"]   # asked once, over the report's tables
+
+
+def test_job_figures_from_the_reports_tables_equal_those_made_alone() -> None:
+    for path in (FIX / "trainlog", STRAGGLER):
+        ds = dptrace.load(str(path))
+        a = Analyses(ds)
+        metrics = ds["train_metrics"]
+        alone = jobfig.job_figures(ds["throughput"], ds.runs, a.warmup,
+                                   jobfig.printed_ranges(metrics), metrics)
+        pd.testing.assert_frame_equal(a["throughput.job"], alone, check_exact=True)
+        series = jobfig.series_figures(a["throughput.summary"], ds["throughput"], ds.runs,
+                                       a.warmup)
+        pd.testing.assert_frame_equal(a["throughput.series"], series, check_exact=True)
