@@ -119,9 +119,10 @@ def test_throughput_drop_against_the_runs_own_steady_state(tmp_path: Path) -> No
     drops = [f for s in got["drift.log"] for f in s.findings
              if f["kind"] == "live_throughput_drop"]
     assert drops
-    # the recent figures are those of the slow end (~11.9 it/s), the reference the early
-    # steady ones (~17.4)
-    assert all(11 < f["value"] < 13.5 and 16 < f["threshold"] < 18.5 for f in drops), drops
+    # the recent figures are those of the slowing part (down to ~11.9 it/s), at least 20%
+    # below the reference, the steady figures before them (from ~17.4)
+    assert all(11 < f["value"] < 14.5 and 14 < f["threshold"] < 18.5
+               and f["value"] < 0.8 * f["threshold"] for f in drops), drops
     assert "live_throughput_drop" not in _drop_kinds(got["steady.log"])
 
 
