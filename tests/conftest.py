@@ -12,7 +12,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 #: A whole module is listed as ``(stem, None)``.
 SLOW: dict[tuple[str, str | None], str] = {
     ("test_fuzz", "test_fuzz"): "seeded and coverage-guided fuzzing, minutes per format",
-    ("test_corpus", "test_corpus_class"): "one `dptrace report` subprocess per bad-input class",
+    ("test_corpus", "test_corpus_class"): "a load and a `dptrace report` per bad-input class",
     ("test_html_browser", None): "a real chromium per dashboard",
     ("test_notebook", None): "a Jupyter kernel running the example notebook",
     ("test_xdist_group_guard", None): "two pytest runs with two xdist workers each",
