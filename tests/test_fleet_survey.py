@@ -387,6 +387,31 @@ def test_interrupted_batch_leaves_a_valid_cache_and_a_rerun_resumes(
                                   again.fleet.drop(columns="cache"))
 
 
+def test_derived_batches_merged_for_the_next_warm_survey(
+        fleet_tree: dict[str, object], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    """A survey whose folders' derived rows lie in many batches writes them as one (a warm
+    survey then reads one file per fleet table); the parsed tables stay; the next survey
+    takes everything from the cache and gives the same tables."""
+    from dptrace.fleet import api
+
+    monkeypatch.setattr(api, "MERGE_DERIVED", 2)
+    folders = [*_folders_of(fleet_tree, "mpitrace_straggler"),
+               *_folders_of(fleet_tree, "torchtrace"), *_folders_of(fleet_tree, "readme")]
+    cache = tmp_path / "c"
+    first = survey(folders, cache=cache, engine="serial", batch=1)
+    for name in ("fleet", "fleet_findings", "fleet_ranks"):
+        assert len(list((cache / "derived" / name).glob("*.parquet"))) == 1, name
+    assert len(list((cache / "tables" / "sources").glob("*.parquet"))) == len(folders)
+    again = survey(folders, cache=cache, engine="serial")
+    assert again.stats["cached"] == len(folders)
+    pd.testing.assert_frame_equal(first.fleet.drop(columns="cache"),
+                                  again.fleet.drop(columns="cache"))
+    pd.testing.assert_frame_equal(first.findings, again.findings)
+    pd.testing.assert_frame_equal(first.job_figures, again.job_figures)
+    assert fcache.Cache(cache).info()["unreferenced_batches"] == 0
+
+
 def test_processes_engine_gives_the_same_fleet(fleet_tree: dict[str, object],
                                                tmp_path: Path) -> None:
     folders = [*_folders_of(fleet_tree, "mpitrace_straggler"),

@@ -426,6 +426,19 @@ class Cache:
                 out[name] = frames[0] if len(frames) == 1 else schema.concat(frames)
         return out
 
+    def remove_derived(self, batches: Iterable[str | None]) -> int:
+        """Remove the derived files of these batches that no live entry names."""
+        live = {e.derived_batch for e in self.entries().values()}
+        removed = 0
+        for b in batches:
+            if b is None or b in live:
+                continue
+            for f in (self.root / "derived").glob(f"*/{b}.parquet"):
+                with contextlib.suppress(OSError):
+                    f.unlink()
+                    removed += 1
+        return removed
+
     def _remove_unreferenced(self) -> int:
         live = {b for e in self.entries().values() for b in (e.tables_batch, e.derived_batch)
                 if b}
