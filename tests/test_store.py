@@ -30,7 +30,9 @@ from dptrace.errors import DptraceError
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests" / "fixtures"
 REAL = ROOT.parent / "shared" / "realdata"
-FIXTURE_DIRS = sorted(p.name for p in FIX.iterdir() if p.is_dir())
+#: every fixture folder of inputs (fleet/ holds the script that copies the others into a
+#: fleet of job folders, and a job-script snapshot: no input of its own)
+FIXTURE_DIRS = sorted(p.name for p in FIX.iterdir() if p.is_dir() and p.name != "fleet")
 REAL_DIRS = sorted(p.name for p in REAL.iterdir() if p.is_dir()) if REAL.is_dir() else []
 
 
