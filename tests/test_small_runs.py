@@ -127,7 +127,7 @@ def test_rules_no_run_can_fire_compute_nothing_in_a_run(tmp_path: Path) -> None:
 
 
 def test_job_figures_from_the_reports_tables_equal_those_made_alone() -> None:
-    for path in (FIX / "trainlog", STRAGGLER):
+    for path in (FIX / "trainlog", STRAGGLER, LOGS[0]):   # (a per-rank name: renamed series)
         ds = dptrace.load(str(path))
         a = Analyses(ds)
         metrics = ds["train_metrics"]

@@ -108,8 +108,11 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
                                 mllog, tp, runs, fraction)
     given = tp
     tp = _by_input(tp)
-    if tp is not given or RUN not in tp:  # (per-rank files' rows are their directory's)
+    if RUN not in tp:
         inst = summary = figures = None
+    elif tp is not given:   # per-rank files' rows are their directory's: their series too
+        inst, summary = _renamed(inst, given, tp), _renamed(summary, given, tp)
+        figures = None
     metrics = _by_input(metrics)
     groups_tp = _groups(tp)
     groups_m = _groups(metrics) if metrics is not None else None
@@ -152,6 +155,26 @@ def _by_input(df: pd.DataFrame | None) -> pd.DataFrame | None:
         return df
     return df.assign(source=pd.Series(np.asarray(mapped, dtype=object)[codes],
                                       index=df.index, dtype="string"))
+
+
+def _renamed(df: pd.DataFrame | None, given: pd.DataFrame, tp: pd.DataFrame,
+             ) -> pd.DataFrame | None:
+    """``df`` (a table of ``given``'s series) with each source named as in ``tp``
+    (:func:`_by_input` of ``given``) when that only renames series: every run of ``given``
+    has one source (no two files' series become one, and the series keep their order);
+    else None (made again from ``tp``)."""
+    if df is None or given.empty or RUN not in given:
+        return None
+    pairs = pd.DataFrame({RUN: given[RUN].astype("object"),
+                          "old": given["source"].astype("object"),
+                          "new": tp["source"].astype("object")}).drop_duplicates()
+    if pairs[RUN].duplicated().any() or pairs["old"].duplicated().any():
+        return None
+    names = dict(zip(pairs["old"], pairs["new"], strict=True))
+    source = df["source"].astype("object")
+    if not source.isin(names).all():
+        return None
+    return df.assign(source=source.map(names))
 
 
 def _group_of(source: str) -> str:
