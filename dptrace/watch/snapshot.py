@@ -301,16 +301,31 @@ def _job_rows(a: Any) -> list[dict[str, Any]]:
 
 
 def _series(df: pd.DataFrame, j: dict[str, Any]) -> pd.DataFrame:
-    keep = (df["metric"].astype(str) == j["metric"]) & (df["run"].astype(str) == str(j["run"]))
+    """The train rows of ``df`` of the job figure ``j``'s series (its run, metric, pattern,
+    name, and its source: a file, or the run's folder)."""
+    keep = _where(df["metric"], lambda v: v == j["metric"])
+    keep &= _where(df["run"], lambda v: v == str(j["run"]))
     for col in ("pattern", "name"):
         if j.get(col) is not None and col in df:
-            keep &= df[col].astype(str) == str(j[col])
-    if j.get("source") is not None and "source" in df:   # a file, or the run's folder
-        src = df["source"].astype(str)
-        keep &= (src == str(j["source"])) | src.str.startswith(str(j["source"]).rstrip("/") + "/")
+            want = str(j[col])
+            keep &= _where(df[col], want.__eq__)
+    if j.get("source") is not None and "source" in df:
+        folder = str(j["source"]).rstrip("/") + "/"
+        keep &= _where(df["source"], lambda v: v == str(j["source"]) or v.startswith(folder))
     if "phase" in df:
-        keep &= df["phase"].astype(str) == "train"
+        keep &= _where(df["phase"], lambda v: v == "train")
     return df[keep]
+
+
+def _where(s: pd.Series, test: Callable[[str], bool]) -> np.ndarray:
+    """``test`` of each row's value as text, asked once per distinct value (the columns are
+    categorical: a row's code picks its answer)."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        answers = np.array([test(str(v)) for v in s.cat.categories] + [False], dtype=bool)
+        return answers[s.cat.codes.to_numpy()]   # code -1 (missing): the last, False
+    values = s.astype("object").to_numpy()
+    distinct = {v: test(str(v)) for v in pd.unique(values) if v is not None and v == v}
+    return np.array([distinct.get(v, False) for v in values], dtype=bool)
 
 
 def _instance_rows(a: Any, job: list[dict[str, Any]]) -> list[dict[str, Any]]:
