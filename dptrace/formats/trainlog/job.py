@@ -45,6 +45,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -272,7 +273,7 @@ def _job_figures(tp: pd.DataFrame, world: dict[str, int],
     ranges = dict(check_ranges or {})
     out = []
     summary = summary.assign(_pos=np.arange(len(summary)))
-    inst_s, train_s = _Series(inst, _INST_COLS), _Series(train, _ROW_COLS)
+    inst_s, train_s = _Series(inst, _INST_COLS, _Inst.maker), _Series(train, _ROW_COLS)
     every = [r for _, r in summary.iterrows()]   # (one conversion of the table's rows)
     for (run, metric), cands in summary.groupby([RUN, "metric"], sort=False, observed=True):
         ranked = sorted(((_priority(r, inst_s), int(r["_pos"]), r)
@@ -438,12 +439,17 @@ class _Series:
     the frame instead of one comparison of every key column per series (a folder of 1,000
     runs: 1,000 series x every run's rows)."""
 
-    def __init__(self, df: pd.DataFrame, keep: list[str] | None = None) -> None:
-        #: ``keep``: the columns the rows are wanted with (all when None)
+    def __init__(self, df: pd.DataFrame, keep: list[str] | None = None,
+                 wrap: Callable[[pd.DataFrame], Callable[[np.ndarray], Any]] | None = None,
+                 ) -> None:
+        #: ``keep``: the columns the rows are wanted with (all when None); ``wrap``: made
+        #: of the frame once, what a series' row positions are handed out as (the frame's
+        #: rows when None)
         self.df = df if keep is None else df[[c for c in keep if c in df]]
+        self.wrap = None if wrap is None else wrap(self.df)
         self.cols = [k for k in _SERIES_KEYS if k in df]
         self.pos: dict[tuple, np.ndarray] = {}
-        self._taken: dict[tuple, pd.DataFrame] = {}
+        self._taken: dict[tuple, Any] = {}
         if df.empty:
             return
         ids = thr.group_ids(df, self.cols)
@@ -454,19 +460,74 @@ class _Series:
         for key, pos in zip(zip(*values, strict=True), np.split(order, cuts), strict=True):
             self.pos[key] = pos
 
-    def by(self, row: pd.Series) -> pd.DataFrame:
+    def by(self, row: pd.Series) -> Any:
         key = tuple(_key(row[k]) for k in self.cols)
         found = self._taken.get(key)
         if found is None:   # (each series is asked for several times: taken once)
             pos = self.pos.get(key)
-            found = self._taken[key] = self.df.iloc[
-                pos if pos is not None else np.zeros(0, dtype=np.int64)]
+            pos = pos if pos is not None else np.zeros(0, dtype=np.int64)
+            found = self.wrap(pos) if self.wrap is not None else self.df.iloc[pos]
+            self._taken[key] = found
         return found
 
 
 #: the columns :func:`_figure` and :func:`_global_value` read of a series' instances and rows
 _INST_COLS = ["instance", "value", "value_all", "first_lineno", "first_step"]
 _ROW_COLS = ["instance", "lineno", "value"]
+
+
+class _Inst:
+    """A series' instances (rows of :func:`.throughput.per_instance`) as :func:`_figure`
+    reads them: arrays, and the few figures it takes of them with pandas' own arithmetic
+    (``pandas.core.nanops``: a sum over the values with the missing ones as 0, a mean that
+    sum over the count), so that each is the very float the Series methods give."""
+
+    def __init__(self, instance: np.ndarray, value: np.ndarray, value_all: np.ndarray,
+                 stepped: bool, first_lineno: object) -> None:
+        self.n = len(instance)
+        self.instance = instance
+        self.named = ~pd.isna(instance)
+        self.value, self.value_all = value, value_all
+        self.stepped, self.first_lineno = stepped, first_lineno
+
+    def __len__(self) -> int:
+        return self.n
+
+    @staticmethod
+    def maker(df: pd.DataFrame) -> Callable[[np.ndarray], _Inst]:
+        """Each series' :class:`_Inst` from its row positions in ``df``, the columns
+        converted once for all series."""
+        instance = df["instance"].to_numpy(dtype=object)
+        value = df["value"].astype("float64").to_numpy()
+        value_all = df["value_all"].astype("float64").to_numpy()
+        step_known = df["first_step"].notna().to_numpy(dtype=bool)
+        lines = df["first_lineno"]
+        whole = (lines.to_numpy(dtype="int64")
+                 if pd.api.types.is_integer_dtype(lines.dtype) and not lines.isna().any()
+                 else None)
+
+        def make(pos: np.ndarray) -> _Inst:
+            if not len(pos):
+                first: object = None
+            elif whole is not None:     # (Series.min of integers without a missing one)
+                first = whole[pos].min()
+            else:
+                first = lines.iloc[pos].min()
+            return _Inst(instance[pos], value[pos], value_all[pos],
+                         bool(step_known[pos].any()), first)
+        return make
+
+
+def _nansum(v: np.ndarray) -> float:
+    """``Series.sum()`` of float64 values (missing ones count 0)."""
+    return float(np.where(np.isnan(v), 0.0, v).sum(dtype=np.float64))
+
+
+def _nanmean(v: np.ndarray) -> float:
+    """``Series.mean()`` of float64 values (NaN when none is known)."""
+    count = int((~np.isnan(v)).sum())
+    return float(np.where(np.isnan(v), 0.0, v).sum(dtype=np.float64) / count) if count \
+        else float("nan")
 
 
 def _key(v: object) -> object:
@@ -478,7 +539,7 @@ def _keys(values: np.ndarray) -> list[object]:
     return [_key(v) for v in values]
 
 
-def _instances(inst: _Series, row: pd.Series) -> pd.DataFrame:
+def _instances(inst: _Series, row: pd.Series) -> _Inst:
     return inst.by(row)
 
 
@@ -486,8 +547,8 @@ def _rows(train: _Series, row: pd.Series) -> pd.DataFrame:
     return train.by(row)
 
 
-def _stepped(inst: pd.DataFrame) -> bool:
-    return bool(inst["first_step"].notna().any())
+def _stepped(inst: _Inst) -> bool:
+    return inst.stepped
 
 
 def _priority(row: pd.Series, inst: _Series) -> tuple[int, int]:
@@ -497,11 +558,11 @@ def _priority(row: pd.Series, inst: _Series) -> tuple[int, int]:
             return (0, 0)
         return (1, _STEPPED_GLOBAL.get(str(row["pattern"]), 9)
                 + (5 if str(row["name"]).startswith("RunningAvg") else 0))
-    known = mine["instance"].notna().any()
+    known = mine.named.any()
     return (2, 0) if known else (3, 0)
 
 
-def _end_of_run(row: pd.Series, inst: pd.DataFrame) -> bool:
+def _end_of_run(row: pd.Series, inst: _Inst) -> bool:
     """A figure printed once at the end of the run (by each printer): no step, and a
     pattern of :data:`END_OF_RUN_PATTERNS`."""
     return not _stepped(inst) and str(row["pattern"]) in END_OF_RUN_PATTERNS
@@ -515,7 +576,7 @@ def _series_name(row: pd.Series) -> str:
     return name
 
 
-def _global_value(inst: pd.DataFrame, rows_of: Callable[[], pd.DataFrame],
+def _global_value(inst: _Inst, rows_of: Callable[[], pd.DataFrame],
                   copies: list[float] | None = None, end_of_run: bool | None = None,
                   ) -> tuple[float, bool, str]:
     """(value, copies agree, what) of a global series: the first printed copy of an
@@ -525,14 +586,15 @@ def _global_value(inst: pd.DataFrame, rows_of: Callable[[], pd.DataFrame],
         end_of_run = not _stepped(inst)
     if end_of_run:  # rank 0's copy first (then the others by rank), each in line order
         rows = rows_of()
-        values = rows["value"].astype("float64").iloc[_by_rank(rows)].dropna()
+        values = rows["value"].astype("float64").to_numpy()[_by_rank(rows)]
     else:
-        values = inst["value"].astype("float64").dropna()
-    if values.empty:
+        values = inst.value
+    values = values[~np.isnan(values)]
+    if not len(values):
         return float("nan"), True, "no value"
     if copies is not None:
         copies.extend(float(v) for v in values)
-    first = float(values.iloc[0])
+    first = float(values[0])
     lo, hi = float(values.min()), float(values.max())
     agree = hi <= 0 or (hi - lo) <= AGREE * hi
     n = len(values)
@@ -600,7 +662,7 @@ def _figure_of(row: pd.Series, inst: _Series, rows: _Series, world: int | None, 
     return dict(found)
 
 
-def _figure(row: pd.Series, inst: pd.DataFrame, rows_of: Callable[[], pd.DataFrame],
+def _figure(row: pd.Series, inst: _Inst, rows_of: Callable[[], pd.DataFrame],
             world: int | None,
             metric: str) -> dict[str, object]:
     name = _series_name(row)
@@ -609,17 +671,17 @@ def _figure(row: pd.Series, inst: pd.DataFrame, rows_of: Callable[[], pd.DataFra
     warm = f"mean over steps after warm-up of {name}" if stepped else name
     if not stepped and not once and int(row["rows"]) > 1:  # a series without steps
         warm = f"mean over the lines after warm-up of {name}"
-    known = inst[inst["instance"].notna()]
-    ranks = _rank_list(known["instance"])
+    known = inst.instance[inst.named]
+    ranks = _rank_list_of(known.tolist())
     out: dict[str, object] = {
         "source": row["source"], "pattern": row["pattern"], "name": row["name"],
         "label": row["label"], "scope": row["scope"], "rows": int(row["rows"]),
         "printers": int(len(inst)), "world_size": world, "copies_agree": True,
         "check_name": None, "check_value": None, "check_range": None, "check_agrees": None,
-        "first_lineno": int(inst["first_lineno"].min()) if len(inst) else None,
+        "first_lineno": int(inst.first_lineno) if len(inst) else None,  # type: ignore[call-overload]
     }
-    values = inst["value"].astype("float64")
-    alls = inst["value_all"].astype("float64")
+    values = inst.value
+    alls = inst.value_all
     if row["scope"] == "global":
         found: list[float] = []
         value, agree, copies = _global_value(inst, rows_of, found, once)
@@ -629,7 +691,7 @@ def _figure(row: pd.Series, inst: pd.DataFrame, rows_of: Callable[[], pd.DataFra
                 else f"{warm} (a figure for the whole job)")
         if copies:
             rule += f"; {copies}"
-        out.update(value=value, value_all_steps=float(alls.iloc[0]) if len(alls) else value,
+        out.update(value=value, value_all_steps=float(alls[0]) if len(alls) else value,
                    how=how, rule=rule, copies_agree=agree,
                    ranks=f"all {world}" if world else "all")
         return out
@@ -642,11 +704,11 @@ def _figure(row: pd.Series, inst: pd.DataFrame, rows_of: Callable[[], pd.DataFra
         found = []
         first, agree, note = _global_value(inst, rows_of, found)
         if len(found) > 1:
-            values = alls = pd.Series([first])
+            values = alls = np.array([first], dtype=np.float64)
             out.update(_copies=found, copies_agree=agree)
             note = f"; {note}" if note else ""
     if metric in SYNCHRONOUS_METRICS:
-        value, vall = float(values.mean()), float(alls.mean())
+        value, vall = _nanmean(values), _nanmean(alls)
         if n > 1:
             how, rule = "mean_of_ranks", (f"{warm}: mean of {n} printers' rates (ranks of a "
                                           "data-parallel job step together)")
@@ -660,10 +722,10 @@ def _figure(row: pd.Series, inst: pd.DataFrame, rows_of: Callable[[], pd.DataFra
     if str(row["pattern"]) in INSTANCE_PATTERNS:
         # SambaNova's docs: "The throughput is calculated by averaging the e2e
         # samples_per_sec over the different instances" (each counts the job's samples)
-        out.update(value=float(values.mean()), value_all_steps=float(alls.mean()),
+        out.update(value=_nanmean(values), value_all_steps=_nanmean(alls),
                    how="mean_of_instances",
                    rule=f"mean over {n} SambaNova instances of {name}, as SambaNova's docs "
-                        f"compute it (their sum: {_num(float(values.sum()))})",
+                        f"compute it (their sum: {_num(_nansum(values))})",
                    ranks=f"{n} instances")
         return out
     unit = "device" if row["scope"] == "device" else "process"
@@ -671,7 +733,7 @@ def _figure(row: pd.Series, inst: pd.DataFrame, rows_of: Callable[[], pd.DataFra
         who = (f"rank {ranks}" if len(known) == n and n == 1 else
                f"ranks {ranks}" if len(known) == n else "one printer (rank not printed)"
                if n == 1 else f"{n} printers")
-        mean, mean_all = float(values.mean()), float(alls.mean())
+        mean, mean_all = _nanmean(values), _nanmean(alls)
         out.update(value=mean * world, value_all_steps=mean_all * world,
                    how="rank0_times_world", _factor=world,
                    rule=f"an estimate from {who}: {_num(mean)} per {unit} x world size {world} "
@@ -679,16 +741,16 @@ def _figure(row: pd.Series, inst: pd.DataFrame, rows_of: Callable[[], pd.DataFra
                    ranks=f"{ranks or '?'} of {world}")
         return out
     if n > 1:
-        out.update(value=float(values.sum()), value_all_steps=float(alls.sum()),
+        out.update(value=_nansum(values), value_all_steps=_nansum(alls),
                    how="sum_of_ranks", rule=f"sum over {n} printers of {warm}",
                    ranks=ranks or "?")
         return out
     if len(known):
-        out.update(value=float(values.sum()), value_all_steps=float(alls.sum()),
+        out.update(value=_nansum(values), value_all_steps=_nansum(alls),
                    how="one_printer", ranks=ranks,
                    rule=f"{warm} of rank {ranks}" + ("" if world else "; world size unknown"))
         return out
-    out.update(value=float(values.sum()), value_all_steps=float(alls.sum()), how="one_printer",
+    out.update(value=_nansum(values), value_all_steps=_nansum(alls), how="one_printer",
                rule=f"{warm}: one {unit}'s rate; its rank and the world size are unknown{note}",
                ranks="?")
     return out
@@ -761,7 +823,12 @@ def _agrees(value: object, check: object, rng: float | None) -> bool | None:
 
 def _rank_list(instances: pd.Series) -> str:
     """'0-3,8' for ranks 0, 1, 2, 3 and 8; other labels joined with commas."""
-    labels = [str(x) for x in instances.tolist()]
+    return _rank_list_of(instances.tolist())
+
+
+def _rank_list_of(values: list) -> str:
+    """:func:`_rank_list` of the labels ``values``."""
+    labels = [str(x) for x in values]
     if not labels:
         return ""
     if all(x.isdigit() for x in labels):
@@ -827,7 +894,7 @@ def series_figures(summary: pd.DataFrame, tp: pd.DataFrame, runs: pd.DataFrame |
         inst = thr.per_instance(work, fraction)
     world = _world_sizes(runs)
     values, alls, rules, hows = [], [], [], []
-    inst_s, work_s = _Series(inst, _INST_COLS), _Series(work, _ROW_COLS)
+    inst_s, work_s = _Series(inst, _INST_COLS, _Inst.maker), _Series(work, _ROW_COLS)
     for _, row in summary.iterrows():
         fig = _figure_of(row, inst_s, work_s, world.get(str(row[RUN])), str(row["metric"]),
                          None if added else figures)
