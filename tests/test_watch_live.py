@@ -6,6 +6,7 @@ and the faces (``--jsonl``, ``--html``, a line per refresh) through the command.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -185,3 +186,27 @@ def test_missing_input_and_bad_interval_are_usage_or_empty(tmp_path: Path, capsy
          "--no-report"]))
     assert time.monotonic() - start < 30
     assert code != 0   # nothing to read: the ordinary report's exit code for that
+
+
+def _fake_squeue(tmp_path: Path, monkeypatch, state: str) -> None:
+    """A ``squeue`` on PATH that lists job 4242 as ``state`` ("" : no longer queued)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "squeue"
+    script.write_text(f"#!/bin/sh\nprintf '%s' '{state}'\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+
+
+def test_the_watch_ends_when_the_slurm_job_left_the_queue(tmp_path: Path, monkeypatch) -> None:
+    from dptrace.watch import run as watch_run
+
+    log = tmp_path / "slurm-4242.out"     # the job id from the file name, as sbatch names it
+    log.write_bytes(MEGATRON.read_bytes() if MEGATRON.is_file() else b"x\n")
+    _fake_squeue(tmp_path, monkeypatch, "RUNNING\n")
+    assert not watch_run.slurm_gone("4242")
+    _fake_squeue(tmp_path, monkeypatch, "")
+    assert watch_run.slurm_gone("4242")
+    w = Watch([str(log)], interval=0.05)          # no --idle-exit: only the queue ends it
+    snaps = list(w.snapshots())
+    assert w.ended == "Slurm job 4242 left the queue" and snaps[-1].final
