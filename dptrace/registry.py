@@ -12,7 +12,8 @@ Detection reads content (the first KB of the decompressed input), not only names
 every format's ``sniff`` returns a confidence in [0, 1] and the highest wins. A tie
 between the best two is an ambiguity error that asks for ``--format``. One pass over the
 head finds which formats' :attr:`Spec.markers` it holds (an RE2 set); when one of those
-formats is sure, the others are not asked (they could not change the answer).
+formats is sure, or a training log with its keywords, the others are not asked (they
+could not change the answer).
 """
 
 from __future__ import annotations
@@ -133,8 +134,8 @@ class Spec:
     #: :data:`COMPANION_SCORE` or more (a head with none scores 0, or a log's weak guess,
     #: below it). Detection looks for every format's markers in one pass over the head (an
     #: RE2 set) and asks first the formats whose markers are there (and those without
-    #: markers); when one of them is sure, the others are not asked: they could neither tie
-    #: it nor run beside it. () : the sniff is always asked.
+    #: markers); when one of them scores COMPANION_BELOW or more, the others are not
+    #: asked: they could neither tie it nor run beside it. () : the sniff is always asked.
     markers: tuple[bytes, ...] = ()
 
 
@@ -356,20 +357,25 @@ def detect_all(source: Source, head: bytes | None = None) -> list[Parser]:
 
 def _scores(source: Source, head: bytes, found: dict[str, Parser]) -> list[tuple[float, str]]:
     """The sniff scores of ``head``, best first. The formats whose :attr:`Spec.markers` the
-    head holds (and those without markers) are asked first; when one of them is sure
-    (:data:`SURE`), the rest are left out: without their markers they score below
-    :data:`COMPANION_SCORE`, so they could neither tie a sure best nor be chosen beside it
-    (the answer of :func:`detect_all` is the one of asking every format). Otherwise, or
-    when no marker is found, every format is asked."""
+    head holds (and those without markers) are asked first. When one of them scores
+    :data:`COMPANION_BELOW` or more (a sure profile, a training log with its keywords), the
+    rest are not asked and score 0 here: without their markers they score below
+    :data:`COMPANION_SCORE`, so they could neither tie that best nor be chosen beside it,
+    and a format with :attr:`Spec.deep` markers is still scored on the text past the head
+    (:func:`_deep_scores`), where only a score of COMPANION_SCORE or more counts: the
+    answer of :func:`detect_all` is the one of asking every format. Otherwise, or when no
+    marker is found, every format is asked."""
     scan = _marker_scan(found)
-    first = scan.first(head) if scan is not None else None
-    if first is None:
+    plan = scan.first(head) if scan is not None else None
+    if plan is None:
         return sorted(((p.sniff(source, head), p.name) for p in found.values()), reverse=True)
+    first, rest, zeros = plan
     scores = [(p.sniff(source, head), p.name) for p in first]
-    if max(scores)[0] < SURE:
-        asked = {p.name for p in first}
-        scores += [(p.sniff(source, head), p.name) for p in found.values()
-                   if p.name not in asked]
+    best = max(scores)[0]
+    if best < COMPANION_BELOW:
+        scores += [(p.sniff(source, head), p.name) for p in rest]
+    elif best < SURE:   # the text past the head may still be theirs (_deep_scores)
+        scores += zeros
     return sorted(scores, reverse=True)
 
 
@@ -401,11 +407,12 @@ class _MarkerScan:
         self.set.Compile()
         # the compiled set's own Match (the wrapper's adds a call per head)
         self._match = getattr(self.set, "_set", self.set).Match
-        self._first: dict[tuple[int, ...], tuple[Parser, ...]] = {}
+        self._first: dict[tuple[int, ...], _Plan] = {}
 
-    def first(self, head: bytes) -> tuple[Parser, ...] | None:
-        """The formats to ask first of ``head`` (in registry order): those whose markers it
-        holds and those always asked; None when it holds no marker (or RE2 failed)."""
+    def first(self, head: bytes) -> _Plan | None:
+        """The formats to ask first of ``head`` (in registry order: those whose markers it
+        holds and those always asked), the others, and the others' scores of 0; None when
+        it holds no marker (or RE2 failed)."""
         hits = self._match(head)
         if not hits:
             return None
@@ -413,11 +420,17 @@ class _MarkerScan:
         got = self._first.get(key)
         if got is None:
             named = {self.owner[i] for i in hits}.union(self.always)
-            got = tuple(p for p in self.parsers if p.name in named)
+            first = tuple(p for p in self.parsers if p.name in named)
+            rest = tuple(p for p in self.parsers if p.name not in named)
+            got = first, rest, tuple((0.0, p.name) for p in rest)
             if len(self._first) >= 1 << 10:
                 self._first.clear()
             self._first[key] = got
         return got
+
+
+#: :meth:`_MarkerScan.first`'s answer
+_Plan = tuple[tuple[Parser, ...], tuple[Parser, ...], tuple[tuple[float, str], ...]]
 
 
 #: the marker scan of the formats it was made for (rebuilt when they change); None when

@@ -199,3 +199,34 @@ def test_without_re2_every_format_is_asked(monkeypatch: pytest.MonkeyPatch) -> N
     path = next(MPITRACE.rglob("mpi_profile.*"))
     src = Source(str(path), path)
     assert _answer(src, src.head()) == ["mpitrace"]
+
+
+def test_a_log_with_its_keywords_asks_only_the_marked_formats(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A training log with its keywords scores COMPANION_BELOW: the formats without markers
+    in its head are not asked, and a companion whose lines come past the head (NCCL's, a
+    Spec.deep format) is still found there."""
+    lines = b"".join(b"epoch 1 step %d loss=2.31 12.5 samples/sec\n" % i for i in range(2000))
+    nccl = b"host1:1234:1234 [0] NCCL INFO Bootstrap : Using ib0:10.0.0.1<0>\n"
+    path = tmp_path / "slurm-7.out"
+    path.write_bytes(lines + nccl)
+    src = Source(str(path), path)
+    head = src.head()
+    assert len(head) == 1 << 16 and nccl not in head
+    asked: list[str] = []
+    for name, parser in registry.parsers().items():
+        spec = parser.spec
+
+        def sniff(source: Source, text: bytes, _name: str = name, _f: object = spec.sniff,
+                  ) -> float:
+            asked.append(_name)
+            return _f(source, text)  # type: ignore[operator]
+        monkeypatch.setitem(registry._PARSERS, name,
+                            Parser(Spec(**{**spec.__dict__, "sniff": sniff})))
+    assert _answer(src, head) == ["trainlog", "nccl"]
+    assert sorted(set(asked)) == ["nccl", "trainlog"]   # nccl: on the text past the head
+    with monkeypatch.context() as m:
+        _every_sniff(m)
+        asked.clear()
+        assert _answer(src, head) == ["trainlog", "nccl"]
+        assert len(set(asked)) == len(registry.parsers())
