@@ -39,7 +39,9 @@ _PUBLIC = {
     "open": ".api",
     "report": ".api",
     "scaling": ".api",
-    "throughput_summary": ".analysis.throughput",
+    "throughput_summary": ".formats.trainlog.throughput",
+    "survey": ".fleet",
+    "Fleet": ".fleet",
 }
 #: ``read_<format>`` for each format package (dptrace/formats/<format>/), made from the
 #: registry by :func:`dptrace.api.read_function` on first use
@@ -57,6 +59,8 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from .errors import DptraceError as DptraceError
     from .errors import ParseError as ParseError
     from .errors import UnknownFormatError as UnknownFormatError
+    from .fleet.api import Fleet as Fleet
+    from .fleet.api import survey as survey
     from .formats.trainlog.throughput import throughput_summary as throughput_summary
     from .reports.model import Report as Report
     from .reports.model import Section as Section

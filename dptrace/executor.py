@@ -201,14 +201,17 @@ ExecutorArg = Executor | str | int | None
 
 
 def can_fork() -> bool:
-    return "fork" in mp.get_all_start_methods()
+    """Whether this process can start a forked pool: the platform forks, and this process
+    is not daemonic (a Dask worker, a process-pool worker: those may have no children)."""
+    return "fork" in mp.get_all_start_methods() and not mp.current_process().daemon
 
 
 def resolve(spec: ExecutorArg = None) -> Executor:
     """The executor that ``spec`` names: None or ``"auto"`` (processes when this machine
     has several cores and can fork, at most :data:`MAX_AUTO_WORKERS`; else serial),
     ``"serial"``, ``"processes"`` (one per core), a number of workers (1: serial), or an
-    :class:`Executor` as it is."""
+    :class:`Executor` as it is. Inside a daemonic process (a Dask or pool worker) every
+    pool is serial: such a process may start no children."""
     if spec is None or spec == "auto":
         n = min(MAX_AUTO_WORKERS, os.cpu_count() or 1)
         return Processes(n) if n > 1 and can_fork() else Serial()

@@ -182,6 +182,8 @@ def tables() -> dict[str, Table]:
             # registry names the error: registry.UNAVAILABLE); the others still do
             with contextlib.suppress(Exception):
                 importlib.import_module(f"{formats.module(name)}.tables")
+        # the fleet's tables (dptrace survey), declared like a format's
+        importlib.import_module("dptrace.fleet.tables")
     return _TABLES
 
 

@@ -102,10 +102,12 @@ def test_serial_loads_start_no_process(tmp_path, monkeypatch):
 
 
 def test_no_reader_imports_a_process_pool():
-    """Processes are the executor's business (dptrace/executor.py), nobody else's."""
+    """Processes are the executors' business: the loader's (dptrace/executor.py) and the
+    fleet's task engines (dptrace/fleet/engines.py), nobody else's."""
     offenders = []
+    owners = {ROOT / "dptrace" / "executor.py", ROOT / "dptrace" / "fleet" / "engines.py"}
     for path in sorted((ROOT / "dptrace").rglob("*.py")):
-        if path.name == "executor.py":
+        if path in owners:
             continue
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):

@@ -52,6 +52,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="override a finding's threshold (repeatable), as for report")
     s.add_argument("--json", metavar="FILE", help="write the fleet, its findings, ranks and "
                    "summary as JSON ('-': stdout, replacing the terminal summary)")
+    s.add_argument("--html", metavar="FILE", help="write the fleet dashboard (offline HTML: "
+                   "throughput per GPU over time, findings by kind, hosts by straggler runs) "
+                   "and, beside it in FILE_reports/, the reports of the most interesting "
+                   "runs it links")
+    s.add_argument("--html-reports", type=int, default=50, metavar="N",
+                   help="runs whose own report --html writes and links (default 50; 0: none)")
     s.add_argument("--out", metavar="FILE", help="write the fleet table: fleet.parquet or "
                    "fleet.csv (findings and ranks beside it: FILE-findings.*, FILE-ranks.*)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -99,6 +105,10 @@ def _survey(args: argparse.Namespace, err: Any) -> int:
         raise DptraceError("survey: name a ROOT or --manifest FILE")
     if args.out and not args.out.endswith((".parquet", ".csv")):
         raise DptraceError(f"--out {args.out}: name a .parquet or .csv file")
+    for option, target in (("--html", args.html), ("--out", args.out)):
+        folder = os.path.dirname(os.path.abspath(target)) if target else ""
+        if target and (os.path.isdir(target) or not os.path.isdir(folder)):
+            raise DptraceError(f"{option} {target}: not a file in an existing directory")
     if not 0 <= args.warmup < 1:
         raise DptraceError(f"--warmup {args.warmup}: a fraction in [0, 1)")
     try:
@@ -112,6 +122,10 @@ def _survey(args: argparse.Namespace, err: Any) -> int:
                        engine_config=args.engine_config, progress=progress)
     if args.out:
         _write_out(fleet, args.out)
+    if args.html:
+        from .html import write as write_html
+
+        write_html(fleet, args.html, reports=max(0, args.html_reports))
     if args.json:
         text = json.dumps(to_json(fleet), ensure_ascii=False, default=str)
         if args.json == "-":
