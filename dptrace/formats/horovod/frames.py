@@ -1,7 +1,8 @@
 """Assemble the hvd_* frames from the matched stack (see :mod:`.build`).
 
 Everything here works on whole columns; each frame is built once, its labels as
-categoricals from integer codes.
+categoricals from integer codes, and takes its columns as they are (``copy=False``: a
+DataFrame made from a dict copies its arrays by default, which held every frame twice).
 """
 
 from __future__ import annotations
@@ -235,7 +236,7 @@ def activities_frame(b: Built) -> pd.DataFrame:
         "start_us": iv.start[perm],
         "dur_us": iv.dur[perm],
         "complete": complete,
-    })
+    }, copy=False)
 
 
 def file_order(gidx: np.ndarray, n_events: int) -> np.ndarray:
@@ -284,7 +285,7 @@ class Built:
     span_us: float
     cycle_ts: np.ndarray  # CYCLE_START times
     iv: Intervals
-    ticks: Ticks
+    ticks: Ticks | None   # dropped once hvd_ready is built
     names: Names
     meta: Meta
     cols: Columns
@@ -359,7 +360,7 @@ def tensors_frame(b: Built) -> pd.DataFrame:
         "fusion_group": int_col(group[ops]),
         "fused_tensors": int_col(members[group[ops]]),
         "complete": iv.complete[p][ops],
-    })
+    }, copy=False)
 
 
 def _labels_at(labels: list[str], codes: np.ndarray) -> pd.arrays.StringArray:
@@ -394,6 +395,7 @@ def _negotiation_before(b: Built) -> np.ndarray:
 def ready_frame(b: Built) -> pd.DataFrame:
     """hvd_ready: one row per rank tick, with its lag behind the first rank ready."""
     names, iv, tk = b.names, b.iv, b.ticks
+    assert tk is not None, "hvd_ready is built once"
     ln, gidx, ts = tk.nego, tk.gidx, tk.ts
     new = np.ones(len(ln), bool)             # runs: one negotiation, or one pid's stray ticks
     new[1:] = (ln[1:] != ln[:-1]) | (tk.pid[1:] != tk.pid[:-1])
@@ -412,7 +414,7 @@ def ready_frame(b: Built) -> pd.DataFrame:
         "lag_us": lag[p],
         "last_ready": last[p],
         "ranks_ready": int_col(size[p]),
-    })
+    }, copy=False)
 
 
 def _lags(ts: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -451,4 +453,4 @@ def cycles_frame(b: Built) -> pd.DataFrame:
         "cycle": int_col(np.arange(len(ts))),
         "ts_us": ts,
         "dur_us": dur,
-    })
+    }, copy=False)

@@ -47,7 +47,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 
-from ... import schema
+from ... import memory, schema
 from ...errors import Problem
 from ...executor import Executor
 from ...registry import ParseResult
@@ -103,6 +103,7 @@ def _parse(source: Source, *, executor: Executor | None = None) -> ParseResult:
     opener = source.open if source.compression else None
     cols = merge(decode_file(str(source.path), source.name, _size(source), opener,
                              executor))
+    memory.release(cols.events)              # the blocks' buffers and structs
     problems = list(cols.problems)
     if cols.bad_records > MAX_PROBLEMS:
         problems.append(Problem(source.name, f"{cols.bad_records - MAX_PROBLEMS:,} more "
@@ -133,6 +134,7 @@ def _parse(source: Source, *, executor: Executor | None = None) -> ParseResult:
                                 severity="warning"))
     built = _build(ev, names, cols, source.name)
     del ev                                   # the frames need only what Built kept
+    memory.release(built.n_events)
     tables = _tables(built, head)
     problems.extend(_checks(built, tables))
     return ParseResult(tables, problems, _layout(head, cols))
@@ -171,14 +173,20 @@ def _line_of_name(source: Source, name: str) -> int | None:
 def _build(ev: Events, names: Names, cols: Columns, source: str) -> Built:
     """Match B/E records and collect what the frames need; the pid-sorted stack (about
     19 bytes per event) is dropped before the frames are built."""
+    n = len(ev.ph)
     meta = Meta.of(ev, cols)
     st = Stack.build(ev, names.rank >= 0)
     ev.pid = ev.pid[:0]                      # only the metadata and the stack needed it
+    memory.release(n)                        # (each step's temporaries, see dptrace.memory)
     iv = Intervals.of(ev, st, names)
-    timed = ev.ts[~np.isnan(ev.ts)]
-    return Built(len(ev.ph), ev.labels, ev.ts0, float(timed.max()) if timed.size else np.nan,
-                 cycle_times(ev, cols), iv, Ticks.of(ev, st, iv, names), names, meta, cols,
-                 source, st.pids, int(st.orphan.sum()), ev.backwards, ev.max_back_us)
+    memory.release(n)
+    ticks = Ticks.of(ev, st, iv, names)
+    pids, orphans = st.pids, int(st.orphan.sum())
+    del st
+    memory.release(n)
+    span = float(np.fmax.reduce(ev.ts)) if n else np.nan    # NaN: no time (no copy)
+    return Built(n, ev.labels, ev.ts0, span, cycle_times(ev, cols), iv, ticks, names, meta,
+                 cols, source, pids, orphans, ev.backwards, ev.max_back_us)
 
 
 def _size(source: Source) -> int:
@@ -233,10 +241,17 @@ def _tables(b: Built, head: bytes) -> dict[str, pd.DataFrame]:
         "hvd_cycles": lambda: cycles_frame(b),
         "hvd_activities": lambda: activities_frame(b),
     }
-    big = THREADED_EVENTS <= b.n_events < MEMORY_EVENTS
-    with ThreadPoolExecutor(3 if big else 1) as pool:
-        futures = {name: pool.submit(job) for name, job in jobs.items()}
-        frames = {name: f.result() for name, f in futures.items()}
+    if THREADED_EVENTS <= b.n_events < MEMORY_EVENTS:
+        with ThreadPoolExecutor(3) as pool:
+            futures = {name: pool.submit(job) for name, job in jobs.items()}
+            frames = {name: f.result() for name, f in futures.items()}
+    else:
+        frames = {}
+        for name, job in jobs.items():
+            frames[name] = job()
+            if name == "hvd_ready":
+                b.ticks = None               # the ticks serve hvd_ready only
+            memory.release(len(frames[name]))  # the frame's temporaries
     frames["hvd_runs"] = schema.conform(_runs_frame(b, frames, head), HVD_RUNS)
     return frames
 
