@@ -6,7 +6,8 @@ pyarrow, rich"`` in the same run.
         [--before DIR]
 
 ``--before DIR``: also time the dptrace package in DIR (a copy of the tree before a change,
-``DIR/dptrace``) in the same rounds, its rows named ``before ...``.
+``DIR/dptrace``) in the same rounds, its rows named ``before ...`` (folders up to
+``--before-max`` runs).
 
 Each copy is ``slurm-<job id>.out`` in one folder (distinct job ids: each its own job, so
 its own run). Measured, each in a fresh interpreter interleaved round by round with the
@@ -94,6 +95,9 @@ def main() -> None:
                    help="repeats of folders of 100 runs and more")
     p.add_argument("--json", type=Path, help="write the numbers here too")
     p.add_argument("--before", type=Path, help="a tree whose dptrace to time as well")
+    p.add_argument("--before-max", type=int, default=100,
+                   help="the largest folder timed with --before (a slow tree's 1,000 runs "
+                        "can take many minutes)")
     a = p.parse_args()
     sizes = [int(x) for x in a.runs.split(",") if x]
     dptrace = [sys.executable, "-m", "dptrace.cli", "report"]
@@ -121,6 +125,8 @@ def main() -> None:
                 if n >= 100 and rnd >= a.repeat_large:
                     continue
                 for tag, tree in trees:
+                    if tag and n > a.before_max:
+                        continue
                     wall, cpu, _ = timed([*dptrace, path], out, tree)
                     keep(f"{tag}report {name}", wall=wall, cpu=cpu)
                     _, _, text = timed([sys.executable, "-c", ANALYSIS, path], None, tree)
