@@ -201,10 +201,10 @@ class Live:
     # --- live findings --------------------------------------------------------------------
 
     def _stopped(self, follower: Follower, now: float) -> list[dict[str, Any]]:
-        """Printers (a rank of a log, by its launcher prefix; a file without prefixes) that
-        printed no training rows for :data:`STOPPED_FACTOR` times their usual interval (the
-        median time between the passes that found their rows) and at least two refresh
-        intervals, while another printer still prints."""
+        """Printers (a rank of a log, by its launcher prefix; a file without prefixes, which
+        prints while it grows) that printed no training rows for :data:`STOPPED_FACTOR`
+        times their usual interval (the median time between the passes that found their
+        rows) and at least two refresh intervals, while another printer still prints."""
         printers = [(tail, who, seen) for tail in follower.tails.values()
                     for who, seen in tail.printed.items()]
         out = []
@@ -212,7 +212,9 @@ class Live:
             if len(gaps) < 2:
                 continue
             usual = max(statistics.median(gaps), 1e-3)
-            quiet = now - last
+            # a file that is its printer (no launcher prefixes: a rank's own log) prints
+            # while it grows, rows or not (a long line being written, closing lines)
+            quiet = now - (max(last, tail.last_growth) if not who else last)
             if quiet < self.stopped_factor * usual or quiet < 2 * self.interval:
                 continue
             fresh = max(2 * usual, 2 * self.interval)
