@@ -21,8 +21,8 @@ BLOCKS = "\u2588\u258f\u258e\u258d\u258c\u258b\u258a\u2589"
 
 def _spans_as_python(segments: list[str]) -> None:
     flat = pa.array(segments, pa.large_string())
-    tried = np.arange(len(segments))
-    ok, spans, data = fast._segment_spans(flat, tried)
+    shapes = fast._segment_spans(flat)
+    ok, spans, data = shapes.matched, shapes.spans, shapes.data
     raw = data.to_pybytes()
     offsets = np.frombuffer(flat.buffers()[1], np.int64)
     for i, text in enumerate(segments):

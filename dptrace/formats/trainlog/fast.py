@@ -1,17 +1,25 @@
-"""The trainlog format's fast engine: the lines of tqdm updates of a range read at once, with
-pyarrow.compute, and the rest handed to the general engine's scanner.
+"""The trainlog format's fast engine: the lines of tqdm updates of a range, and the SambaFlow
+and loss lines among them, read at once with pyarrow.compute; the rest handed to the general
+engine's scanner.
 
 A physical line made only of ``\\r``-separated tqdm updates dominates large logs. Before the
 scanner's loop runs, :meth:`Found.read` finds every line of the range that holds a ``\\r`` and
-a keyword, and reads them together (RE2, in :func:`pyarrow.compute.extract_regex`, over the
-lines as one Arrow array): each update is split into its parts once, and what needs Python
-(a bar's description, a launcher prefix, a rate's unit, a postfix) is worked out once per
-distinct text. A line gives exactly the rows of :func:`.general._tqdm_updates`, or is declined
-as a whole and left to the scanner, which then reads it as the general engine does: bytes
-that are not UTF-8, ANSI escapes, ``<std`` tags, a dict after a bar, digits that are not
-ASCII, a part longer than :data:`.rules.TQDM_SEGMENT` allows, a count of more than 18 digits,
-a line after a Megatron iteration line (which may continue on it), a long line.
-``engine="fast"`` and ``"auto"`` do this; ``"general"`` does not.
+a keyword, and reads them together as one Arrow array, split at the ``\\r``s. Each update is
+matched by Python's own :data:`.rules.TQDM_SEGMENT` once per *shape* (the update with each
+ASCII digit made '0': a few thousand shapes for a million updates, the pattern reading every
+ASCII digit alike), which gives the byte spans of its parts; what needs Python (a bar's
+description, a launcher prefix, a rate's unit, a postfix) is worked out once per distinct
+text. A line gives exactly the rows of :func:`.general._tqdm_updates`, or is declined as a
+whole and left to the scanner, which then reads it as the general engine does: bytes that are
+not UTF-8, ANSI escapes, ``<std`` tags, a dict after a bar, digits that are not ASCII, a count
+beyond int64, a line after a Megatron iteration line (which may continue on it), a long line.
+
+In a chunk dense with such lines, the other lines with a keyword are looked at too
+(:meth:`Found._plain_lines`): a line of printable ASCII that the general engine's recognisers
+would give to :func:`.rules.sambaflow` or :func:`.rules.generic_loss` only (or to none) is read
+with RE2 (whose ``\\s``, ``\\d``, ``\\w`` and ``\\b`` are Python's on such text); a line
+holding a guard of any other recogniser is declined. ``engine="fast"`` and ``"auto"`` do all
+this; ``"general"`` does not.
 
 The rows read here stay columns (:class:`Found`: strings as codes into one dictionary);
 :func:`frame` makes of them and of the scanner's tuples the very frame
@@ -45,16 +53,17 @@ _GROUPS = tuple(rules.TQDM_SEGMENT.groupindex)
 #: bounds): a segment with each digit made '0' (its *shape*) has the match of the segment
 #: itself, group for group, at the same places (see :func:`_segment_spans`)
 assert not re.search(r"[0-9]", re.sub(r"\{\d+(?:,\d*)?\}", "", rules.TQDM_SEGMENT.pattern))
-#: what a line must not hold to be read here: an ANSI escape, a ``<std`` tag, a dict after a
-#: bar (the lookahead of TQDM_SEGMENT), a digit that is not ASCII (Python's ``\d`` takes it,
-#: RE2's does not)
-_DECLINE = r"\x1b|<std|\{'|[^\P{Nd}0-9]"
+#: what a line must not hold to be read here (in any of its segments, looked for once per
+#: shape): an ANSI escape, a ``<std`` tag, a dict after a bar (the lookahead of TQDM_SEGMENT),
+#: a digit that is not ASCII
+_DECLINE = re.compile(r"\x1b|<std|\{'|(?![0-9])\d")
 #: valid UTF-8, as Python's strict decoder takes it (the bytes of a binary array, one by one)
 _UTF8 = (r"^(?:[\x00-\x7f]|[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]"
          r"|[\xe1-\xec\xee\xef][\x80-\xbf]{2}|\xed[\x80-\x9f][\x80-\xbf]"
          r"|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}|\xf4[\x80-\x8f][\x80-\xbf]{2})*$")
 _KEYWORDS = b"|".join(KEYWORDS).decode("ascii")
-_DIGITS = r"^[0-9]{1,18}$"
+#: a count read as an int64 by a cast: 1 to 18 ASCII digits (in a shape: zeros)
+_PLAIN_COUNT = re.compile("0{1,18}")
 #: the characters Python's ``\s`` matches in a text (``str.isspace``; RE2's ``\s`` is ASCII)
 _WS = (r"\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}"
        r"\x{202f}\x{205f}\x{3000}")
@@ -100,11 +109,13 @@ class Found:
 
     def codes(self, values: list[str | None]) -> np.ndarray:
         """The codes of ``values`` (None: -1), new strings added to the dictionary."""
-        out = np.empty(len(values), dtype=np.int32)
         strings = self.strings
-        for i, v in enumerate(values):
-            out[i] = -1 if v is None else strings.setdefault(v, len(strings))
-        return out
+        return np.array([-1 if v is None else strings.setdefault(v, len(strings))
+                         for v in values], dtype=np.int32)
+
+    def code(self, value: str) -> int:
+        """The code of one string (added to the dictionary when new)."""
+        return self.strings.setdefault(value, len(self.strings))
 
     def lines_read(self) -> np.ndarray:
         """Where each line read here starts, in order."""
@@ -147,7 +158,8 @@ class Found:
             return none, none, len(nl)
         line_starts = np.concatenate(([0], nl + 1))
         line_ends = np.append(nl, hi - lo)  # each line's '\n' (or the chunk's end)
-        idx = np.unique(np.searchsorted(nl, cr))  # the lines (0-based in the chunk) with a \r
+        with_cr = np.unique(np.searchsorted(nl, cr))  # the lines (0-based in the chunk)
+        idx = with_cr
         keyword = None
         if len(idx) * _FEW_CR >= len(line_starts):
             # every line as one element (with its '\n': the keywords see it as the scanner
@@ -162,7 +174,7 @@ class Found:
                               after_megatron, keyword is None)
         if keyword is not None:  # and the plain lines with a keyword (SambaFlow, losses)
             plain = keyword.copy()
-            plain[np.unique(np.searchsorted(nl, cr))] = False
+            plain[with_cr] = False
             plain_idx = np.flatnonzero(plain)
             read_plain = self._plain_lines(data, plain_idx, line_starts[plain_idx],
                                            line_ends[plain_idx], lo, line, after_megatron)
@@ -228,8 +240,6 @@ class Found:
             text = lines.filter(pa.array(valid)).cast(pa.large_string())
             pick = pick[valid]
         del lines
-        ok = ~_mask(pc.match_substring_regex(text, _DECLINE))
-        text, pick = text.filter(pa.array(ok)), pick[ok]
         if len(pick):
             out[pick[self._lines(text, idx[pick] + line, ls[pick] + lo)]] = True
         return out
@@ -245,13 +255,10 @@ class Found:
         first = np.zeros(len(flat), dtype=bool)
         first[bounds[:-1]] = True
         length = pc.utf8_length(flat).to_numpy(zero_copy_only=False)
-        # TQDM_SEGMENT needs a '[': the others (a line's launcher prefix before its first
-        # '\r') are not given to the regex
-        bracket = _mask(pc.match_substring(flat, "["))
-        tried = np.flatnonzero(bracket)
-        ok, spans, data = _segment_spans(flat, tried)
-        matched = np.zeros(len(flat), dtype=bool)
-        matched[tried] = ok
+        # every segment's match, by shape (a line's launcher prefix before its first '\r',
+        # with no '[', is one of a few shapes that fail at once)
+        shapes = _segment_spans(flat)
+        matched, spans, data = shapes.matched, shapes.spans, shapes.data
         # the segments TQDM_SEGMENT does not read: none, or a first one without '[' or keywords
         skipped = (length > 0) & ~matched
         count = np.bincount(parent[skipped], minlength=k)
@@ -263,17 +270,18 @@ class Found:
             one = np.zeros(k, dtype=bool)
             one[parent[lone][fine.astype(bool)]] = True
             good |= (count == 1) & one
+        good &= np.bincount(parent[shapes.per_segment(shapes.declined)], minlength=k) == 0
         seg = matched & good[parent]
-        chosen = spans[seg[tried]]
+        chosen = spans[seg]
         fields = {name: _slices(data, chosen[:, 2 * i], chosen[:, 2 * i + 1])
-                  for i, name in enumerate(_GROUPS)}
+                  for i, name in enumerate(_GROUPS) if name in ("pre", "n", "rate", "post")}
         where = np.flatnonzero(seg)
         bad = np.zeros(k, dtype=bool)
         # the segment's offset: the line's start plus the characters (and \r) before it
         ends = np.cumsum(length + 1)
         offset = ends - (length + 1) - (ends - (length + 1))[bounds[:-1]][parent]
         seg_at = starts[parent] + offset
-        rows = self._rows(fields, parent[where], bad)
+        rows = self._rows(fields, parent[where], bad, shapes, where)
         if rows is None:
             return good & ~bad
         (keep, metric, value, step, pre, post_rows), _ = rows
@@ -287,9 +295,9 @@ class Found:
         pfx = np.where(pre_prefix >= -1, pre_prefix, line_prefix)  # -2: the line's
         n = len(rows_at)
         tp = {"prefix": pfx, "lineno": lineno[rows_at], "seg": seg_at[where][keep],
-              "pattern": np.full(n, self.codes(["tqdm"])[0], dtype=np.int32),
+              "pattern": np.full(n, self.code("tqdm"), dtype=np.int32),
               "metric": metric[keep], "value": value[keep],
-              "scope": np.full(n, self.codes(["instance"])[0], dtype=np.int32),
+              "scope": np.full(n, self.code("instance"), dtype=np.int32),
               "step": step[keep], "epoch": epoch[keep], "label": label[keep]}
         tp["name"] = tp["pattern"]
         self.tp.append(tp)
@@ -306,29 +314,31 @@ class Found:
         return lines_ok
 
     def _rows(self, f: dict[str, pa.Array], line_of: np.ndarray, bad: np.ndarray,
-              ) -> tuple[tuple[Any, ...], np.ndarray] | None:
+              shapes: _Shapes, where: np.ndarray) -> tuple[tuple[Any, ...], np.ndarray] | None:
         """The row of each matched segment (``keep``: it gives one) and its postfix pairs;
-        lines found unfit here are flagged in ``bad``. None: no segments."""
+        lines found unfit here are flagged in ``bad``. None: no segments. ``where``: the
+        segments (their shapes in ``shapes``)."""
         n = len(f["n"])
         if not n:
             return None
-        keep = _mask(pc.not_equal(f["rate"], ""))
-        # the rate's unit, once per (scale, unit, per)
-        sig = pc.binary_join_element_wise(f["scale"], f["unit"], f["per"],
-                                         pa.scalar("\x00", f["unit"].type))
-        values, which = _distinct(sig)
-        kinds = [_rate_unit(v) for v in values]
-        metric = np.array([-1 if k is None else self.codes([k[0]])[0] for k in kinds] + [-1],
-                          dtype=np.int32)[which]
-        factor = np.array([1.0 if k is None else k[1] for k in kinds] + [1.0])[which]
-        inverse = np.array([k is not None and k[2] for k in kinds] + [False], dtype=bool)[which]
-        keep &= np.array([k is not None for k in kinds] + [False], dtype=bool)[which]
+        # once per shape: the rate's unit (no digits in it: the same for every segment of a
+        # shape), whether there is a rate ('?it/s': none), whether the count is plain digits
+        kinds = [None if m is None else _unit_of(m["scale"], m["unit"], m["per"])
+                 for m in shapes.matches]
+        metric = shapes.at(where, [-1 if k is None else self.code(k[0]) for k in kinds],
+                           np.int32, -1)
+        factor = shapes.at(where, [1.0 if k is None else k[1] for k in kinds], np.float64, 1.0)
+        inverse = shapes.at(where, [k is not None and k[2] for k in kinds], bool, False)
+        keep = shapes.at(where, [m is not None and k is not None and m["rate"] is not None
+                                 for k, m in zip(kinds, shapes.matches, strict=True)],
+                         bool, False)
+        plain = shapes.at(where, [m is not None and _PLAIN_COUNT.fullmatch(m["n"]) is not None
+                                  for m in shapes.matches], bool, False)
         rate = _floats(pc.if_else(pc.equal(f["rate"], ""), "0", f["rate"]))
         with np.errstate(divide="ignore"):
             value = np.where(inverse, 1.0 / np.where(rate == 0, 1.0, rate), rate * factor)
         keep &= ~(inverse & (rate == 0))
         # the count: an int (ASCII digits; '1.5k' through rules._tqdm_count, an int too)
-        plain = _mask(pc.match_substring_regex(f["n"], _DIGITS))
         step = np.zeros(n, dtype=np.int64)
         if plain.any():
             step[plain] = pc.cast(f["n"].filter(pa.array(plain)), pa.int64()).to_numpy()
@@ -349,7 +359,7 @@ class Found:
         update, from what precedes its count (:func:`.general._pre_info`, once per text)."""
         values, which = _distinct(pre)
         infos = [_pre_info(v) for v in values]
-        own = np.array([-2 if o is None else self.codes([o])[0] for o, _, _ in infos] + [-2],
+        own = np.array([-2 if o is None else self.code(o) for o, _, _ in infos] + [-2],
                        dtype=np.int32)[which]
         label = self.codes([lab for _, lab, _ in infos] + [None])[which]
         epoch = np.array([np.nan if e is None else e for _, _, e in infos] + [np.nan],
@@ -520,7 +530,7 @@ class Found:
             epochs[has_epoch] = _floats(epoch.field("e").filter(pa.array(has_epoch)))
         n = len(owner)
         rows = {"at": at[owner], "order": np.concatenate(order),
-                "pattern": np.full(n, self.codes(["loss_line"])[0], dtype=np.int32),
+                "pattern": np.full(n, self.code("loss_line"), dtype=np.int32),
                 "name": name[name_of], "value": np.concatenate(values),
                 "step": steps[owner], "step_none": ~has_step[owner], "epoch": epochs[owner]}
         return rows, at[long_step]
@@ -531,11 +541,35 @@ def _plain_head(part: str) -> bool:
     return "[" not in part and not general._SCAN_TEXT.search(part)
 
 
-def _segment_spans(flat: pa.Array, tried: np.ndarray) -> tuple[np.ndarray, np.ndarray, Any]:
-    """TQDM_SEGMENT's fullmatch of each segment ``flat[tried]`` (the general engine's reading
-    of an update: :func:`.general._tqdm_updates`): whether it matches, and the byte (start,
-    end) of each of its groups (:data:`_GROUPS`; an empty span for a group that took no part)
-    in ``flat``'s data buffer, which is returned with them.
+class _Shapes:
+    """The segments of a chunk by shape (see :func:`_segment_spans`)."""
+
+    def __init__(self, data: Any, which: np.ndarray, matches: list[re.Match[str] | None],
+                 declined: list[bool], spans: np.ndarray) -> None:
+        #: the segments' data buffer; the shape of each segment; TQDM_SEGMENT's fullmatch of
+        #: each shape (None: none); the shapes that decline their line (:data:`_DECLINE`)
+        self.data, self.which, self.matches, self.declined = data, which, matches, declined
+        #: whether each segment matches; the byte (start, end) of each group, per segment
+        self.matched = self.at(None, [m is not None for m in matches], bool, False)
+        self.spans = spans
+
+    def at(self, segments: np.ndarray | None, per_shape: list[Any], dtype: Any,
+           missing: Any) -> np.ndarray:
+        """A value per shape (``missing``: of a segment without one) for each of ``segments``
+        (None: all)."""
+        table = np.array(per_shape + [missing], dtype=dtype)
+        return table[self.which if segments is None else self.which[segments]]
+
+    def per_segment(self, per_shape: list[bool]) -> np.ndarray:
+        """The segments whose shape is flagged in ``per_shape``."""
+        return np.flatnonzero(self.at(None, per_shape, bool, False))
+
+
+def _segment_spans(flat: pa.Array) -> _Shapes:
+    """TQDM_SEGMENT's fullmatch of each segment of ``flat`` (the general engine's reading of
+    an update: :func:`.general._tqdm_updates`): whether it matches, and the byte (start, end)
+    of each of its groups (:data:`_GROUPS`; an empty span for a group that took no part) in
+    ``flat``'s data buffer.
 
     Python's own regex runs once per distinct *shape* of segment, the segment with each ASCII
     digit made '0' (a few thousand shapes for a million updates: the numbers change, the text
@@ -544,31 +578,31 @@ def _segment_spans(flat: pa.Array, tried: np.ndarray) -> tuple[np.ndarray, np.nd
     bounds, laziness and classes are Python's."""
     width = 2 * len(_GROUPS)
     data = flat.buffers()[2]
-    if not len(tried):
-        return np.zeros(0, dtype=bool), np.zeros((0, width), dtype=np.int64), data
+    if not len(flat):
+        return _Shapes(data, np.zeros(0, dtype=np.int64), [], [],
+                       np.zeros((0, width), dtype=np.int64))
     offsets = _offsets(flat)
     base = int(offsets[0])
     shape = np.frombuffer(data, np.uint8, int(offsets[-1]) - base, base).copy()
     shape[(shape - np.uint8(0x30)) < 10] = 0x30  # UTF-8: these bytes are ASCII digits only
     shapes = pa.Array.from_buffers(pa.large_string(), len(flat), [
         None, pa.py_buffer(offsets - base), pa.py_buffer(shape)])
-    values, which = _distinct(shapes.take(pa.array(tried)))
+    values, which = _distinct(shapes)
     del shapes, shape
-    ok = np.zeros(len(values) + 1, dtype=bool)
     table = np.zeros((len(values) + 1, width), dtype=np.int64)
+    groups, match = _GROUPS, rules.TQDM_SEGMENT.fullmatch
+    matches: list[re.Match[str] | None] = []
     for j, text in enumerate(values):
-        m = rules.TQDM_SEGMENT.fullmatch(text)
+        m = match(text)
+        matches.append(m)
         if m is None:
             continue
-        ok[j] = True
-        spans = np.array([m.span(g) for g in _GROUPS], dtype=np.int64).ravel()
-        spans[spans < 0] = 0  # a group that took no part: empty
+        spans = [max(x, 0) for g in groups for x in m.span(g)]  # -1: took no part, empty
         if not text.isascii():  # characters -> bytes
-            cp = np.frombuffer(text.encode("utf-32-le"), np.uint32)
-            size = 1 + (cp >= 0x80).astype(np.int64) + (cp >= 0x800) + (cp >= 0x10000)
-            spans = np.concatenate(([0], np.cumsum(size)))[spans]
+            spans = [len(text[:x].encode()) for x in spans]
         table[j] = spans
-    return ok[which], table[which] + offsets[tried][:, None], data
+    declined = [_DECLINE.search(text) is not None for text in values]
+    return _Shapes(data, which, matches, declined, table[which] + offsets[:-1, None])
 
 
 def _plain_route() -> tuple[str, str] | None:
@@ -617,8 +651,8 @@ def _slices(data: Any, starts: np.ndarray, ends: np.ndarray, kind: Any = None) -
     return spans.take(pa.array(np.arange(0, 2 * n - 1, 2)))
 
 
-def _rate_unit(sig: str) -> tuple[str, float, bool] | None:
-    scale, unit, per = sig.split("\x00")
+def _unit_of(scale: str, unit: str, per: str) -> tuple[str, float, bool] | None:
+    """rules.rate_unit, remembered in general._UNIT (the general engine's)."""
     key = (scale, unit, per)
     if key not in general._UNIT:
         general._UNIT[key] = rules.rate_unit(*key)
@@ -787,6 +821,7 @@ def _numbers(py: pd.Series | None, vec: np.ndarray, col: str,
              none: np.ndarray | None = None) -> Any:
     """A number column: the scanner's values then ``vec`` (epochs: NaN for None; ``none``:
     where a step is None), with the dtype from_records gives the values of both."""
+    given = vec
     if none is not None and none.any():  # ints and None: floats, NaN for None
         vec = vec.astype(np.float64)
         vec[none] = np.nan
@@ -810,7 +845,7 @@ def _numbers(py: pd.Series | None, vec: np.ndarray, col: str,
     elif p.dtype == vec.dtype:
         return np.concatenate([p, vec])
     # anything else (Python ints past int64, objects): as from_records infers the values
-    tail = vec.astype(object)
+    tail = given.astype(object)
     if is_none is not None:
         tail[is_none] = None
     objs = list(py.astype(object)) + ([None] * len(vec) if vec_kind is None else tail.tolist())
