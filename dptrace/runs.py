@@ -164,10 +164,12 @@ def assign(names: Sequence[str], origins: Sequence[int], args: Sequence[Argument
         a = args[arg]
         dir_key = ("dir", os.path.abspath(a.path))
         units = jobs.group(names, members, a.path, _job_only, per_rank_root, facts)
+        crowded = jobs.crowded_homes(units) if len(units) > 1 else frozenset()
         for u in units:
             key = dir_key if len(units) == 1 else (*dir_key, u.kind, u.key)
             labels[key] = (os.path.basename(os.path.normpath(a.path)) or a.path
-                           if len(units) == 1 else jobs.label(u, units, a.path, names))
+                           if len(units) == 1
+                           else jobs.label(u, units, a.path, names, crowded))
             for i in u.members:
                 keys[i] = key
     if loose:   # files and globs: files of one job make one run
