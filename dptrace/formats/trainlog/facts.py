@@ -5,7 +5,9 @@ prefixes tell the runs table (world size, nodes, launcher, job id), declared wit
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -22,40 +24,108 @@ def _world_size_from() -> dict[str, str]:
 
 def _from_trainlog(rows: Rows, metrics: pd.DataFrame | None,
                    throughput: pd.DataFrame | None) -> None:
-    for run, g in runs.per_run(metrics):
-        said = g[g["name"] == "world_size"]
-        if "rank" in said:  # statements repeated by every rank: one is enough
-            said = said.sort_values("lineno", kind="stable")
-        sizes = sorted({int(v) for v in said["value"].dropna() if float(v).is_integer()
-                        and v > 0})
-        if len(sizes) == 1:
-            first = said[said["value"] == sizes[0]].iloc[0]
-            what = _world_size_from().get(str(first["pattern"]), str(first["pattern"]))
-            where = (f"{os.path.basename(str(first['source']))} line {int(first['lineno'])}"
-                     if "source" in first and pd.notna(first.get("lineno")) else "training log")
-            runs.set_world(rows[run], sizes[0], f"{what} ({where})")
-        elif sizes and rows[run]["world_size"] is None:
-            rows[run]["world_size_from"] = ("training logs disagree ("
-                                            + ", ".join(map(str, sizes)) + " ranks)")
-        dev = g[(g["name"] == "devices") & (g["pattern"] == "horovod_benchmark")]
-        sizes = sorted({int(v) for v in dev["value"].dropna() if float(v).is_integer()})
-        if len(sizes) == 1:
-            runs.set_world(rows[run], sizes[0],
-                       f"Horovod benchmark: Total img/sec on {sizes[0]} device(s)")
+    """Per run: the one positive whole world size its lines state (else that they
+    disagree), then the one device count of a Horovod benchmark's 'Total img/sec on N
+    device(s)'; where neither said one, ranks 0..N-1 that printed; torchrun's
+    ``[defaultN]:`` prefixes. Each rule is a few operations on the whole table (the rows it
+    reads taken out once), not a scan of the table per run (20,000 runs of one small log
+    each)."""
+    if metrics is not None and len(metrics) and "run" in metrics:
+        name = metrics["name"]
+        _world_sizes(rows, metrics[(name == "world_size").fillna(False).to_numpy(bool)])
+        dev = (name == "devices") & (metrics["pattern"] == "horovod_benchmark")
+        _devices(rows, metrics[dev.fillna(False).to_numpy(bool)])
     printed: dict[str, set[int]] = {}
     for df in (throughput, metrics):
-        for run, g in runs.per_run(df):
-            if "rank" in g:
-                printed.setdefault(run, set()).update(int(r) for r in runs.distinct(g["rank"]))
+        for run, rank in _pairs(df, "rank"):
+            printed.setdefault(run, set()).add(int(rank))
     for run, ranks in printed.items():
         if rows[run]["world_size"] is None and len(ranks) > 1 and \
                 ranks == set(range(len(ranks))):
             runs.set_world(rows[run], len(ranks), f"ranks 0-{len(ranks) - 1} printed")
-    for run, g in runs.per_run(throughput):
+    torch = {run for run, inst in _pairs(throughput, "instance")
+             if _TORCHRUN.fullmatch(str(inst))}
+    for run in torch:
         if rows[run]["launcher"] is None:
-            inst = pd.Series(runs.distinct(g["instance"]), dtype=object).astype(str)
-            if inst.str.fullmatch(r"default\d+").any():
-                rows[run]["launcher"] = "torchrun"
+            rows[run]["launcher"] = "torchrun"
+
+
+#: torchrun ``--tee``'s prefix, as the instance of a throughput row
+_TORCHRUN = re.compile(r"default\d+")
+#: rows of a table deduplicated at once by :func:`_pairs` (a log of millions of rows)
+_CHUNK = 1 << 20
+
+
+def _pairs(df: pd.DataFrame | None, col: str) -> list[tuple[str, Any]]:
+    """The distinct (run, value) pairs of column ``col`` where both are stated: a run's
+    table's values counted as :func:`dptrace.runs.distinct` does (one log of millions of
+    rows), several runs' pairs deduplicated a chunk of rows at a time."""
+    if df is None or not len(df) or "run" not in df or col not in df:
+        return []
+    run = df["run"]
+    if isinstance(run.dtype, pd.CategoricalDtype):
+        codes = run.cat.codes.to_numpy()
+        if codes[0] >= 0 and (codes == codes[0]).all():
+            one = str(run.cat.categories[codes[0]])
+            return [(one, v) for v in runs.distinct(df[col])]
+    out: dict[tuple[str, Any], None] = {}
+    for lo in range(0, len(df), _CHUNK):
+        part = pd.DataFrame({"run": run.iloc[lo:lo + _CHUNK],
+                             col: df[col].iloc[lo:lo + _CHUNK]}).dropna().drop_duplicates()
+        out.update(dict.fromkeys(zip(part["run"].astype(str).tolist(),
+                                     part[col].tolist(), strict=True)))
+    return list(out)
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, float) and value.is_integer()
+
+
+def _world_sizes(rows: Rows, said: pd.DataFrame) -> None:
+    """Per run, the world size its ``world_size`` rows state: the one distinct positive
+    whole value, named after the first row (by line) that states it, or that the values
+    disagree."""
+    if not len(said):
+        return
+    if "rank" in said:  # statements repeated by every rank: one is enough
+        said = said.sort_values("lineno", kind="stable")
+    value = said["value"].astype("float64").tolist()
+    run = said["run"].astype(str).tolist()
+    sizes: dict[str, set[int]] = {}
+    first: dict[tuple[str, int], int] = {}
+    for i, (r, v) in enumerate(zip(run, value, strict=True)):
+        if _whole(v) and v > 0:
+            sizes.setdefault(r, set()).add(int(v))
+            first.setdefault((r, int(v)), i)
+    pattern = said["pattern"].astype(str).tolist()
+    source = said["source"].tolist() if "source" in said else None
+    lineno = said["lineno"].tolist() if "lineno" in said else None
+    for r, found in sizes.items():
+        if len(found) == 1:
+            size = next(iter(found))
+            i = first[(r, size)]
+            what = _world_size_from().get(pattern[i], pattern[i])
+            where = (f"{os.path.basename(str(source[i]))} line {int(lineno[i])}"
+                     if source is not None and lineno is not None and pd.notna(lineno[i])
+                     else "training log")
+            runs.set_world(rows[r], size, f"{what} ({where})")
+        elif rows[r]["world_size"] is None:
+            rows[r]["world_size_from"] = ("training logs disagree ("
+                                          + ", ".join(map(str, sorted(found))) + " ranks)")
+
+
+def _devices(rows: Rows, dev: pd.DataFrame) -> None:
+    """Per run, the one whole device count of a Horovod benchmark's 'Total img/sec on N
+    device(s)' (after the run's world_size rows: the first that states one wins)."""
+    found: dict[str, set[int]] = {}
+    for r, v in zip(dev["run"].astype(str).tolist(),
+                    dev["value"].astype("float64").tolist(), strict=True):
+        if _whole(v):
+            found.setdefault(r, set()).add(int(v))
+    for r, sizes in found.items():
+        if len(sizes) == 1:
+            size = next(iter(sizes))
+            runs.set_world(rows[r], size, f"Horovod benchmark: Total img/sec on {size} device(s)")
 
 
 def _step(rows: Rows, tables: Mapping[str, pd.DataFrame]) -> None:
