@@ -58,17 +58,19 @@ def timed(cmd: list[str], out: str | None = None, tree: Path | None = None,
     """(wall s, CPU s of the child, its stdout when ``out`` is None); ``tree``: the
     directory whose ``dptrace`` package the child imports (PYTHONPATH)."""
     env = dict(os.environ)
-    if tree is not None:
+    cwd = ROOT
+    if tree is not None:   # (its directory first: ``-c`` and ``-m`` put the cwd first)
         env["PYTHONPATH"] = str(tree)
+        cwd = tree
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     if out is None:
         res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                             check=True, cwd=ROOT, text=True, env=env)
+                             check=True, cwd=cwd, text=True, env=env)
         text = res.stdout
     else:
         with open(out, "w") as fh:
-            subprocess.run(cmd, stdout=fh, stderr=subprocess.DEVNULL, check=False, cwd=ROOT,
+            subprocess.run(cmd, stdout=fh, stderr=subprocess.DEVNULL, check=False, cwd=cwd,
                            env=env)
         text = ""
     wall = time.perf_counter() - t
