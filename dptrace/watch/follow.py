@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Problem
-from ..registry import DEEP_BYTES, ParseResult
+from ..registry import ParseResult
 from ..sources import HEAD_BYTES, Source
 from .pieces import INCREMENTAL, NcclState, TrainlogState, state_for
 
@@ -30,7 +30,7 @@ from .pieces import INCREMENTAL, NcclState, TrainlogState, state_for
 MAX_READ = 64 << 20
 #: a file is detected again while its head is not whole, and when a companion format's
 #: marker (:attr:`dptrace.registry.Spec.deep`: ``NCCL INFO``) first appears in the lines
-#: appended within the depth the loader looks for it (registry.DEEP_BYTES)
+#: appended (the loader looks for it through the whole of a plain log)
 
 
 @dataclass
@@ -59,6 +59,8 @@ class Tail:
     launcher: tuple[str | None] | None = None
     #: the file's formats are to be detected again (a companion's marker was appended)
     redetect: bool = False
+    #: the companions' markers seen in appended lines (each makes one detection again)
+    markers: set[bytes] = field(default_factory=set)
     #: who printed training rows in the file, by launcher prefix ("" without one): [rows,
     #: time of the pass that found the last ones, seconds between such passes]
     printed: dict[str, list[Any]] = field(default_factory=dict)
@@ -211,8 +213,11 @@ class Follower:
             return
         for state in tail.states.values():
             _printed(tail, state.feed(complete), self.now)
-        if tail.offset < DEEP_BYTES:
-            tail.redetect = any(m in complete for m in _deep_markers(tail.formats or ()))
+        found = {m for m in _deep_markers(tail.formats or ()) if m not in tail.markers
+                 and m in complete}
+        if found:   # each marker once: a mention the loader would not read is not re-asked
+            tail.markers |= found
+            tail.redetect = True
         tail.offset += len(complete)
 
     def _read_whole(self, tail: Tail) -> None:
