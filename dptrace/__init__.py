@@ -42,6 +42,7 @@ _PUBLIC = {
     "throughput_summary": ".formats.trainlog.throughput",
     "survey": ".fleet",
     "Fleet": ".fleet",
+    "watch": ".watch",
 }
 #: ``read_<format>`` for each format package (dptrace/formats/<format>/), made from the
 #: registry by :func:`dptrace.api.read_function` on first use
@@ -61,6 +62,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from .errors import UnknownFormatError as UnknownFormatError
     from .fleet.api import Fleet as Fleet
     from .fleet.api import survey as survey
+    from .watch import watch as watch
     from .formats.trainlog.throughput import throughput_summary as throughput_summary
     from .reports.model import Report as Report
     from .reports.model import Section as Section
@@ -80,8 +82,9 @@ def __getattr__(name: str) -> Any:
 
 
 class _Package(types.ModuleType):
-    """The ``dptrace`` module, whose public name ``findings`` is the function
-    :func:`dptrace.api.findings` although ``dptrace.findings`` is also a package.
+    """The ``dptrace`` module, whose public names ``findings`` and ``watch`` are the
+    functions :func:`dptrace.api.findings` and :func:`dptrace.watch.watch` although
+    ``dptrace.findings`` and ``dptrace.watch`` are also packages.
 
     Importing a submodule makes Python set it as an attribute of its parent: the import
     of the package ``dptrace.findings`` (by the report, say) would replace the function.
@@ -98,7 +101,7 @@ class _Package(types.ModuleType):
 
 
 #: public functions named like a subpackage (see :class:`_Package`)
-_FUNCTIONS = frozenset({"findings"})
+_FUNCTIONS = frozenset({"findings", "watch"})
 sys.modules[__name__].__class__ = _Package
 
 
