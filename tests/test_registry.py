@@ -50,7 +50,8 @@ def test_schema_order_is_the_listing_order() -> None:
         "mpi_call_stacks", "mpi_histogram", "mpi_callsites",
         "hvd_activities", "hvd_tensors", "hvd_ready", "hvd_cycles", "hvd_runs",
         "nccl_tests", "nccl_tests_summary", "nccl_setup", "nccl_events", "nccl_env",
-        "ds_comms", "mllog", "torch_events", "torch_traces", "findings"]
+        "ds_comms", "mllog", "torch_events", "torch_traces", "findings",
+        "fleet", "fleet_findings", "fleet_ranks", "job_figures"]
 
 
 NEW_FORMAT = {

@@ -88,6 +88,10 @@ _DISCOVERED = False
 SECTIONS_PACKAGE = "dptrace.reports.sections"
 #: the module of a format package that declares its sections, if it has any
 FORMAT_SECTIONS = "sections"
+#: modules of :data:`SECTIONS_PACKAGE` that serve other views only, imported when a view they
+#: serve is asked for (the compare and scaling sections import the comparison's analysis
+#: and rules, which an ordinary report never needs)
+VIEW_MODULES = {"runs": ("compare", "scaling")}
 #: section modules of formats that failed to import, skipped by :func:`discover`: module
 #: name -> the error, in one line (``"dptrace.formats.x.sections": "ImportError: ..."``)
 UNAVAILABLE: dict[str, str] = {}
@@ -126,13 +130,20 @@ def discover() -> None:
     try:
         package = importlib.import_module(SECTIONS_PACKAGE)
         for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-            if not info.name.startswith("_"):
+            if not info.name.startswith("_") and info.name not in VIEW_MODULES:
                 importlib.import_module(f"{SECTIONS_PACKAGE}.{info.name}")
     except BaseException:
         _DISCOVERED = False
         raise
     for name in formats.names():
         _import_format_sections(f"{formats.module(name)}.{FORMAT_SECTIONS}")
+
+
+def _discover_views(view: str | None) -> None:
+    """Import the modules of :data:`VIEW_MODULES` that serve ``view`` (None: all)."""
+    for module, views in VIEW_MODULES.items():
+        if view is None or view in views:
+            importlib.import_module(f"{SECTIONS_PACKAGE}.{module}")
 
 
 def _import_format_sections(module: str) -> None:
@@ -154,6 +165,7 @@ def sections(view: str | None = "report") -> list[SectionSpec]:
     """The registered sections of ``view`` (default: the ordinary report; None: every
     view's), in report order."""
     discover()
+    _discover_views(view)
     return sorted((s for s in _SPECS.values() if view is None or view in s.views),
                   key=lambda s: (s.order, s.name))
 
@@ -161,6 +173,8 @@ def sections(view: str | None = "report") -> list[SectionSpec]:
 def section_spec(name: str) -> SectionSpec | None:
     """The spec registered under ``name``; None for a section nobody registered."""
     discover()
+    if name not in _SPECS:
+        _discover_views(None)
     return _SPECS.get(name)
 
 
