@@ -25,6 +25,13 @@ SLOW: dict[tuple[str, str | None], str] = {
     ("test_findings", "test_real_data_has_every_kind"): "findings of every real folder",
     # whether docs/trainlog.md is current: a property of the repository, not of the Python
     ("test_job_figures", "test_the_docs_table_is_current"): "every real log, in a subprocess",
+    ("test_fleet_html", None): "a survey of a fleet of real fixtures, read in a real chromium",
+    # surveys of fleets copied from the real fixtures (each folder read and analysed); the
+    # cache and engines' logic runs everywhere in test_fleet_engines' quick tests
+    ("test_fleet_survey", None): "surveys of fleets of real fixtures, minutes",
+    # replays against the wall clock (a rank that stops, a throughput that drops); the
+    # incremental reading's equality with one read runs everywhere (test_watch_pieces/_replay)
+    ("test_watch_live", None): "live replays that wait out real intervals",
 }
 
 
