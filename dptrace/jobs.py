@@ -176,9 +176,10 @@ def _place_inert(units: list[Unit], inert: list[int], paths: Sequence[str],
         units.append(Unit(list(inert), "file", first, os.path.dirname(first), False))
         return
     root = os.path.abspath(root)
+    homes = _Homes(units)
     for i in inert:
         d = os.path.dirname(os.path.abspath(paths[i].split("::")[0]))
-        target = _nearest_from(d, units, root, anywhere=False)
+        target = _nearest_from(d, homes, root, anywhere=False)
         (target or min(units, key=lambda u: u.first)).members.append(i)
 
 
@@ -289,7 +290,7 @@ def _join(units: list[Unit], root: str, facts: Facts) -> list[Unit]:
             _merge(near[0], logs[0])
             gone.add(id(logs[0]))
     units = [u for u in units if id(u) not in gone]
-    mains = [u for u in units if u.main]
+    mains = _Homes([u for u in units if u.main])
     for u in units:   # 7: companions join the one main unit of the nearest directory
         if u.main or u.system:
             continue
@@ -298,7 +299,7 @@ def _join(units: list[Unit], root: str, facts: Facts) -> list[Unit]:
             _merge(target, u)
             gone.add(id(u))
     units = [u for u in units if id(u) not in gone]
-    jobs_ = [u for u in units if not u.system]
+    jobs_ = _Homes([u for u in units if not u.system])
     for u in units:   # 8: nccl-tests output, the system's reference, joins the one job near
         if not u.system:   # it, whatever its world (a test of one node beside a job of 2)
             continue
@@ -309,24 +310,43 @@ def _join(units: list[Unit], root: str, facts: Facts) -> list[Unit]:
     return [u for u in units if id(u) not in gone]
 
 
-def _nearest(u: Unit, mains: list[Unit], root: str) -> Unit | None:
+class _Homes:
+    """Units by their home directory, looked up, not scanned, once per file placed (a
+    folder of 20,000 job folders, each with a README or a timeline: 20,000 lookups, not
+    400 million comparisons). Their homes must not change while it is used."""
+
+    def __init__(self, units: Sequence[Unit]) -> None:
+        self.units = list(units)
+        self.by_home: dict[str, list[Unit]] = {}
+        for u in self.units:
+            self.by_home.setdefault(u.home, []).append(u)
+        self._under: dict[str, list[Unit]] = {}
+
+    def under(self, root: str) -> list[Unit]:
+        """The units homed in ``root`` or below it."""
+        if root not in self._under:
+            self._under[root] = [m for m in self.units if _under(m.home, root)]
+        return self._under[root]
+
+
+def _nearest(u: Unit, mains: _Homes, root: str) -> Unit | None:
     """The one unit of ``mains`` homed in ``u``'s directory, else in the nearest parent
     that has exactly one, up to ``root``; there, the one of ``mains`` anywhere under it."""
     return _nearest_from(u.home, mains, root, anywhere=True)
 
 
-def _nearest_from(d: str, units: list[Unit], root: str, *, anywhere: bool) -> Unit | None:
+def _nearest_from(d: str, units: _Homes, root: str, *, anywhere: bool) -> Unit | None:
     """The one of ``units`` homed in directory ``d``, else in the nearest parent that has
     exactly one (none where a directory on the way has several), up to ``root``; there,
     with ``anywhere``, the one of ``units`` anywhere under it."""
     while True:
-        here = [m for m in units if m.home == d]
+        here = units.by_home.get(d, [])
         if len(here) == 1:
             return here[0]
         if len(here) > 1:
             return None
         if d == root or not _under(d, root):
-            under = [m for m in units if _under(m.home, root)] if anywhere else []
+            under = units.under(root) if anywhere else []
             return under[0] if len(under) == 1 else None
         parent = os.path.dirname(d)
         if parent == d:

@@ -182,3 +182,29 @@ def test_by_run_parts_are_the_runs(tmp_path: Path, n: int) -> None:
             for name in ("sources", "problems", "runs"):
                 pd.testing.assert_frame_equal(getattr(part, name), getattr(want, name),
                                               obj=name)
+
+
+def test_files_nothing_read_from_go_with_their_job_folder(tmp_path: Path, monkeypatch) -> None:
+    """Job folders each with a README beside the log: each README goes with its folder's
+    run, found by a lookup of its directory (no scan of every unit per file: the number of
+    home comparisons stays linear)."""
+    for k in range(60):
+        d = tmp_path / f"job{k:02d}"
+        d.mkdir()
+        shutil.copyfile(BALANCED, d / "train.log")
+        (d / "README.txt").write_text("how this job was run\n")
+    seen = 0
+    homes_init = jobs._Homes.__init__
+
+    def counted(self, units):
+        nonlocal seen
+        seen += len(units)
+        homes_init(self, units)
+
+    monkeypatch.setattr(jobs._Homes, "__init__", counted)
+    ds = dptrace.load(str(tmp_path), executor="serial")
+    assert len(ds.runs) == 60 and seen <= 3 * 60
+    src = ds.sources
+    assert len(src) == 120
+    for name, run in zip(src["source"].astype(str), src["run"].astype(str), strict=True):
+        assert Path(name).parent.name == run
