@@ -2,7 +2,8 @@
 real small training log, each its own job folder (or loose files), against one file.
 
     python benchmarks/bench_many_files.py [--counts 1,100,1000] [--big] [--layout jobs]
-                                          [--log PATH] [--no-report] [--json out.json]
+                                          [--log PATH] [--no-report] [--report-max N]
+                                          [--json out.json]
 
 Writes N copies of ``--log`` (default: the 1.3 KB Horovod benchmark log of
 tests/fixtures/straggler/balanced, 29 figures of 4 ranks) into a temporary folder:
@@ -11,7 +12,9 @@ tests/fixtures/straggler/balanced, 29 figures of 4 ranks) into a temporary folde
 processes: ``dptrace.load(folder)`` timed after the libraries are imported and one file
 was loaded (the modules a load imports on first use), with its peak RSS (VmHWM) in
 total and above that base; then ``dptrace report folder`` as a user runs it (a new
-interpreter, terminal output to /dev/null), wall time. ``--big`` adds N = 20,000.
+interpreter, terminal output to /dev/null), wall time. ``--big`` adds N = 20,000
+(``--report-max 1000``: its report left out). Each time also in CPU seconds (user +
+system, workers included), the figure a loaded machine moves least.
 
 Baselines, measured in the same run: ``python -c "import pandas, pyarrow, rich"`` (what
 any dptrace command pays before it reads a byte), and N = 1 (each N's ratio to it).
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -37,19 +41,22 @@ LOG = ROOT / "tests" / "fixtures" / "straggler" / "balanced" / "train.log"
 
 # VmHWM: the peak RSS of this process image (ru_maxrss would count the parent's)
 CHILD = """
-import json, sys, time
+import json, os, sys, time
 import numpy, pandas, pyarrow
 import dptrace
 def hwm():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1])
+def cpu():
+    t = os.times()   # this process and its workers (reaped ones)
+    return t.user + t.system + t.children_user + t.children_system
 dptrace.load(sys.argv[2])   # the modules a load imports on first use
 base = hwm()
-t = time.perf_counter()
+t, c = time.perf_counter(), cpu()
 ds = dptrace.load(sys.argv[1])
-dt = time.perf_counter() - t
-print(json.dumps({"base_kb": base, "peak_kb": hwm(), "seconds": dt,
+dt, dc = time.perf_counter() - t, cpu() - c
+print(json.dumps({"base_kb": base, "peak_kb": hwm(), "seconds": dt, "cpu_seconds": dc,
                   "rows": {k: len(ds[k]) for k in ds.tables}, "runs": len(ds.runs),
                   "sources": len(ds.sources), "dptrace": dptrace.__file__}))
 """
@@ -71,9 +78,18 @@ def make(folder: Path, n: int, log: Path, layout: str) -> None:
 
 
 def wall(cmd: list[str]) -> float:
+    return timed(cmd)[0]
+
+
+def timed(cmd: list[str]) -> tuple[float, float]:
+    """``cmd``'s wall time and CPU time (user + system, its workers included): on a shared
+    machine the CPU seconds are the figure that does not move with the load."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - t
+    dt = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return dt, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def load_child(folder: Path, one: Path) -> dict:
@@ -89,7 +105,8 @@ def loadavg() -> float | None:
         return None
 
 
-def run(counts: list[int], log: Path, layout: str, report: bool) -> dict:
+def run(counts: list[int], log: Path, layout: str, report: bool,
+        report_max: int | None = None) -> dict:
     dptrace_cli = shutil.which("dptrace")
     imports = min(wall([sys.executable, "-c", "import pandas, pyarrow, rich"])
                   for _ in range(3))
@@ -102,14 +119,15 @@ def run(counts: list[int], log: Path, layout: str, report: bool) -> dict:
             folder = Path(tmp) / f"n{n}"
             make(folder, n, log, layout)
             mem = load_child(folder, one)
-            row = {"files": n, "load_s": mem["seconds"],
+            row = {"files": n, "load_s": mem["seconds"], "load_cpu_s": mem["cpu_seconds"],
                    "load_ms_per_file": 1000 * mem["seconds"] / n,
                    "peak_mb": mem["peak_kb"] / 1024,
                    "above_base_mb": (mem["peak_kb"] - mem["base_kb"]) / 1024,
                    "rows": mem["rows"], "runs": mem["runs"], "sources": mem["sources"],
                    "dptrace": mem["dptrace"]}
-            if report and dptrace_cli:
-                row["report_s"] = wall([dptrace_cli, "report", str(folder)])
+            if report and dptrace_cli and (report_max is None or n <= report_max):
+                row["report_s"], row["report_cpu_s"] = timed(
+                    [dptrace_cli, "report", str(folder)])
             res["rows"].append(row)
             print(json.dumps(row), flush=True)
             shutil.rmtree(folder)
@@ -131,20 +149,24 @@ def main() -> None:
     p.add_argument("--layout", choices=("jobs", "loose"), default="jobs")
     p.add_argument("--log", type=Path, default=LOG)
     p.add_argument("--no-report", action="store_true", help="time load only")
+    p.add_argument("--report-max", type=int,
+                   help="time the report only up to this many files (20,000 reports: hours)")
     p.add_argument("--json", type=Path, help="write the numbers here as well")
     a = p.parse_args()
     counts = [int(c) for c in a.counts.split(",") if c.strip()]
     if a.big and 20_000 not in counts:
         counts.append(20_000)
-    res = run(counts, a.log, a.layout, not a.no_report)
+    res = run(counts, a.log, a.layout, not a.no_report, a.report_max)
     print(f"imports (python -c 'import pandas, pyarrow, rich'): {res['imports_s']:.2f} s; "
           f"load average {res['load_average_start']} -> {res['load_average_end']}")
-    print(f"{'files':>7} {'load s':>8} {'ms/file':>8} {'x one':>7} {'report s':>9} "
-          f"{'x one':>7} {'peak MB':>8} {'+base MB':>9}")
+    nan = float("nan")
+    print(f"{'files':>7} {'load s':>8} {'cpu s':>7} {'ms/file':>8} {'x one':>7} "
+          f"{'report s':>9} {'cpu s':>7} {'x one':>7} {'peak MB':>8} {'+base MB':>9}")
     for r in res["rows"]:
-        print(f"{r['files']:>7} {r['load_s']:>8.2f} {r['load_ms_per_file']:>8.2f} "
-              f"{r['load_x_first']:>7.1f} {r.get('report_s', float('nan')):>9.2f} "
-              f"{r.get('report_x_first', float('nan')):>7.1f} {r['peak_mb']:>8.0f} "
+        print(f"{r['files']:>7} {r['load_s']:>8.2f} {r['load_cpu_s']:>7.2f} "
+              f"{r['load_ms_per_file']:>8.2f} {r['load_x_first']:>7.1f} "
+              f"{r.get('report_s', nan):>9.2f} {r.get('report_cpu_s', nan):>7.2f} "
+              f"{r.get('report_x_first', nan):>7.1f} {r['peak_mb']:>8.0f} "
               f"{r['above_base_mb']:>9.0f}")
     if a.json:
         a.json.write_text(json.dumps(res, indent=2))
