@@ -19,8 +19,17 @@ BAD = ["\x1b]0;pwned\x07", "\x1b[41m", "\u202e"]
 
 @pytest.mark.parametrize("bad", BAD)
 @pytest.mark.parametrize("view", ["scaling", "compare"])
+@pytest.mark.parametrize("engine", ["json", "orjson"])
 def test_labels_with_control_characters_never_reach_the_faces_raw(tmp_path, capsys,
-                                                                   monkeypatch, bad, view):
+                                                                   monkeypatch, bad, view,
+                                                                   engine):
+    """Under plotly's both JSON engines: the standard library's escapes non-ASCII text,
+    orjson writes it raw, so only dptrace's own sanitising keeps a bidi override out."""
+    if engine == "orjson":
+        pytest.importorskip("orjson")
+    import plotly.io as pio
+
+    monkeypatch.setattr(pio.json.config, "default_engine", engine)
     html = tmp_path / "out.html"
     out = io.StringIO()
     monkeypatch.setattr("sys.stdout", out)

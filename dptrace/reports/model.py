@@ -27,7 +27,7 @@ from ..analyses import Analyses
 from ..dataset import Dataset
 from ..exitcodes import EXIT_FAILURE, EXIT_OK, EXIT_PARTIAL
 from . import registry
-from .safe_text import visible_frame
+from .safe_text import visible, visible_frame
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -59,8 +59,7 @@ class Section:
             self._figures = {} if spec is None or spec.figures is None else dict(
                 registry.resolve(spec.figures)(
                     {k: visible_frame(df) for k, df in self.tables.items()},
-                    **{k: visible_frame(v) if isinstance(v, pd.DataFrame) else v
-                       for k, v in self.figure_args.items()}))
+                    **{k: _visible_arg(v) for k, v in self.figure_args.items()}))
         return self._figures
 
 
@@ -110,6 +109,19 @@ class Report:
 
     def _repr_html_(self) -> str:
         return str(registry.resolve("dptrace.reports.html:summary_html")(self))
+
+
+def _visible_arg(value: Any) -> Any:
+    """A figure argument as the figure may draw it: tables and text (run labels, names)
+    with their control, bidi and zero-width characters made visible; lists and tuples of
+    them too (a JSON engine such as orjson writes such characters raw into the page)."""
+    if isinstance(value, pd.DataFrame):
+        return visible_frame(value)
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_visible_arg(v) for v in value)
+    return value
 
 
 def exit_code(ds: Dataset) -> int:
