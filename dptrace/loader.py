@@ -72,7 +72,7 @@ def load_sources(sources: list[Source], problems: list[Problem],
     and ``origins`` (from :func:`dptrace.api.expand_arguments`) group the sources into runs;
     without them each source is its own argument (files sharing a job id still make one
     run). ``executor``: see :func:`dptrace.load`."""
-    with _fewer_collections():
+    with _fewer_collections(), _system_arrow_pool():
         return _load_sources(sources, problems, format, progress=progress,
                              arguments=arguments, origins=origins, executor=executor)
 
@@ -94,6 +94,32 @@ def _fewer_collections() -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*old)
+
+
+@contextlib.contextmanager
+def _system_arrow_pool() -> Iterator[None]:
+    """Arrow's default memory pool set to the system allocator (malloc) while a load runs,
+    then restored. Arrow's default pool (jemalloc or mimalloc) keeps the pages of freed
+    buffers for reuse: a load makes and drops many short-lived Arrow buffers (the columns
+    of each batch of rank files, each factorize) and those kept pages added ~0.6x the
+    input to the peak RSS of a load of 4096 mpitrace rank files (3.3x -> 2.7x), at no cost
+    in time. Each buffer remembers the pool it came from, so one made during the load and
+    freed after is given back to the system allocator, as it should be."""
+    try:
+        import pyarrow as pa
+    except ImportError:   # pragma: no cover - pyarrow is a dependency of the readers
+        yield
+        return
+    old = pa.default_memory_pool()
+    system = pa.system_memory_pool()
+    if old.backend_name == system.backend_name:
+        yield
+        return
+    pa.set_memory_pool(system)
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(old)
 
 
 def _load_sources(sources: list[Source], problems: list[Problem],
