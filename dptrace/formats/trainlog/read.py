@@ -72,7 +72,8 @@ def parse(source: Source, *, engine: str = "auto", executor: Executor | None = N
             if all(isinstance(p, _Done) for p in parts):
                 return _joined(buf, source.name, parts, problems)  # type: ignore[arg-type]
         else:
-            parts = [_scan_range(buf, source.name, 0, n, last=True, use_fast=use_fast)]
+            parts = [_scan_range(buf, source.name, 0, n, last=True, use_fast=use_fast,
+                                 give_back=path is not None)]
         tp, tm, headers = _merge(parts, problems)  # type: ignore[arg-type]
         del parts  # merged: the ranges' frames can go
         _flag_cut_number(buf, source.name, problems)
@@ -98,12 +99,14 @@ _Part = tuple[pd.DataFrame, pd.DataFrame, list[Problem], int, list[_Header]]
 
 
 def _scan_range(buf: Any, name: str, start: int, end: int, last: bool,
-                use_fast: bool = True) -> _Part:
+                use_fast: bool = True, give_back: bool = False) -> _Part:
     """Scan ``buf[start:end]`` (which starts at a line start) into frames with local line numbers.
 
     Returns the two frames, the problems, and the number of newlines in the range. When
     the range ends the file without a newline, a number that touches the end is cut short
     (a killed job, a truncated copy): the scan stops before it (see :func:`_cut_number`).
+    ``give_back``: ``buf`` maps a file (:func:`_piece_path`): the range's pages are handed
+    back once scanned, before its frames are made (:func:`_give_back`).
     """
     rows = rules.Rows()
     found = fast.Found() if use_fast else None
@@ -115,9 +118,26 @@ def _scan_range(buf: Any, name: str, start: int, end: int, last: bool,
         newlines = scanner.newlines
     else:
         newlines = _scan_around_holes(buf, name, rows, problems, start, end, last, found)
+    if give_back:
+        _give_back(buf, start, end)
     tp = fast.frame(rows.tp, found, "tp", rules.TP_COLS)
     tm = fast.frame(rows.tm, found, "tm", rules.TM_COLS)
     return tp, tm, problems, newlines, list(getattr(rows, "headers", ()))
+
+
+def _give_back(buf: Any, start: int, end: int) -> None:
+    """Hand the pages of ``buf[start:end]``, a read-only map of a file, back to the page cache
+    (``madvise(MADV_DONTNEED)``: this process's resident size no longer counts them; a later
+    look at a few of its lines reads them again from the cache). A dense log's scan touches
+    every page of its range: without this, they stayed in the RSS of the process that
+    scanned it (the whole file in a serial load) under the frames made next."""
+    advise = getattr(buf, "madvise", None)
+    if advise is None or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    lo = start // mmap.PAGESIZE * mmap.PAGESIZE
+    hi = min(end, len(buf))
+    if hi > lo:
+        advise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
 #: what a number cut by the end of the data may be: digits, a point, an exponent, a sign,
@@ -333,7 +353,7 @@ def _scan_piece(piece: _Piece) -> _Part | _Done | None:
     it (:func:`_piece_buffer`)."""
     with _piece_buffer(piece) as buf:
         part = _scan_range(buf, piece.name, piece.start, piece.end, piece.last,
-                           use_fast=piece.use_fast)
+                           use_fast=piece.use_fast, give_back=piece.path is not None)
         return _finish_range(buf, piece.name, part) if piece.finish else part
 
 
