@@ -43,6 +43,17 @@ def hosts_of(ds: Dataset) -> dict[tuple[str, int], str]:
     return out
 
 
+def context(ds: Dataset, *, warmup: float, thresholds: Mapping[str, float],
+            ) -> dict[str, Any]:
+    """The derived tables the fleet rows of ``ds``'s runs are made of: one analysis context
+    and one findings table for all its runs (each run judged on its own, as ``dptrace report``
+    of a Dataset of several runs judges them)."""
+    a = Analyses(ds, {"warmup": warmup, "thresholds": dict(thresholds), "view": "report"})
+    return {"found": findings_of(a), "jobs": a.get("throughput.job"),
+            "shares": _rank_shares(a), "comm": a.get("communication.jobs"),
+            "nccl": a.get("nccl.overview"), "instances": a.get("throughput.instances")}
+
+
 def summarise(ds: Dataset, folder: str, key: str, *, warmup: float,
               thresholds: Mapping[str, float], parse_s: float, cache: str,
               ) -> dict[str, pd.DataFrame]:
@@ -52,25 +63,48 @@ def summarise(ds: Dataset, folder: str, key: str, *, warmup: float,
     schema (empty tables included). A run's row agrees with ``dptrace report FOLDER``."""
     import time
 
+    t0 = time.perf_counter()
+    ctx = context(ds, warmup=warmup, thresholds=thresholds)
+    return rows_of(ds, folder, key, ctx, parse_s=parse_s,
+                   analysis_s=time.perf_counter() - t0, cache=cache)
+
+
+def summarise_many(parts: Sequence[tuple[Dataset, str, str, float, str]], *, warmup: float,
+                   thresholds: Mapping[str, float]) -> list[dict[str, pd.DataFrame]]:
+    """:func:`summarise` of several job folders' Datasets, ``(ds, folder, key, parse_s,
+    cache)`` each, whose run ids are all distinct, through one analysis context of their
+    :meth:`Dataset.concat` (the analysis of small runs has a fixed cost per context that
+    this pays once). Each folder's rows are those :func:`summarise` gives it alone: every
+    derived table is per run. ``analysis_s`` is the context's time shared out evenly."""
+    import time
+
+    ids = [r for ds, *_ in parts for r in ds.run_ids]
+    if len(ids) != len(set(ids)):
+        raise ValueError("summarise_many: run ids must be distinct across the folders")
+    t0 = time.perf_counter()
+    ctx = context(Dataset.concat([p[0] for p in parts]), warmup=warmup, thresholds=thresholds)
+    share = (time.perf_counter() - t0) / max(1, len(parts))
+    return [rows_of(ds, folder, key, ctx, parse_s=parse_s, analysis_s=share, cache=cache)
+            for ds, folder, key, parse_s, cache in parts]
+
+
+def rows_of(ds: Dataset, folder: str, key: str, ctx: Mapping[str, Any], *, parse_s: float,
+            analysis_s: float, cache: str) -> dict[str, pd.DataFrame]:
+    """The fleet tables of the runs of ``ds`` (one job folder) from a :func:`context` that
+    holds them (and maybe other folders' runs: every lookup is by run)."""
     from .. import __version__
 
-    t0 = time.perf_counter()
-    a = Analyses(ds, {"warmup": warmup, "thresholds": dict(thresholds), "view": "report"})
-    found = findings_of(a)
-    jobs = a.get("throughput.job")
+    found, jobs, shares = ctx["found"], ctx["jobs"], ctx["shares"]
+    comm, nccl, instances = ctx["comm"], ctx["nccl"], ctx["instances"]
     hosts = hosts_of(ds)
-    shares = _rank_shares(a)
-    comm = a.get("communication.jobs")
-    nccl = a.get("nccl.overview")
-    instances = a.get("throughput.instances")
-    analysis_s = time.perf_counter() - t0
+    found_runs = found["run"].astype(object)
     rows, frows, rrows = [], [], []
     statuses = _statuses(ds.sources)
     times = _times(ds, folder)
     for run in ds.runs.itertuples(index=False):
         rid = str(run.run)
         rkey = f"{key}/{rid}"
-        mine = found[found["run"].astype(object) == rid]
+        mine = found[(found_runs == rid).to_numpy()]
         sev = mine["severity"].astype(object).value_counts()
         strag = mine[mine["kind"].astype(object).isin(STRAGGLER_KINDS) & mine["rank"].notna()]
         s_ranks = sorted({int(r) for r in strag["rank"]})
@@ -111,7 +145,7 @@ def summarise(ds: Dataset, folder: str, key: str, *, warmup: float,
                           else None, "value": f.value, "threshold": f.threshold,
                           "message": f.message})
         rrows.extend(_ranks(rid, rkey, shares, hosts, set(s_ranks)))
-    figures = _job_figures(jobs, key)
+    figures = _job_figures(jobs, key, set(ds.run_ids))
     return {"fleet": _table(rows, ft.FLEET), "fleet_findings": _table(frows, ft.FLEET_FINDINGS),
             "fleet_ranks": _table(rrows, ft.FLEET_RANKS), "job_figures": figures}
 
@@ -135,11 +169,15 @@ def _table(rows: Sequence[Mapping[str, Any]], table: schema.Table) -> pd.DataFra
     return schema.conform(df, table)
 
 
-def _job_figures(jobs: pd.DataFrame | None, key: str) -> pd.DataFrame:
+def _job_figures(jobs: pd.DataFrame | None, key: str, runs: set[str]) -> pd.DataFrame:
+    """The job figures of ``runs`` (one folder's), their run keys under ``key``."""
     table = ft.JOB_FIGURES
     if jobs is None or not len(jobs):
         return table.empty()
-    df = jobs.copy()
+    df = jobs[jobs["run"].astype(object).isin(runs).to_numpy()].reset_index(drop=True)
+    if not len(df):
+        return table.empty()
+    df = df.copy()
     df["run_key"] = [f"{key}/{r}" for r in df["run"].astype(object)]
     df["run"] = df["run"].astype(object)
     return schema.conform(df[[c for c in table.names if c in df.columns]], table)[

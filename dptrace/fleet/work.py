@@ -88,82 +88,168 @@ def _limit(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, old)
 
 
+#: folders analysed through one analysis context (:func:`.analyse.summarise_many`)
+ANALYSE_TOGETHER = 64
+
+
+@dataclass
+class _Read:
+    """A folder of a task once read (parsed, or taken from the cache), before analysis."""
+
+    folder: str
+    t0: float
+    files: list[list[Any]]
+    found: list[Any]
+    content: dict[str, str]
+    ds: Any = None
+    key: str = ""
+    fmts: dict[str, str] = field(default_factory=dict)
+    parse_s: float = 0.0
+    own_tables: dict[str, Any] | None = None
+    reuse: Entry | None = None
+    outcome: str = "parsed"
+    out: dict[str, Any] | None = None
+    error: BaseException | None = None
+
+
 def run_task(task: Task) -> Done:
-    """Do one task (see the module's docstring); the cache holds its batch when it returns."""
+    """Do one task (see the module's docstring); the cache holds its batch when it returns.
+
+    Each folder is read on its own (``load`` of the folder, as ``dptrace report FOLDER``
+    reads it, or its cached tables); then the folders whose run ids are distinct are
+    analysed together, :data:`ANALYSE_TOGETHER` at a time, through one analysis context
+    (every derived table is per run, so each folder's rows are those it has alone). A
+    folder whose read or analysis fails is its own error row. With a per-folder
+    ``timeout`` every folder is analysed alone under its own timer."""
     import pandas as pd
 
     from .. import schema
-    from . import analyse
 
     s = task.settings
     cache = Cache(s.cache)
     batch = cache.new_batch()
+    stored = _stored(cache, task, s)
+    done = [_read(folder, Entry.of(raw) if raw else None, stored, cache, s)
+            for folder, raw in task.items]
+    _analyse([r for r in done if r.error is None], s)
     tables: dict[str, list[pd.DataFrame]] = {}
     derived: dict[str, list[pd.DataFrame]] = {}
     entries: list[Entry] = []
     outcomes: list[str] = []
-    stored = _stored(cache, task, s)
-    for folder, old_raw in task.items:
-        old = Entry.of(old_raw) if old_raw else None
-        t0 = time.perf_counter()
-        found = discover.files(folder)
-        content = discover.hashes(folder, found, old.known_hashes() if old else None)
-        files = [[f.rel, f.size, f.mtime_ns, content[f.rel]] for f in found]
-        reuse = None
-        if old is not None and old.tables_batch and old.status != "error":
-            versions = {k: s.versions.get(k, "") for k in old.formats}
-            if discover.folder_key(found, content, versions, s.core) == old.key:
-                reuse = old
-        try:
-            with _limit(s.timeout):
-                if reuse is not None:   # the files are those cached: analyse again only
-                    ds = stored[folder] if folder in stored else cache.dataset([reuse])
-                    key, fmts, parse_s = reuse.key, reuse.formats, reuse.parse_s
-                    own_tables = None
-                    outcome = "analysed"
-                else:
-                    ds, parse_s = _load(folder, s)
-                    fmts = {str(f): s.versions.get(str(f), "")
-                            for f in ds.sources["format"].dropna().unique()}
-                    key = discover.folder_key(found, content, fmts, s.core)
-                    own_tables = _with_keys(ds, run_prefix(folder, key))
-                    outcome = "parsed"
-                out = analyse.summarise(ds, folder, run_prefix(folder, key), warmup=s.warmup,
-                                        thresholds=s.thresholds, parse_s=parse_s,
-                                        cache=outcome)
-        except Exception as exc:   # noqa: BLE001  (a folder's failure is its row, never the survey's)
+    for r in done:
+        if r.error is not None or r.out is None:
+            exc = r.error if r.error is not None else RuntimeError("not analysed")
             status = "timeout" if isinstance(exc, Timeout) else "error"
-            key = discover.folder_key(found, content, {}, s.core)
+            key = discover.folder_key(r.found, r.content, {}, s.core)
             message = f"{type(exc).__name__}: {exc}"
-            row = analyse.error_row(folder, run_prefix(folder, key), status, message,
-                                    time.perf_counter() - t0)
+            from . import analyse
+
+            row = analyse.error_row(r.folder, run_prefix(r.folder, key), status, message,
+                                    time.perf_counter() - r.t0)
             derived.setdefault("fleet", []).append(row)
             # the row of an error or a timeout is this survey's, never taken from the cache:
             # the next survey tries the folder again (a file made readable changes no mtime)
-            entries.append(Entry(folder, key, files, {}, s.core, None, {}, None, batch, [],
-                                 status, message, time.perf_counter() - t0))
+            entries.append(Entry(r.folder, key, r.files, {}, s.core, None, {}, None, batch,
+                                 [], status, message, time.perf_counter() - r.t0))
             outcomes.append("failed")
             continue
-        for name, df in out.items():
+        for name, df in r.out.items():
             derived.setdefault(name, []).append(df)
         table_rows: dict[str, int] = {}
-        if own_tables is not None:
-            for name, df in own_tables.items():
+        if r.own_tables is not None:
+            for name, df in r.own_tables.items():
                 tables.setdefault(name, []).append(df)
                 table_rows[name] = len(df)
-        fleet = out["fleet"]
+        fleet = r.out["fleet"]
         status = _worst(fleet["status"].astype(object).tolist())
+        reuse = r.reuse
         entries.append(Entry(
-            folder, key, files, fmts, s.core,
-            batch if own_tables is not None else (reuse.tables_batch if reuse else None),
-            table_rows if own_tables is not None else (reuse.tables if reuse else {}),
-            s.derived_key(key), batch, [str(r) for r in fleet["run"].astype(object)],
-            status, None, parse_s))
-        outcomes.append(outcome)
+            r.folder, r.key, r.files, r.fmts, s.core,
+            batch if r.own_tables is not None else (reuse.tables_batch if reuse else None),
+            table_rows if r.own_tables is not None else (reuse.tables if reuse else {}),
+            s.derived_key(r.key), batch, [str(x) for x in fleet["run"].astype(object)],
+            status, None, r.parse_s))
+        outcomes.append(r.outcome)
     cat = {n: (fs[0] if len(fs) == 1 else schema.concat(fs)) for n, fs in tables.items()}
     dcat = {n: (fs[0] if len(fs) == 1 else schema.concat(fs)) for n, fs in derived.items()}
     cache.write_batch(batch, entries, cat, dcat)
     return Done([e.as_dict() for e in entries], outcomes)
+
+
+def _read(folder: str, old: Entry | None, stored: Mapping[str, Any], cache: Cache,
+          s: Settings) -> _Read:
+    """One folder's files, key and Dataset: its cached tables when its files are those
+    cached (by content), else parsed. A failure is kept in ``error``."""
+    t0 = time.perf_counter()
+    found = discover.files(folder)
+    content = discover.hashes(folder, found, old.known_hashes() if old else None)
+    r = _Read(folder, t0, [[f.rel, f.size, f.mtime_ns, content[f.rel]] for f in found],
+              found, content)
+    if old is not None and old.tables_batch and old.status != "error":
+        versions = {k: s.versions.get(k, "") for k in old.formats}
+        if discover.folder_key(found, content, versions, s.core) == old.key:
+            r.reuse = old
+    try:
+        with _limit(s.timeout):
+            if r.reuse is not None:   # the files are those cached: analyse again only
+                r.ds = stored[folder] if folder in stored else cache.dataset([r.reuse])
+                r.key, r.fmts, r.parse_s = r.reuse.key, r.reuse.formats, r.reuse.parse_s
+                r.outcome = "analysed"
+            else:
+                r.ds, r.parse_s = _load(folder, s)
+                r.fmts = {str(f): s.versions.get(str(f), "")
+                          for f in r.ds.sources["format"].dropna().unique()}
+                r.key = discover.folder_key(found, content, r.fmts, s.core)
+                r.own_tables = _with_keys(r.ds, run_prefix(folder, r.key))
+            if s.timeout:   # analysed alone, under the folder's own timer
+                _analyse_alone(r, s)
+    except Exception as exc:   # noqa: BLE001  (a folder's failure is its row, never the survey's)
+        r.error = exc
+    return r
+
+
+def _analyse_alone(r: _Read, s: Settings) -> None:
+    from . import analyse
+
+    r.out = analyse.summarise(r.ds, r.folder, run_prefix(r.folder, r.key), warmup=s.warmup,
+                              thresholds=s.thresholds, parse_s=r.parse_s, cache=r.outcome)
+
+
+def _analyse(read: Sequence[_Read], s: Settings) -> None:
+    """Fill ``out`` of every folder read and not yet analysed: in groups of folders whose
+    run ids are distinct, each group through one analysis context; when a group's analysis
+    fails, each of its folders alone (its own error then is its own row)."""
+    from . import analyse
+
+    groups: list[list[_Read]] = []
+    taken: list[set[str]] = []
+    for r in read:
+        if r.out is not None:
+            continue
+        ids = set(r.ds.run_ids)
+        for g, seen in zip(groups, taken, strict=True):
+            if len(g) < ANALYSE_TOGETHER and not ids & seen:
+                g.append(r)
+                seen |= ids
+                break
+        else:
+            groups.append([r])
+            taken.append(set(ids))
+    for g in groups:
+        try:
+            outs = analyse.summarise_many(
+                [(r.ds, r.folder, run_prefix(r.folder, r.key), r.parse_s, r.outcome)
+                 for r in g], warmup=s.warmup, thresholds=s.thresholds)
+        except Exception:   # noqa: BLE001  (each folder alone: its failure is its row)
+            outs = None
+        for i, r in enumerate(g):
+            if outs is not None:
+                r.out = outs[i]
+                continue
+            try:
+                _analyse_alone(r, s)
+            except Exception as exc:   # noqa: BLE001
+                r.error = exc
 
 
 def _stored(cache: Cache, task: Task, s: Settings) -> dict[str, Any]:
