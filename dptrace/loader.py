@@ -102,7 +102,7 @@ def _system_arrow_pool() -> Iterator[None]:
     then restored. Arrow's default pool (jemalloc or mimalloc) keeps the pages of freed
     buffers for reuse: a load makes and drops many short-lived Arrow buffers (the columns
     of each batch of rank files, each factorize) and those kept pages added ~0.6x the
-    input to the peak RSS of a load of 4096 mpitrace rank files (3.3x -> 2.7x), at no cost
+    input to the peak RSS of a load of 4096 mpitrace rank files (3.2x -> 2.7x), at no cost
     in time. Each buffer remembers the pool it came from, so one made during the load and
     freed after is given back to the system allocator, as it should be."""
     try:
