@@ -6,11 +6,16 @@ in the middle of the heap stays in the process: the resident size grows by the t
 of every phase, and the next phase's peak adds to it (a 200 MB log's load kept ~150 MB of
 such holes). :func:`release` hands whole free pages back (``malloc_trim``) where the loader
 and the readers finish a phase of that size; elsewhere (no glibc) it does nothing.
+
+The pages of a memory-mapped file a reader has looked at count towards its resident size
+too, until the map is closed: :func:`give_back` hands those of a range already read back
+to the page cache.
 """
 
 from __future__ import annotations
 
 import ctypes
+import mmap
 import sys
 from typing import Any
 
@@ -42,3 +47,17 @@ def release(rows: int = MIN_ROWS) -> None:
         trim = _trim()
         if trim:
             trim(0)
+
+
+def give_back(buf: Any, start: int, end: int) -> None:
+    """Hand the pages of ``buf[start:end]`` back to the page cache (``madvise(MADV_DONTNEED)``)
+    when ``buf`` is a read-only map of a file: this process's resident size no longer counts
+    them, and a later look at a few of its bytes reads them again from the cache. Only for
+    a map of a file (an anonymous map would lose its content); anything else: nothing."""
+    advise = getattr(buf, "madvise", None)
+    if advise is None or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    lo = start // mmap.PAGESIZE * mmap.PAGESIZE
+    hi = min(end, len(buf))
+    if hi > lo:
+        advise(mmap.MADV_DONTNEED, lo, hi - lo)

@@ -100,7 +100,10 @@ class Found:
     """The rows of the lines read here: columns per chunk, strings as codes into
     :attr:`strings` (one dictionary for every string column)."""
 
-    def __init__(self) -> None:
+    def __init__(self, give_back: bool = False) -> None:
+        #: the buffer maps a file: each chunk's pages are handed back once read
+        #: (:func:`dptrace.memory.give_back`)
+        self.give_back = give_back
         self.strings: dict[str, int] = {}
         self.tp: list[dict[str, np.ndarray]] = []
         self.tm: list[dict[str, np.ndarray]] = []
@@ -135,6 +138,8 @@ class Found:
                 nl = buf.rfind(b"\n", pos, pos + CHUNK)
                 hi = nl + 1 if nl >= 0 else (buf.find(b"\n", pos + CHUNK, end) + 1 or end)
             s, e, newlines = self._chunk(buf, pos, hi, line, after_megatron)
+            if self.give_back:
+                memory.give_back(buf, pos, hi)
             starts.append(s)
             ends.append(e)
             line += newlines

@@ -106,10 +106,12 @@ def _scan_range(buf: Any, name: str, start: int, end: int, last: bool,
     the range ends the file without a newline, a number that touches the end is cut short
     (a killed job, a truncated copy): the scan stops before it (see :func:`_cut_number`).
     ``give_back``: ``buf`` maps a file (:func:`_piece_path`): the range's pages are handed
-    back once scanned, before its frames are made (:func:`_give_back`).
+    back as they are read (:func:`dptrace.memory.give_back`; a dense log's scan touches every
+    page of its range: they stayed in the RSS of the process that scanned it, the whole file
+    in a serial load, under the frames made next).
     """
     rows = rules.Rows()
-    found = fast.Found() if use_fast else None
+    found = fast.Found(give_back) if use_fast else None
     problems: list[Problem] = []
     if buf.find(b"\0", start, end) < 0:  # one memchr pass; holes of NULs are rare
         stop = _cut_number(buf, start, end) if last else end
@@ -119,25 +121,10 @@ def _scan_range(buf: Any, name: str, start: int, end: int, last: bool,
     else:
         newlines = _scan_around_holes(buf, name, rows, problems, start, end, last, found)
     if give_back:
-        _give_back(buf, start, end)
+        memory.give_back(buf, start, end)
     tp = fast.frame(rows.tp, found, "tp", rules.TP_COLS)
     tm = fast.frame(rows.tm, found, "tm", rules.TM_COLS)
     return tp, tm, problems, newlines, list(getattr(rows, "headers", ()))
-
-
-def _give_back(buf: Any, start: int, end: int) -> None:
-    """Hand the pages of ``buf[start:end]``, a read-only map of a file, back to the page cache
-    (``madvise(MADV_DONTNEED)``: this process's resident size no longer counts them; a later
-    look at a few of its lines reads them again from the cache). A dense log's scan touches
-    every page of its range: without this, they stayed in the RSS of the process that
-    scanned it (the whole file in a serial load) under the frames made next."""
-    advise = getattr(buf, "madvise", None)
-    if advise is None or not hasattr(mmap, "MADV_DONTNEED"):
-        return
-    lo = start // mmap.PAGESIZE * mmap.PAGESIZE
-    hi = min(end, len(buf))
-    if hi > lo:
-        advise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
 #: what a number cut by the end of the data may be: digits, a point, an exponent, a sign,
