@@ -49,9 +49,11 @@ def context(ds: Dataset, *, warmup: float, thresholds: Mapping[str, float],
     and one findings table for all its runs (each run judged on its own, as ``dptrace report``
     of a Dataset of several runs judges them)."""
     a = Analyses(ds, {"warmup": warmup, "thresholds": dict(thresholds), "view": "report"})
-    return {"found": findings_of(a), "jobs": a.get("throughput.job"),
-            "shares": _rank_shares(a), "comm": a.get("communication.jobs"),
-            "nccl": a.get("nccl.overview"), "instances": a.get("throughput.instances")}
+    jobs, comm, nccl = (a.get("throughput.job"), a.get("communication.jobs"),
+                        a.get("nccl.overview"))
+    return {"found": findings_of(a), "jobs": jobs, "shares": _rank_shares(a),
+            "instances": a.get("throughput.instances"), "job_first": _firsts(jobs),
+            "comm_first": _firsts(comm), "nccl_first": _firsts(nccl)}
 
 
 def summarise(ds: Dataset, folder: str, key: str, *, warmup: float,
@@ -70,12 +72,15 @@ def summarise(ds: Dataset, folder: str, key: str, *, warmup: float,
 
 
 def summarise_many(parts: Sequence[tuple[Dataset, str, str, float, str]], *, warmup: float,
-                   thresholds: Mapping[str, float]) -> list[dict[str, pd.DataFrame]]:
+                   thresholds: Mapping[str, float],
+                   ) -> tuple[dict[str, pd.DataFrame], list[list[dict[str, Any]]]]:
     """:func:`summarise` of several job folders' Datasets, ``(ds, folder, key, parse_s,
     cache)`` each, whose run ids are all distinct, through one analysis context of their
     :meth:`Dataset.concat` (the analysis of small runs has a fixed cost per context that
     this pays once). Each folder's rows are those :func:`summarise` gives it alone: every
-    derived table is per run. ``analysis_s`` is the context's time shared out evenly."""
+    derived table is per run. ``analysis_s`` is the context's time shared out evenly.
+    Gives the fleet tables of all the folders (each conformed once) and, per folder, its
+    fleet rows as dicts (run, status, ...)."""
     import time
 
     ids = [r for ds, *_ in parts for r in ds.run_ids]
@@ -84,18 +89,41 @@ def summarise_many(parts: Sequence[tuple[Dataset, str, str, float, str]], *, war
     t0 = time.perf_counter()
     ctx = context(Dataset.concat([p[0] for p in parts]), warmup=warmup, thresholds=thresholds)
     share = (time.perf_counter() - t0) / max(1, len(parts))
-    return [rows_of(ds, folder, key, ctx, parse_s=parse_s, analysis_s=share, cache=cache)
-            for ds, folder, key, parse_s, cache in parts]
+    rows: list[dict[str, Any]] = []
+    frows: list[dict[str, Any]] = []
+    rrows: list[dict[str, Any]] = []
+    each = []
+    keys: dict[str, str] = {}
+    for ds, folder, key, parse_s, cache in parts:
+        mine = _rows(ds, folder, key, ctx, parse_s=parse_s, analysis_s=share, cache=cache)
+        rows.extend(mine[0])
+        frows.extend(mine[1])
+        rrows.extend(mine[2])
+        each.append(mine[0])
+        keys.update((r, key) for r in ds.run_ids)
+    return {"fleet": _table(rows, ft.FLEET), "fleet_findings": _table(frows, ft.FLEET_FINDINGS),
+            "fleet_ranks": _table(rrows, ft.FLEET_RANKS),
+            "job_figures": _job_figures(ctx["jobs"], keys)}, each
 
 
 def rows_of(ds: Dataset, folder: str, key: str, ctx: Mapping[str, Any], *, parse_s: float,
             analysis_s: float, cache: str) -> dict[str, pd.DataFrame]:
     """The fleet tables of the runs of ``ds`` (one job folder) from a :func:`context` that
     holds them (and maybe other folders' runs: every lookup is by run)."""
+    rows, frows, rrows = _rows(ds, folder, key, ctx, parse_s=parse_s, analysis_s=analysis_s,
+                               cache=cache)
+    return {"fleet": _table(rows, ft.FLEET), "fleet_findings": _table(frows, ft.FLEET_FINDINGS),
+            "fleet_ranks": _table(rrows, ft.FLEET_RANKS),
+            "job_figures": _job_figures(ctx["jobs"], dict.fromkeys(ds.run_ids, key))}
+
+
+def _rows(ds: Dataset, folder: str, key: str, ctx: Mapping[str, Any], *, parse_s: float,
+          analysis_s: float, cache: str,
+          ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The fleet, fleet_findings and fleet_ranks rows (dicts) of the runs of ``ds``."""
     from .. import __version__
 
-    found, jobs, shares = ctx["found"], ctx["jobs"], ctx["shares"]
-    comm, nccl, instances = ctx["comm"], ctx["nccl"], ctx["instances"]
+    found, shares, instances = ctx["found"], ctx["shares"], ctx["instances"]
     hosts = hosts_of(ds)
     found_runs = found["run"].astype(object)
     rows, frows, rrows = [], [], []
@@ -109,11 +137,11 @@ def rows_of(ds: Dataset, folder: str, key: str, ctx: Mapping[str, Any], *, parse
         strag = mine[mine["kind"].astype(object).isin(STRAGGLER_KINDS) & mine["rank"].notna()]
         s_ranks = sorted({int(r) for r in strag["rank"]})
         s_hosts = list(dict.fromkeys(h for r in s_ranks if (h := hosts.get((rid, r)))))
-        fig = _first(jobs, rid)
+        fig = ctx["job_first"].get(rid)
         world = _int(run.world_size)
         value = _float(fig.get("value")) if fig else None
         fmts, stat_text, status = statuses.get(rid) or _from_tables(ds, rid)
-        net = _first(nccl, rid)
+        net = ctx["nccl_first"].get(rid)
         rows.append({
             "run_key": rkey, "run": rid, "label": _str(run.label), "job_id": _str(run.job_id),
             "path": folder, **times.get(rid, {}),
@@ -125,7 +153,7 @@ def rows_of(ds: Dataset, folder: str, key: str, ctx: Mapping[str, Any], *, parse
             "rule": _str(fig.get("rule")) if fig else None,
             "per_gpu": value / world if value is not None and world else None,
             "step_time_s": _step_time(instances, rid),
-            "comm_share": _comm_share(comm, shares, rid),
+            "comm_share": _comm_share(ctx["comm_first"].get(rid), shares, rid),
             **_network(net),
             "findings_critical": int(sev.get("critical", 0)),
             "findings_warning": int(sev.get("warning", 0)),
@@ -145,9 +173,7 @@ def rows_of(ds: Dataset, folder: str, key: str, ctx: Mapping[str, Any], *, parse
                           else None, "value": f.value, "threshold": f.threshold,
                           "message": f.message})
         rrows.extend(_ranks(rid, rkey, shares, hosts, set(s_ranks)))
-    figures = _job_figures(jobs, key, set(ds.run_ids))
-    return {"fleet": _table(rows, ft.FLEET), "fleet_findings": _table(frows, ft.FLEET_FINDINGS),
-            "fleet_ranks": _table(rrows, ft.FLEET_RANKS), "job_figures": figures}
+    return rows, frows, rrows
 
 
 def error_row(folder: str, key: str, status: str, error: str, parse_s: float = 0.0,
@@ -169,27 +195,31 @@ def _table(rows: Sequence[Mapping[str, Any]], table: schema.Table) -> pd.DataFra
     return schema.conform(df, table)
 
 
-def _job_figures(jobs: pd.DataFrame | None, key: str, runs: set[str]) -> pd.DataFrame:
-    """The job figures of ``runs`` (one folder's), their run keys under ``key``."""
+def _job_figures(jobs: pd.DataFrame | None, keys: Mapping[str, str]) -> pd.DataFrame:
+    """The job figures of the runs ``keys`` names (run -> the start of its run key)."""
     table = ft.JOB_FIGURES
     if jobs is None or not len(jobs):
         return table.empty()
-    df = jobs[jobs["run"].astype(object).isin(runs).to_numpy()].reset_index(drop=True)
+    df = jobs[jobs["run"].astype(object).isin(set(keys)).to_numpy()].reset_index(drop=True)
     if not len(df):
         return table.empty()
     df = df.copy()
-    df["run_key"] = [f"{key}/{r}" for r in df["run"].astype(object)]
+    df["run_key"] = [f"{keys[str(r)]}/{r}" for r in df["run"].astype(object)]
     df["run"] = df["run"].astype(object)
     return schema.conform(df[[c for c in table.names if c in df.columns]], table)[
         table.names]
 
 
-def _first(df: pd.DataFrame | None, run: str) -> dict[str, Any] | None:
-    """The first row of ``run`` in a derived table, as a dict; None when it has none."""
+def _firsts(df: pd.DataFrame | None) -> dict[str, dict[str, Any]]:
+    """run -> the first row of that run in a derived table, as a dict."""
     if df is None or not len(df) or "run" not in df.columns:
-        return None
-    mine = df[df["run"].astype(object) == run]
-    return None if not len(mine) else mine.iloc[0].to_dict()
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    runs = df["run"].astype(object).tolist()
+    for i, run in enumerate(runs):
+        if str(run) not in out:
+            out[str(run)] = df.iloc[i].to_dict()
+    return out
 
 
 def _statuses(sources: pd.DataFrame) -> dict[str, tuple[str, str, str]]:
@@ -261,9 +291,10 @@ def _rank_shares(a: Analyses) -> pd.DataFrame | None:
     return None
 
 
-def _comm_share(comm: pd.DataFrame | None, shares: pd.DataFrame | None,
+def _comm_share(row: Mapping[str, Any] | None, shares: pd.DataFrame | None,
                 run: str) -> float | None:
-    row = _first(comm, run)
+    """The run's mean communication share: its communication.jobs row's, else the mean of
+    its ranks' shares."""
     if row is not None and "comm_share_mean" in row:
         return _float(row["comm_share_mean"])
     if shares is not None:

@@ -108,7 +108,8 @@ class _Read:
     own_tables: dict[str, Any] | None = None
     reuse: Entry | None = None
     outcome: str = "parsed"
-    out: dict[str, Any] | None = None
+    out: dict[str, Any] | None = None      # its own fleet tables (analysed alone)
+    rows: list[dict[str, Any]] | None = None   # its fleet rows (analysed with others)
     error: BaseException | None = None
 
 
@@ -131,13 +132,15 @@ def run_task(task: Task) -> Done:
     stored = _stored(cache, task, s)
     done = [_read(folder, Entry.of(raw) if raw else None, stored, cache, s)
             for folder, raw in task.items]
-    _analyse([r for r in done if r.error is None], s)
     tables: dict[str, list[pd.DataFrame]] = {}
     derived: dict[str, list[pd.DataFrame]] = {}
+    for group_tables in _analyse([r for r in done if r.error is None], s):
+        for name, df in group_tables.items():
+            derived.setdefault(name, []).append(df)
     entries: list[Entry] = []
     outcomes: list[str] = []
     for r in done:
-        if r.error is not None or r.out is None:
+        if r.error is not None or (r.out is None and r.rows is None):
             exc = r.error if r.error is not None else RuntimeError("not analysed")
             status = "timeout" if isinstance(exc, Timeout) else "error"
             key = discover.folder_key(r.found, r.content, {}, s.core)
@@ -153,21 +156,24 @@ def run_task(task: Task) -> Done:
                                  [], status, message, time.perf_counter() - r.t0))
             outcomes.append("failed")
             continue
-        for name, df in r.out.items():
-            derived.setdefault(name, []).append(df)
+        if r.out is not None:
+            for name, df in r.out.items():
+                derived.setdefault(name, []).append(df)
+            fleet_rows = r.out["fleet"][["run", "status"]].astype(object).to_dict("records")
+        else:
+            fleet_rows = r.rows or []
         table_rows: dict[str, int] = {}
         if r.own_tables is not None:
             for name, df in r.own_tables.items():
                 tables.setdefault(name, []).append(df)
                 table_rows[name] = len(df)
-        fleet = r.out["fleet"]
-        status = _worst(fleet["status"].astype(object).tolist())
+        status = _worst([str(row["status"]) for row in fleet_rows])
         reuse = r.reuse
         entries.append(Entry(
             r.folder, r.key, r.files, r.fmts, s.core,
             batch if r.own_tables is not None else (reuse.tables_batch if reuse else None),
             table_rows if r.own_tables is not None else (reuse.tables if reuse else {}),
-            s.derived_key(r.key), batch, [str(x) for x in fleet["run"].astype(object)],
+            s.derived_key(r.key), batch, [str(row["run"]) for row in fleet_rows],
             status, None, r.parse_s))
         outcomes.append(r.outcome)
     cat = {n: (fs[0] if len(fs) == 1 else schema.concat(fs)) for n, fs in tables.items()}
@@ -215,10 +221,11 @@ def _analyse_alone(r: _Read, s: Settings) -> None:
                               thresholds=s.thresholds, parse_s=r.parse_s, cache=r.outcome)
 
 
-def _analyse(read: Sequence[_Read], s: Settings) -> None:
-    """Fill ``out`` of every folder read and not yet analysed: in groups of folders whose
-    run ids are distinct, each group through one analysis context; when a group's analysis
-    fails, each of its folders alone (its own error then is its own row)."""
+def _analyse(read: Sequence[_Read], s: Settings) -> list[dict[str, Any]]:
+    """Analyse every folder read and not yet analysed: in groups of folders whose run ids
+    are distinct, each group through one analysis context (its fleet tables returned, one
+    per group; each folder's fleet rows in ``rows``); when a group's analysis fails, each
+    of its folders alone (``out``; its own error then is its own row)."""
     from . import analyse
 
     groups: list[list[_Read]] = []
@@ -235,21 +242,25 @@ def _analyse(read: Sequence[_Read], s: Settings) -> None:
         else:
             groups.append([r])
             taken.append(set(ids))
+    out = []
     for g in groups:
         try:
-            outs = analyse.summarise_many(
+            both = analyse.summarise_many(
                 [(r.ds, r.folder, run_prefix(r.folder, r.key), r.parse_s, r.outcome)
                  for r in g], warmup=s.warmup, thresholds=s.thresholds)
         except Exception:   # noqa: BLE001  (each folder alone: its failure is its row)
-            outs = None
-        for i, r in enumerate(g):
-            if outs is not None:
-                r.out = outs[i]
-                continue
+            both = None
+        if both is not None:
+            out.append(both[0])
+            for r, rows in zip(g, both[1], strict=True):
+                r.rows = rows
+            continue
+        for r in g:
             try:
                 _analyse_alone(r, s)
             except Exception as exc:   # noqa: BLE001
                 r.error = exc
+    return out
 
 
 def _stored(cache: Cache, task: Task, s: Settings) -> dict[str, Any]:
