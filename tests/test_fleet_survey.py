@@ -512,3 +512,39 @@ def test_parser_versions_follow_imports() -> None:
     assert not any(m.startswith("dptrace.formats.nccl.") for m in mods)
     assert "dptrace.findings" in versions.closure(versions.ANALYSIS)
     assert versions.parser_version("mpitrace") != versions.parser_version("nccl")
+
+
+def test_a_task_of_many_folders_gives_each_folder_its_rows_alone(
+        fleet_tree: dict[str, object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task analyses its folders through one analysis context (work.run_task): every
+    folder's fleet rows, findings, ranks and job figures are those the fixture's survey gave
+    it (this small fleet: tasks of one folder), timings aside. A folder whose run id another
+    folder of the task has (the same folder name under another root) is analysed apart and
+    gets the same rows as its original but for its path and run key."""
+    from dptrace.fleet import api
+
+    first = fleet_tree["first"]
+    orig = sorted(fleet_tree["folders"])  # type: ignore[arg-type]
+    twin = tmp_path / "other" / Path(orig[0]).name
+    shutil.copytree(orig[0], twin)
+    monkeypatch.setattr(api, "MIN_TASKS", 1)   # one task of every folder
+    fl = survey([str(fleet_tree["root"]), str(tmp_path / "other")], cache=tmp_path / "c",
+                engine="serial", batch=64)
+    assert fl.stats["parsed"] == len(orig) + 1 and fl.stats["failed"] == 0
+    assert len(list((tmp_path / "c" / "batches").glob("*.json"))) == 1
+    timing = ["parse_s", "analysis_s"]
+    for name in ("fleet", "findings", "ranks", "job_figures"):
+        want = getattr(first, name)
+        got = getattr(fl, name)
+        got_orig = got[~got["run_key"].astype(object).isin(
+            fl.fleet.loc[fl.fleet["path"] == str(twin), "run_key"])]
+        a = want.drop(columns=[c for c in timing if c in want.columns])
+        b = got_orig.drop(columns=[c for c in timing if c in got_orig.columns])
+        pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True),
+                                      check_categorical=False)
+    row = fl.fleet[fl.fleet["path"] == str(twin)].drop(columns=[*timing, "path", "run_key"])
+    want_row = first.fleet[first.fleet["path"] == orig[0]].drop(
+        columns=[*timing, "path", "run_key"])
+    assert len(row) == 1
+    pd.testing.assert_frame_equal(row.reset_index(drop=True), want_row.reset_index(drop=True),
+                                  check_categorical=False)

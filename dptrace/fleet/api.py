@@ -93,6 +93,10 @@ class Fleet:
         return summary(self)
 
 
+#: a survey makes at least this many tasks where it has folders enough
+MIN_TASKS = 16
+
+
 def survey(roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (), *,
            cache: str | os.PathLike[str] | None = None, manifest: str | None = None,
            since: dt.datetime | str | None = None, engine: str = "auto",
@@ -146,9 +150,10 @@ def survey(roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = ()
                 todo.append((folder, e.as_dict() if e is not None else None))
         if progress is not None:
             progress(counts, len(folders))
-        # tasks of ``batch`` folders, smaller when there are few folders (at least ~16
-        # tasks where there are folders enough: the bar moves, the workers share the work)
-        size = max(1, min(int(batch), -(-len(todo) // 16)))
+        # tasks of ``batch`` folders, smaller when there are few folders (at least
+        # MIN_TASKS tasks where there are folders enough: the bar moves, the workers share
+        # the work)
+        size = max(1, min(int(batch), -(-len(todo) // MIN_TASKS)))
         tasks = [Task(tuple(todo[i: i + size]), settings) for i in range(0, len(todo), size)]
         backstop = None if timeout is None else timeout * size + 60
         for task, result in run_tasks(run_task, tasks, engine=engine, workers=workers,
