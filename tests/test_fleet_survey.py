@@ -517,14 +517,15 @@ def test_parser_versions_follow_imports() -> None:
 def test_a_task_of_many_folders_gives_each_folder_its_rows_alone(
         fleet_tree: dict[str, object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A task analyses its folders through one analysis context (work.run_task): every
-    folder's fleet rows, findings, ranks and job figures are those the fixture's survey gave
-    it (this small fleet: tasks of one folder), timings aside. A folder whose run id another
-    folder of the task has (the same folder name under another root) is analysed apart and
-    gets the same rows as its original but for its path and run key."""
+    folder's fleet rows, findings, ranks and job figures are those a survey in tasks of one
+    folder gives it, timings aside. A folder whose run id another folder of the task has
+    (the same folder name under another root) is analysed apart and gets the same rows as
+    its original but for its path and run key."""
     from dptrace.fleet import api
 
-    first = fleet_tree["first"]
-    orig = sorted(fleet_tree["folders"])  # type: ignore[arg-type]
+    # now, not the fixture's survey: other tests change the tree's mtimes (file times)
+    first = survey(fleet_tree["root"], cache=tmp_path / "alone", engine="serial", batch=1)
+    orig = list(first.fleet["path"].drop_duplicates())
     twin = tmp_path / "other" / Path(orig[0]).name
     shutil.copytree(orig[0], twin)
     monkeypatch.setattr(api, "MIN_TASKS", 1)   # one task of every folder

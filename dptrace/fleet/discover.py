@@ -110,23 +110,44 @@ def _per_rank_root(dirs: Sequence[os.DirEntry[str]]) -> bool:
 
 def files(folder: str) -> list[File]:
     """The files a load of ``folder`` reads (hidden names skipped), sorted by path: their
-    fingerprints. A folder that is a file is that one file (relative path: its name)."""
-    if os.path.isfile(folder):
-        st = os.stat(folder)
-        return [File(os.path.basename(folder), st.st_size, st.st_mtime_ns)]
-    out = []
-    for d, dirs, names in os.walk(folder):
-        dirs[:] = sorted(x for x in dirs if not x.startswith("."))
-        for name in sorted(names):
-            if name.startswith("."):
-                continue
-            path = os.path.join(d, name)
-            try:
-                st = os.stat(path)
-            except OSError:
-                continue
-            out.append(File(os.path.relpath(path, folder), st.st_size, st.st_mtime_ns))
+    fingerprints. A folder that is a file is that one file (relative path: its name).
+    One directory listing per directory and one ``stat`` per file (a warm survey's whole
+    cost per folder); symbolic links to directories are not followed (as ``os.walk``)."""
+    out: list[File] = []
+    try:
+        _files_under(folder, "", out)
+    except NotADirectoryError:
+        if os.path.isfile(folder):
+            st = os.stat(folder)
+            return [File(os.path.basename(folder), st.st_size, st.st_mtime_ns)]
+        return []
+    except OSError:
+        return []
     return out
+
+
+def _files_under(path: str, rel: str, out: list[File]) -> None:
+    """Files of ``path`` (sorted by name), then those of its subdirectories (sorted), each
+    with its path relative to the folder (``rel``: this directory's)."""
+    with os.scandir(path) as it:
+        entries = sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
+    dirs = []
+    for e in entries:
+        if _is_dir(e):
+            dirs.append(e)
+            continue
+        try:
+            st = os.stat(e.path)
+        except OSError:
+            continue
+        out.append(File(rel + e.name, st.st_size, st.st_mtime_ns))
+    for d in dirs:
+        if d.is_symlink():
+            continue
+        try:
+            _files_under(d.path, rel + d.name + os.sep, out)
+        except OSError:
+            continue
 
 
 def content_hash(path: str, size: int) -> str:
