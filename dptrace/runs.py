@@ -256,9 +256,11 @@ def _own_rows(index: Mapping[str, int], tables: Mapping[str, pd.DataFrame]) -> f
         df = tables.get(name)
         if df is None or not len(df) or "source" not in df:
             continue
-        if keep is not None and "name" in df:
-            df = df[(df["name"].astype("object") != keep).to_numpy()]
-        for s in distinct(df["source"]):
+        source = df["source"]
+        if keep is not None and "name" in df:   # the column's rows kept, not the table's
+            other = (df["name"] != keep).fillna(True).to_numpy(dtype=bool)
+            source = pd.Series(source.array[other], copy=False)
+        for s in distinct(source):
             if (i := index.get(str(s))) is not None:
                 found.add(i)
     return frozenset(found)
