@@ -197,7 +197,7 @@ _FRAMES = frozenset({
     "factorize", "lookup", "lookup_chunks", "code_counts", "isin", "combined_codes",
     "text_categories", "STRING", "_TEXT_INDEX", "_LOOKUP_CHUNK", "_default_index",
     "_is_categorical", "_as_dtype", "_nulls", "_whole_floats", "_as_category",
-    "_categorical_strings"})
+    "_categorical_strings", "_conformed", "_is_dtype"})
 
 
 def __getattr__(name: str) -> Any:
