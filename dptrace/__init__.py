@@ -62,10 +62,10 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from .errors import UnknownFormatError as UnknownFormatError
     from .fleet.api import Fleet as Fleet
     from .fleet.api import survey as survey
-    from .watch import watch as watch
     from .formats.trainlog.throughput import throughput_summary as throughput_summary
     from .reports.model import Report as Report
     from .reports.model import Section as Section
+    from .watch import watch as watch
 
 
 def __getattr__(name: str) -> Any:
