@@ -60,13 +60,18 @@ def _scan(data: bytes, fast: bool) -> tuple[Any, ...]:
     scanner.run(True)
     tp = trainlog_fast.frame(rows.tp, found, "tp", rules.TP_COLS)
     tm = trainlog_fast.frame(rows.tm, found, "tm", rules.TM_COLS)
-    return tuple(repr(df.astype(object).to_dict("list")) + repr([_kind(d) for d in df.dtypes])
+    # a missing value as None whichever way the column holds it (a categorical's is NaN
+    # under pandas 2's astype(object), a text column's None)
+    return tuple(repr(df.astype(object).where(df.notna(), None).to_dict("list"))
+                 + repr([_kind(d) for d in df.dtypes])
                  for df in (tp, tm)) + (repr(problems), repr(rows.headers))
 
 
 def _kind(dtype: Any) -> str:
-    """A column's dtype; strings, categorical (fast) or not (general), as one."""
-    return "str" if isinstance(dtype, pd.CategoricalDtype | pd.StringDtype) else str(dtype)
+    """A column's dtype; text, categorical (fast) or not (general: pandas 3's str, pandas 2's
+    object), as one."""
+    text = isinstance(dtype, pd.CategoricalDtype | pd.StringDtype) or str(dtype) == "object"
+    return "str" if text else str(dtype)
 
 
 def _read_here(monkeypatch: pytest.MonkeyPatch) -> list[int]:
