@@ -39,10 +39,10 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import DptraceError
 
@@ -76,6 +76,25 @@ def _temp_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
 
 
+@contextlib.contextmanager
+def _atomic(path: Path, mode: str) -> Iterator[IO[Any]]:
+    """A file to write ``path`` through, atomically: written under a temporary name,
+    flushed to disk, then renamed over ``path``; on any error (Ctrl-C too) the temporary
+    file is removed and ``path`` is left as it was."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temp_name(path)
+    try:
+        with open(tmp, mode, encoding=None if "b" in mode else "utf-8") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
 def write_table(df: pd.DataFrame, path: Path, table: str) -> int:
     """``df`` (with a ``run_key`` column) as the Parquet file ``path``, atomically (a
     temporary name, renamed): the table's explicit Arrow schema, ``run_key`` as
@@ -89,18 +108,8 @@ def write_table(df: pd.DataFrame, path: Path, table: str) -> int:
     arrow = store.arrow_table(df.drop(columns=[RUN_KEY]), table)
     arrow = arrow.append_column(pa.field(RUN_KEY, pa.large_string()),
                                 pa.array(keys, pa.large_string()))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _temp_name(path)
-    try:
-        with open(tmp, "wb") as fh:
-            pq.write_table(arrow, fh, compression=store.COMPRESSION)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    with _atomic(path, "wb") as fh:
+        pq.write_table(arrow, fh, compression=store.COMPRESSION)
     return len(df)
 
 
@@ -473,15 +482,5 @@ def _schema_version() -> int:
 
 
 def _write_json(path: Path, data: Mapping[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _temp_name(path)
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, ensure_ascii=False, default=str)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    with _atomic(path, "w") as fh:
+        json.dump(data, fh, ensure_ascii=False, default=str)

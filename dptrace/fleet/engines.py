@@ -208,22 +208,29 @@ class _Alarm(TimeoutError):
 
 
 @contextlib.contextmanager
-def _alarm(timeout: float | None) -> Iterator[None]:
-    """A :class:`TimeoutError` raised in the block after ``timeout`` seconds (SIGALRM)."""
-    if timeout is None:
-        yield
-        return
-
+def alarm(seconds: float, error: Callable[[], BaseException]) -> Iterator[None]:
+    """``error()`` raised in the block after ``seconds`` (SIGALRM, so in the main thread
+    of a process), the previous handler and timer restored after."""
     def ring(signum: int, frame: Any) -> None:
-        raise _Alarm(f"the task ran over its timeout of {timeout:g} s")
+        raise error()
 
     old = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, timeout)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+
+
+@contextlib.contextmanager
+def _alarm(timeout: float | None) -> Iterator[None]:
+    """A :class:`TimeoutError` raised in the block after ``timeout`` seconds (SIGALRM)."""
+    if timeout is None:
+        yield
+        return
+    with alarm(timeout, lambda: _Alarm(f"the task ran over its timeout of {timeout:g} s")):
+        yield
 
 
 # --- processes ----------------------------------------------------------------------------

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .. import __version__
-from ..reports.safe_text import visible, visible_frame
+from ..reports.html import _e
+from ..reports.safe_text import visible_frame
 from . import summary as fs
 
 if TYPE_CHECKING:
@@ -256,6 +257,3 @@ def _count(findings: pd.DataFrame, severity: str) -> int:
 def _id(name: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in name)
 
-
-def _e(value: object) -> str:
-    return "" if value is None or value is pd.NA else html.escape(visible(str(value)))

@@ -75,17 +75,10 @@ def _limit(seconds: float | None) -> Iterator[None]:
             not hasattr(signal, "setitimer"):
         yield
         return
+    from .engines import alarm
 
-    def expire(signum: int, frame: object) -> None:
-        raise Timeout(f"took longer than {seconds:g} s (--timeout)")
-
-    old = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
+    with alarm(seconds, lambda: Timeout(f"took longer than {seconds:g} s (--timeout)")):
         yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
 
 
 #: folders analysed through one analysis context (:func:`.analyse.summarise_many`)
