@@ -18,12 +18,13 @@ could not change the answer).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
 import re
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -468,11 +469,19 @@ def _deep_scores(source: Source, head: bytes, scores: list[tuple[float, str]],
         return scores
     deep = source.head(DEEP_BYTES)
     out = list(scores)
-    for k, parser in todo:
+    texts: dict[bytes, bytes | None] = {}
+    far = []
+    for _, parser in todo:
         marker = parser.spec.deep
         at = deep.find(marker, max(len(head) - len(marker), 0))
-        text = deep[deep.rfind(b"\n", 0, at) + 1:][:HEAD_BYTES] if at >= 0 else \
-            _past(source, marker, len(deep)) if len(deep) >= DEEP_BYTES else None
+        if at >= 0:
+            texts[marker] = deep[deep.rfind(b"\n", 0, at) + 1:][:HEAD_BYTES]
+        elif len(deep) >= DEEP_BYTES:
+            far.append(marker)
+    if far:  # the rest of the file, once for all of them
+        texts.update(_past(source, far, len(deep)))
+    for k, parser in todo:
+        text = texts.get(parser.spec.deep)
         if text is None:
             continue
         score = parser.sniff(source, text)
@@ -481,23 +490,89 @@ def _deep_scores(source: Source, head: bytes, scores: list[tuple[float, str]],
     return sorted(out, reverse=True)
 
 
-def _past(source: Source, marker: bytes, start: int) -> bytes | None:
-    """The text from the line of ``marker``'s first place past ``start`` in a plain file
-    (a memory-mapped bytes search, 2-3 GB/s: NCCL's watchdog timeouts, a DeepSpeed comms
-    summary or MLPerf's last records come at the end of long jobs); None where it is not
-    there, or the input is not a plain file (a compressed one is searched in its first
-    :data:`DEEP_BYTES` only)."""
+#: the rest of a file is searched for deep markers this many bytes at a time (each block's
+#: pages handed back once searched: the search does not leave the file in the resident size)
+_PAST_BLOCK = 16 << 20
+
+
+def _past(source: Source, markers: Sequence[bytes], start: int) -> dict[bytes, bytes]:
+    """The text from the line of each marker's first place past ``start`` in a plain file,
+    by marker (those found); NCCL's watchdog timeouts, a DeepSpeed comms summary or MLPerf's
+    last records come at the end of long jobs. One map of the file for all the markers,
+    searched a block at a time (:data:`_PAST_BLOCK`) with the C library's ``memmem`` where
+    there is one (a third of the CPU of ``mmap.find``; :func:`_finder`), each block's pages
+    handed back once searched. Nothing for an input that is not a plain file (a compressed
+    one is searched in its first :data:`DEEP_BYTES` only)."""
     if not source.plain:
-        return None
+        return {}
+    from . import memory
     try:
-        with source.buffer() as mm:
-            at = mm.find(marker, max(start - len(marker), 0))
-            if at < 0:
-                return None
-            line = mm.rfind(b"\n", 0, at) + 1
-            return bytes(mm[line:line + HEAD_BYTES])
+        with source.buffer() as mm, _finder(mm) as find:
+            n = len(mm)
+            # where each marker is looked for next (a marker may end past ``start``)
+            todo = {marker: max(start - len(marker), 0) for marker in markers}
+            first: dict[bytes, int] = {}
+            pos = min(todo.values(), default=n)
+            while pos < n and todo:
+                end = min(n, pos + _PAST_BLOCK)
+                for marker, lo in list(todo.items()):
+                    at = find(marker, lo, end)
+                    if at >= 0:
+                        first[marker] = at
+                        del todo[marker]
+                    else:
+                        todo[marker] = max(lo, end - len(marker) + 1)
+                memory.give_back(mm, pos, end)
+                pos = end
+            texts = {}
+            for marker, at in first.items():
+                line = mm.rfind(b"\n", 0, at) + 1
+                texts[marker] = bytes(mm[line:line + HEAD_BYTES])
+            return texts
     except (OSError, ValueError):
-        return None
+        return {}
+
+
+@contextlib.contextmanager
+def _finder(buf: Any) -> Iterator[Callable[[bytes, int, int], int]]:
+    """``find(needle, lo, hi)``: where ``needle`` first starts in ``buf[lo:hi]`` (-1: not
+    there), by the C library's ``memmem`` on ``buf``'s memory where it has one (glibc,
+    macOS, musl), else ``buf.find``."""
+    memmem = _memmem()
+    if memmem is None:
+        yield lambda needle, lo, hi: buf.find(needle, lo, hi)
+        return
+    import numpy as np  # the address of a read-only map (ctypes wants a writable buffer)
+    view = np.frombuffer(buf, np.uint8)
+    base = view.ctypes.data
+
+    def find(needle: bytes, lo: int, hi: int) -> int:
+        if hi - lo < len(needle):
+            return -1
+        at = memmem(base + lo, hi - lo, needle, len(needle))
+        return -1 if at is None else at - base
+
+    try:
+        yield find
+    finally:
+        del view  # the map can close
+
+
+_MEMMEM: list[Any] = []
+
+
+def _memmem() -> Any:
+    """The C library's ``memmem`` (None where it has none)."""
+    if not _MEMMEM:
+        try:
+            import ctypes
+            fn = ctypes.CDLL(None).memmem
+            fn.restype = ctypes.c_void_p
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+            _MEMMEM.append(fn)
+        except (OSError, AttributeError, TypeError):
+            _MEMMEM.append(None)
+    return _MEMMEM[0]
 
 
 #: formats dptrace knows by sight but does not read yet: what a file looks like, and the test
