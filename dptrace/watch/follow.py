@@ -183,7 +183,8 @@ class Follower:
         tail.formats = found
         for fmt in found:   # a format that joins late reads the lines fed so far first
             if fmt in INCREMENTAL and fmt not in tail.states and tail.src.plain:
-                state = tail.states[fmt] = state_for(fmt, tail.name, self.engine)
+                state = tail.states[fmt] = state_for(fmt, tail.name, self.engine,
+                                                     os.fspath(tail.src.path))
                 for chunk in _chunks(tail.src.path, 0, tail.offset):
                     state.feed(chunk)
         for fmt in [f for f in tail.states if f not in found]:

@@ -52,10 +52,39 @@ def _nccl() -> Any:
 
 @dataclass
 class TrainlogState:
-    """A training log read so far: rows of its parts, problems, and what spans parts."""
+    """A training log read so far.
+
+    Each appended buffer of complete lines is scanned (a *part*) and, where the reader's
+    own per-range finishing applies (what a parallel read's workers do: printers, repeats
+    and global steps of the range, with what joining it to the ranges before it needs),
+    finished at once and joined to the parts before it by :class:`_Join` (the streams'
+    passes and last steps, the end-of-run figures seen, the last line of each global
+    series): the rows of a part are final when it is fed. A snapshot concatenates the
+    finished chunks (and finishes only the line being written). Where a range cannot be
+    finished on its own (:func:`_finishable`: SambaFlow's instances numbered through the
+    file, steps not exact as floats, a number that does not fit its column, more bars
+    without a description than a file looks at), the file is read again from its start
+    (``path``; else the bytes kept) and from then on every snapshot merges the scanned parts
+    and finishes the whole file (the rows of the whole file, as one read does)."""
 
     name: str
     use_fast: bool = True
+    #: the file (read again from its start when the file's rows cannot be finished part by
+    #: part); None: the bytes fed are kept for that
+    path: str | None = None
+    #: parts finished as they are fed (False: merged and finished at each snapshot)
+    incremental: bool = True
+    #: incremental: finished chunks per table (global line numbers, final rows)
+    done: dict[str, list[pd.DataFrame]] = field(
+        default_factory=lambda: {"throughput": [], "train_metrics": []})
+    joins: dict[str, Any] = field(default_factory=dict)
+    #: incremental: rows per pattern of each table, in order of first appearance (the
+    #: variant)
+    counts: dict[str, dict[str, int]] = field(
+        default_factory=lambda: {"throughput": {}, "train_metrics": {}})
+    headers: list[Any] = field(default_factory=list)
+    #: the bytes fed (kept only without a ``path``)
+    fed: list[bytes] = field(default_factory=list)
     #: parts not merged yet: (tp, tm, problems, newlines, headers), local line numbers
     parts: list[Any] = field(default_factory=list)
     #: the parts merged so far (global line numbers), or None
@@ -65,6 +94,7 @@ class TrainlogState:
     context: dict[int, str] = field(default_factory=dict)
     bare_lines: int = 0
     lines: int = 0
+    fed_bytes: int = 0
     #: the last complete line fed (the line before the next part's first line)
     prev_line: bytes = b""
     #: the context of the line being written (a snapshot's tail), by global line
@@ -75,21 +105,24 @@ class TrainlogState:
         rows found per launcher prefix (the rank that printed them; "" without one)."""
         if not data:
             return {}
-        part, _ = self._scan(data, last=False)
-        self.parts.append(part)
+        part, ctx = self._scan(data, last=False)
+        printed = _printed_by(part)
+        if self.incremental:
+            if not self._finish_part(part, ctx, commit=True):
+                self._whole_file_from_now(data)
+                return printed
+            if self.path is None:
+                self.fed.append(data)
+        else:
+            self.parts.append(part)
         self.lines += part[3]
+        self.fed_bytes += len(data)
         self.prev_line = _last_line(data, self.prev_line)
-        printed: dict[str, int] = {}
-        for df in part[:2]:
-            if len(df) and "prefix" in df:
-                pre = df["prefix"].astype("object").where(df["prefix"].notna(), "")
-                for k, n in pre.value_counts(sort=False).items():
-                    printed[str(k)] = printed.get(str(k), 0) + int(n)
-            elif len(df):
-                printed[""] = printed.get("", 0) + len(df)
         return printed
 
-    def _scan(self, data: bytes, last: bool) -> tuple[Any, int]:
+    def _scan(self, data: bytes, last: bool) -> tuple[Any, dict[int, str]]:
+        """``data`` scanned (after the last line fed, which the readers look back at), and
+        the phases of its bars without a description, by local line."""
         read = _trainlog()
         buf = self.prev_line + data
         start = len(self.prev_line)
@@ -98,20 +131,140 @@ class TrainlogState:
         room = read._MAX_CONTEXT_LINES - self.bare_lines
         bare = read._bare(tp)
         nbare = int(bare["lineno"].nunique()) if len(bare) else 0
+        local: dict[int, str] = {}
         if room > 0 and nbare:
             ctx = read._bars_after_setup_lines(buf, tp)
             keep = set(bare.drop_duplicates("lineno").head(room)["lineno"].tolist())
+            local = {int(k): v for k, v in ctx.items() if k in keep}
             if not last:
-                self.context.update({int(k) + self.lines: v for k, v in ctx.items() if k in keep})
+                self.context.update({k + self.lines: v for k, v in local.items()})
             else:
-                self._tail_context = {int(k) + self.lines: v for k, v in ctx.items()
-                                      if k in keep}
+                self._tail_context = {k + self.lines: v for k, v in local.items()}
         if not last:
             self.bare_lines += nbare
         for df in (tp, tm):
             if "seg" in df:
                 del df["seg"]
-        return (tp, tm, problems, newlines, headers), nbare
+        return (tp, tm, problems, newlines, headers), local
+
+    # --- finished part by part -------------------------------------------------------------
+
+    def _finish_part(self, part: Any, context: dict[int, str], commit: bool,
+                     ) -> dict[str, Any] | None:
+        """The part's tables finished and joined to the parts before it (kept when
+        ``commit``; else returned with its problems, headers and pattern counts: the line
+        being written). None when the part cannot be finished on its own."""
+        read = _trainlog()
+        from ..formats.trainlog.tables import THROUGHPUT, TRAIN_METRICS
+
+        tp, tm, probs, newlines, heads = part
+        tp, tm = _numbers_float(_labels_categorical(tp)), _numbers_float(_labels_categorical(tm))
+        if not _finishable(self.name, tp, tm):
+            return None
+        found: list[Problem] = []
+        for df in (tp, tm):
+            if len(df):
+                read._fit_numbers(df, self.name, found)
+        if found:
+            return None
+        tp, tm = read._tidy_categories(tp), read._tidy_categories(tm)
+        out: dict[str, Any] = {}
+        for table, df, spec, ctx in (("throughput", tp, THROUGHPUT, context),
+                                     ("train_metrics", tm, TRAIN_METRICS, None)):
+            info: dict[str, Any] = {}
+            fin = read._finish(df, self.name, spec, found, ctx, info=info, fitted=True)
+            join = self.joins.setdefault(table, _Join())
+            out[table] = join.add(fin, info, self.lines, commit)
+        del tp, tm
+        if found:
+            return None
+        counts = {t: read._pattern_counts(df) for t, df in out.items()}
+        problems = [Problem(p.source, p.message, None if p.line is None else p.line + self.lines,
+                            p.severity) for p in probs]
+        headers = [(pre, line + self.lines, kind) for pre, line, kind in heads]
+        if not commit:
+            return {"tables": out, "problems": problems, "headers": headers, "counts": counts}
+        for table, df in out.items():
+            if len(df):
+                self.done[table].append(df)
+        for table in out:
+            seen = self.counts[table]
+            for pattern, k in counts[table]:
+                seen[pattern] = seen.get(pattern, 0) + k
+        self.problems.extend(problems)
+        self.headers.extend(headers)
+        return out
+
+    def _whole_file_from_now(self, current: bytes = b"") -> None:
+        """The file's rows cannot be finished part by part: read it again from its start
+        (and ``current``, the lines being fed) into parts merged and finished at each
+        snapshot."""
+        fed = b"".join(self.fed) if self.path is None else None
+        size = self.fed_bytes
+        self.incremental = False
+        self.done = {"throughput": [], "train_metrics": []}
+        self.joins.clear()
+        self.counts = {"throughput": {}, "train_metrics": {}}
+        self.headers.clear()
+        self.fed.clear()
+        self.problems, self.context, self.parts, self.merged = [], {}, [], None
+        self.bare_lines = self.lines = self.fed_bytes = 0
+        self.prev_line = b""
+        if fed is not None:
+            chunks: Any = [fed] if fed else []
+        else:
+            from .follow import _chunks
+            chunks = _chunks(self.path, 0, size)
+        for chunk in chunks:
+            self.feed(chunk)
+        self.feed(current)
+
+    def _joined(self, tail: bytes) -> ParseResult | None:
+        """The tables of the finished chunks (concatenated into one each, kept so), and of
+        ``tail`` finished against them; None when ``tail`` cannot be finished on its own."""
+        read = _trainlog()
+        from ..formats.trainlog.tables import THROUGHPUT, TRAIN_METRICS
+
+        extra = None
+        if tail:
+            self._tail_context = {}
+            part, ctx = self._scan(tail, last=True)
+            extra = self._finish_part(part, ctx, commit=False)
+            if extra is None:
+                return None
+        tables: dict[str, pd.DataFrame] = {}
+        for table, spec in (("throughput", THROUGHPUT), ("train_metrics", TRAIN_METRICS)):
+            chunks = self.done[table]
+            if len(chunks) > 1:
+                chunks[:] = [schema.conform(read._concat_columns(list(chunks)), spec)]
+            # (shallow copies: the concatenation takes the columns out of its frames)
+            frames = [df.copy(deep=False) for df in chunks]
+            if extra is not None and len(extra["tables"][table]):
+                frames.append(extra["tables"][table])
+            if not frames:
+                tables[table] = spec.empty()
+            elif len(frames) == 1:
+                tables[table] = frames[0].copy()
+            else:
+                tables[table] = schema.conform(read._concat_columns(frames), spec)
+        # as read._variant counts them: throughput's patterns first, then train_metrics'
+        counts: dict[str, int] = {}
+        for table in ("throughput", "train_metrics"):
+            per = dict(self.counts[table])
+            for pattern, k in (extra["counts"][table] if extra is not None else ()):
+                per[pattern] = per.get(pattern, 0) + k
+            for pattern, k in per.items():
+                counts[pattern] = counts.get(pattern, 0) + k
+        problems = list(self.problems)
+        headers = list(self.headers)
+        if extra is not None:
+            problems += extra["problems"]
+            headers += extra["headers"]
+        variant = "+".join(sorted(counts, key=lambda k: -counts[k])) or None
+        read._split_parts(tables, headers)
+        return ParseResult(tables, problems, variant)
+
+    # --- merged and finished at each snapshot ----------------------------------------------
 
     def _compact(self) -> None:
         """The parts merged into one (rows in one columnar chunk per table)."""
@@ -131,6 +284,11 @@ class TrainlogState:
     def result(self, tail: bytes = b"") -> ParseResult:
         """The tables of everything fed, and of ``tail`` (the start of the line being written,
         up to its last ``\\r``: tqdm updates already complete) as if the file ended there."""
+        if self.incremental:
+            got = self._joined(tail)
+            if got is not None:
+                return got
+            self._whole_file_from_now()
         read = _trainlog()
         from ..formats.trainlog.tables import THROUGHPUT, TRAIN_METRICS
 
@@ -159,10 +317,159 @@ class TrainlogState:
         return ParseResult(tables, problems, variant)
 
     def rows(self) -> int:
-        n = sum(len(p[0]) + len(p[1]) for p in self.parts)
+        n = sum(len(df) for chunks in self.done.values() for df in chunks)
+        n += sum(len(p[0]) + len(p[1]) for p in self.parts)
         if self.merged is not None:
             n += len(self.merged[0]) + len(self.merged[1])
         return n
+
+
+def _printed_by(part: Any) -> dict[str, int]:
+    """The rows of a scanned part per launcher prefix ("" without one)."""
+    printed: dict[str, int] = {}
+    for df in part[:2]:
+        if len(df) and "prefix" in df:
+            pre = df["prefix"].astype("object").where(df["prefix"].notna(), "")
+            for k, n in pre.value_counts(sort=False).items():
+                printed[str(k)] = printed.get(str(k), 0) + int(n)
+        elif len(df):
+            printed[""] = printed.get("", 0) + len(df)
+    return printed
+
+
+def _finishable(name: str, tp: pd.DataFrame, tm: pd.DataFrame) -> bool:
+    """Whether a part's rows are final once finished on their own and joined
+    (:class:`_Join`): not SambaFlow's instances without a prefix (numbered through the
+    file), steps exact as floats (the joins add them as such). A per-rank file's rank
+    (from its name) is the same in every part."""
+    from ..formats.trainlog import instances
+    from ..formats.trainlog.read import _EXACT, _abs_sum
+
+    for df in (tp, tm):
+        if not len(df):
+            continue
+        documented = schema.isin(df["pattern"], instances.INSTANCE_PATTERNS)
+        if documented.any() and (documented & df["prefix"].isna().to_numpy()).any():
+            return False
+        step = df["step"]
+        if step.dtype == object:
+            if step.notna().any():
+                return False
+            continue
+        if len(step) and not _abs_sum(step) < _EXACT:
+            return False
+    return True
+
+
+def _nan_key(v: float) -> float:
+    """A float as a key where NaN equals NaN."""
+    return float("-inf") if v != v else v
+
+
+class _Join:
+    """One table's parts joined as they come: what
+    :func:`dptrace.formats.trainlog.instances.join_streams` folds over a parallel read's
+    ranges, kept across passes (the parts before are never looked at again), plus the one
+    rule that fold leaves out: a global series's line printed again right after a cut.
+
+    Per stream key: the sum of its completed passes' last steps, its last step and epoch
+    (a restart at the cut adds the last step; a first row equal to the last is a repeat);
+    the (key, value, epoch) of the end-of-run global figures seen (a later copy repeats);
+    per global series (no step), its last row's line, value and epoch (a line whose figures
+    are all those of the line right before it repeats)."""
+
+    def __init__(self) -> None:
+        self.state: dict[tuple, tuple[float, float, float]] = {}
+        self.copies: set[tuple] = set()
+        self.series: dict[tuple, tuple[int, float, float]] = {}
+
+    def add(self, df: pd.DataFrame, info: dict[str, Any], lines_before: int,
+            commit: bool) -> pd.DataFrame:
+        """``df`` (a part's finished table, local line numbers, ``info`` from its finishing)
+        as rows of the whole file: line numbers shifted, global steps, repeats across the
+        cut. ``commit``: the join's state takes the part in (else: the line being written,
+        looked at and forgotten)."""
+        import numpy as np
+
+        if not len(df):
+            return df
+        keys = info.get("keys", ())
+        stream = info.get("stream")
+        df["lineno"] = df["lineno"] + lines_before
+        state = self.state if commit else dict(self.state)
+        off = np.zeros(len(keys), dtype=np.float64)
+        repeat: list[int] = []
+        if info.get("streams") is not None:
+            for code, row, f_step, f_epoch, l_step, l_epoch, completed in zip(
+                    *(a.tolist() for a in info["streams"]), strict=True):
+                key = keys[code]
+                done = 0.0
+                if key in state:
+                    done, last, last_epoch = state[key]
+                    if f_step < last:
+                        done += last
+                    elif f_step == last and (f_epoch == last_epoch or (
+                            f_epoch != f_epoch and last_epoch != last_epoch)):
+                        repeat.append(row)
+                off[code] = done
+                state[key] = (done + completed, l_step, l_epoch)
+        if stream is not None and off.any():
+            add = off.astype(np.int64)[stream]
+            add[(df["epoch"].isna() | df["step"].isna()).to_numpy()] = 0
+            df["step"] = df["step"] + add
+        glob = info.get("glob")
+        if glob is not None:
+            rows, codes, value, epoch = glob
+            seen = self.copies if commit else set(self.copies)
+            for r, c, v, e in zip(rows.tolist(), codes.tolist(), value.tolist(),
+                                  epoch.tolist(), strict=True):
+                k = (keys[c], _nan_key(v), _nan_key(e))
+                if k in seen:
+                    repeat.append(r)
+                seen.add(k)
+        if "scope" in df and stream is not None:
+            repeat += self._redrawn(df, keys, stream, commit)
+        if repeat:
+            flags = df["repeat"].to_numpy(dtype=bool, copy=True)
+            flags[np.asarray(repeat, dtype=np.int64)] = True
+            df["repeat"] = flags
+        return df
+
+    def _redrawn(self, df: pd.DataFrame, keys: Any, stream: Any, commit: bool) -> list[int]:
+        """The rows of the part's first line of global series figures when all of them are
+        those of the line right before it, in the part before (see
+        :func:`dptrace.formats.trainlog.instances._redrawn`); the series' last rows kept."""
+        import numpy as np
+
+        from ..formats.trainlog import instances
+
+        series = (df["step"].isna().to_numpy() & (df["scope"] == "global").to_numpy()
+                  & ~schema.isin(df["pattern"], instances.INSTANCE_PATTERNS)
+                  & ~schema.isin(df["pattern"], instances.COPY_PATTERNS))
+        at = np.flatnonzero(series)
+        if not len(at):
+            return []
+        line = df["lineno"].to_numpy(dtype="int64", na_value=-1)[at]
+        value = df["value"].to_numpy(dtype="float64", na_value=np.nan)[at]
+        epoch = df["epoch"].to_numpy(dtype="float64", na_value=np.nan)[at]
+        codes = stream[at]
+        first = line == line[0]
+        out: list[int] = []
+        hit, seen = True, set()
+        for i in np.flatnonzero(first).tolist():
+            key = keys[int(codes[i])]
+            last = self.series.get(key)
+            hit = hit and key not in seen and last is not None and last[0] == line[i] - 1 \
+                and _nan_key(last[1]) == _nan_key(value[i]) \
+                and _nan_key(last[2]) == _nan_key(epoch[i])
+            seen.add(key)
+        if hit:
+            out = at[first].tolist()
+        if commit:
+            for i in range(len(at)):   # the last row of each series stays
+                self.series[keys[int(codes[i])]] = (int(line[i]), float(value[i]),
+                                                     float(epoch[i]))
+        return out
 
 
 #: the label columns of the scanned rows (strings; categorical from the fast route)
@@ -271,10 +578,12 @@ class NcclState:
         return ParseResult(tables, problems, variant)
 
 
-def state_for(fmt: str, name: str, engine: str = "auto") -> TrainlogState | NcclState:
-    """A new incremental state of format ``fmt`` (one of :data:`INCREMENTAL`)."""
+def state_for(fmt: str, name: str, engine: str = "auto",
+              path: str | None = None) -> TrainlogState | NcclState:
+    """A new incremental state of format ``fmt`` (one of :data:`INCREMENTAL`) of the file
+    at ``path`` (shown as ``name``)."""
     if fmt == "trainlog":
-        return TrainlogState(name, use_fast=engine != "general")
+        return TrainlogState(name, use_fast=engine != "general", path=path)
     if fmt == "nccl":
         return NcclState(name)
     raise ValueError(f"{fmt} is not read incrementally")
