@@ -13,7 +13,8 @@ Each derived table is declared once, by the format whose tables it reads, in the
 :func:`register_derived` with a :class:`Derived` (its name, ``<area>.<table>``, and the
 function ``Analyses -> DataFrame | None``: None when the Dataset has nothing for it). The
 formats' ``analyses`` modules are imported on the first look-up (:func:`derived`), so no
-shared module names a format's tables.
+shared module names a format's tables: those of the formats whose tables the Dataset holds
+(:func:`dptrace.formats.reading`), and every format's when a name is not found among them.
 
 Findings judge each run on its own rows (:meth:`Analyses.of_run`): a run's context is made
 once per report too, and a Dataset of one run is its own run's context.
@@ -21,7 +22,7 @@ once per report too, and a Dataset of one run is its own run's context.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +58,9 @@ class Derived:
 
 
 _DERIVED: dict[str, Derived] = {}
-_DISCOVERED = False
+#: True: every format's ``analyses`` module imported; a set: those of the formats of
+#: these tables (:func:`derived`); False: none
+_DISCOVERED: bool | frozenset[str] = False
 #: the module of a format package that declares its derived tables
 FORMAT_ANALYSES = "analyses"
 
@@ -77,14 +80,23 @@ def _module(spec: Derived) -> str:
     return getattr(spec.build, "__module__", "") or ""
 
 
-def derived() -> dict[str, Derived]:
+def derived(tables: Iterable[str] | None = None) -> dict[str, Derived]:
     """Every declared derived table by name (the formats' ``analyses`` modules imported on
     first use; one that fails to import costs only its own tables: see
-    :data:`dptrace.formats.UNAVAILABLE`)."""
+    :data:`dptrace.formats.UNAVAILABLE`). ``tables``: import only the modules of the
+    formats that read any of them (:func:`dptrace.formats.reading`); the tables declared
+    so far are all returned."""
     global _DISCOVERED
-    if not _DISCOVERED:
-        _DISCOVERED = True
-        formats.import_parts(FORMAT_ANALYSES)
+    if _DISCOVERED is not True:
+        if tables is None:
+            _DISCOVERED = True
+            formats.import_parts(FORMAT_ANALYSES)
+        else:
+            done = _DISCOVERED or frozenset()
+            new = frozenset(tables) - done
+            if new:
+                _DISCOVERED = done | new
+                formats.import_parts(FORMAT_ANALYSES, new)
     return _DERIVED
 
 
@@ -115,6 +127,8 @@ class Analyses:
     def __init__(self, ds: Dataset, options: Mapping[str, Any] | None = None,
                  parent: Analyses | None = None, run: str | None = None) -> None:
         self.ds = ds
+        #: the tables the Dataset holds rows of (whose formats' declarations are looked at)
+        self._present = tuple(ds.tables)
         #: the report's context when this is one run's (:meth:`of_runs`), and the run
         self.parent, self.run = parent, run
         self.options: dict[str, Any] = {k: v for k, v in (options or {}).items()
@@ -136,7 +150,7 @@ class Analyses:
     def __getitem__(self, name: str) -> pd.DataFrame | None:
         if name in self._tables:
             return self._tables[name]
-        spec = derived().get(name)
+        spec = self._spec(name)
         if spec is None:
             raise KeyError(f"no derived table {name!r} (known: {', '.join(sorted(_DERIVED))})")
         if name in self._busy:
@@ -177,9 +191,15 @@ class Analyses:
                 self._by_run[name] = {str(run): pos for run, pos in groups.items()}
         return self._by_run[name]
 
+    def _spec(self, name: str) -> Derived | None:
+        """The declaration of ``name``: among those of the formats whose tables the Dataset
+        holds, else among every format's (None: nobody declared it)."""
+        spec = derived(self._present).get(name)
+        return spec if spec is not None else derived().get(name)
+
     def get(self, name: str) -> pd.DataFrame | None:
         """``a[name]``, or None for a name nobody declared."""
-        return self[name] if name in derived() else None
+        return self[name] if name in self._tables or self._spec(name) is not None else None
 
     def table(self, name: str) -> pd.DataFrame:
         """The Dataset's table ``name`` (empty, with its columns, when it has none)."""

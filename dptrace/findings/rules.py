@@ -13,7 +13,7 @@ module here names a format's table; every kind and its condition is listed in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +56,9 @@ class FindingsRule:
 
 _RULES: dict[tuple[str, tuple[str, ...]], Rule] = {}
 _POST: dict[tuple[str, tuple[str, ...]], FindingsRule] = {}
-_DISCOVERED = False
+#: True: every format's ``findings`` module imported; a set: those of the formats of
+#: these tables (:func:`_discover`); False: none
+_DISCOVERED: bool | frozenset[str] = False
 #: the module of a format package that declares its rules
 FORMAT_FINDINGS = "findings"
 
@@ -74,11 +76,21 @@ def register_rules(*rules: Rule | FindingsRule) -> None:
             _RULES[_key(rule)] = rule
 
 
-def _discover() -> None:
+def _discover(tables: Iterable[str] | None = None) -> None:
+    """Import the formats' ``findings`` modules: every format's, or (``tables``) those of
+    the formats that read any of the tables (:func:`dptrace.formats.reading`)."""
     global _DISCOVERED
-    if not _DISCOVERED:
+    if _DISCOVERED is True:
+        return
+    if tables is None:
         _DISCOVERED = True
         formats.import_parts(FORMAT_FINDINGS)
+        return
+    done = _DISCOVERED or frozenset()
+    new = frozenset(tables) - done
+    if new:
+        _DISCOVERED = done | new
+        formats.import_parts(FORMAT_FINDINGS, new)
 
 
 def rediscover() -> None:
@@ -87,15 +99,29 @@ def rediscover() -> None:
     _DISCOVERED = False
 
 
-def rules() -> list[Rule]:
-    """Every declared rule, in order."""
-    _discover()
-    return sorted(_RULES.values(), key=lambda r: r.order)
+def rules(tables: Iterable[str] | None = None) -> list[Rule]:
+    """Every declared rule, in order. ``tables``: only the rules that can fire on a Dataset
+    holding these tables: those of the formats that read any of them, and those no
+    format declares (a format's rules read its derived tables, which are None without its
+    tables: such a rule would not run)."""
+    _discover(tables)
+    found: Iterable[Rule] = _RULES.values()
+    if tables is not None:
+        found = [r for r in found if _reads_any(r.fn, tables)]
+    return sorted(found, key=lambda r: r.order)
 
 
-def findings_rules() -> list[FindingsRule]:
-    """Every declared rule over findings, in order."""
-    _discover()
+def _reads_any(fn: Callable[..., Any], tables: Iterable[str]) -> bool:
+    """Whether ``fn`` is no format's, or one of a format that reads any of ``tables``."""
+    fmt = formats.owner(getattr(fn, "__module__", "") or "")
+    return fmt is None or fmt in formats.reading(tables)
+
+
+def findings_rules(tables: Iterable[str] | None = None) -> list[FindingsRule]:
+    """Every declared rule over findings, in order (``tables``: as :func:`rules`, with the
+    ``findings`` modules a format needs for any Dataset: :data:`dptrace.formats.REPORT_ALWAYS`;
+    a rule over findings runs whatever the tables)."""
+    _discover(tables)
     return sorted(_POST.values(), key=lambda r: r.order)
 
 
@@ -116,20 +142,21 @@ def run_rules(target: Analyses | Dataset, thresholds: Mapping[str, float] | None
     a = target if isinstance(target, Analyses) else Analyses(target, opts)
     if thresholds is None:
         thresholds = a.options.get("thresholds")
-    given = th.parse_overrides(thresholds or {})
-    known = th.overridable()
+    given = th.parse_overrides(thresholds) if thresholds else {}
+    known = th.overridable() if given else {}
+    present = a._present
 
     def kwargs(kinds: tuple[str, ...]) -> dict[str, Any]:
         return {known[k].param: known[k].argument(v) for k, v in given.items() if k in kinds}
 
     out: list[Finding] = []
-    for rule in rules():
+    for rule in rules(present):
         if not _may_fire(a, rule, kwargs(rule.kinds)):
             continue
         tables = [a.get(n) for n in rule.needs]
         if all(t is not None for t in tables):
             out.extend(rule.fn(*tables, **kwargs(rule.kinds)))
-    for post in findings_rules():
+    for post in findings_rules(present):
         out = post.fn(out, a, **kwargs(post.kinds))
     return out
 

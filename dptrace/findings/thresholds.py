@@ -116,6 +116,8 @@ def parse_overrides(items: Iterable[str] | Mapping[str, float]) -> dict[str, flo
                 raise ValueError(f"--threshold {text!r}: expected KIND=VALUE, e.g. "
                                  "throughput_straggler=10")
             pairs.append((key.strip(), given.strip()))
+    if not pairs:
+        return {}
     known = overridable()
     out: dict[str, float] = {}
     for kind, value in pairs:

@@ -33,24 +33,54 @@ not load, or that names a built-in format, is left out and its error kept in
 Every part a format may have is found the same way (:func:`import_parts`): for each format,
 ``<package>.<part>`` is imported if it exists; a part that fails to import costs only that
 format's part, its error kept in :data:`UNAVAILABLE`.
+
+A report imports the report parts (``analyses``, ``findings``, ``sections``) only of the
+formats whose tables its Dataset holds (:func:`reading`): a format's parts read the tables
+its package names as :data:`REPORT_READS` (a tuple in its ``__init__``; without one, its
+``SPEC.tables``), and a format with none of them in a Dataset has nothing to say of it
+(every derived table of its is None, every section None, no rule fires). A part a format
+needs for any Dataset (a rule over the other formats' findings) is named in its
+:data:`REPORT_ALWAYS`. A look-up that names what no imported part declares imports every
+format's part first (:mod:`dptrace.analyses`), so a wrong or missing declaration costs time,
+never a result.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Iterable
 from functools import lru_cache
 
 #: the entry-point group of formats shipped outside dptrace
 ENTRY_POINT_GROUP = "dptrace.formats"
 #: what could not be loaded, by entry point or module name: the error in one line
 UNAVAILABLE: dict[str, str] = {}
+#: :func:`builtin`'s listing, by search path
+_BUILTIN: dict[tuple[str, ...], list[str]] = {}
+#: the optional name in a format package's ``__init__``: the Dataset tables its report
+#: parts read (default: its ``SPEC.tables``)
+REPORT_READS = "REPORT_READS"
+#: the optional name in a format package's ``__init__``: its parts a report imports
+#: whatever the Dataset holds (``("findings",)``: a rule over every format's findings)
+REPORT_ALWAYS = "REPORT_ALWAYS"
+#: what each format's parts read and which parts it always needs (:func:`_reads`)
+_READS: dict[tuple[str, int], tuple[frozenset[str] | None, frozenset[str]]] = {}
+#: :func:`reading`'s answers, by tables and part
+_READING: dict[tuple[frozenset[str], str | None, tuple[str, ...]], list[str]] = {}
+#: the format of each module asked about (:func:`owner`)
+_OWNERS: dict[str, str | None] = {}
 
 
 def builtin() -> list[str]:
-    """The format packages under this one, in name order."""
-    return sorted(info.name for info in pkgutil.iter_modules(__path__)
-                  if info.ispkg and not info.name.startswith("_"))
+    """The format packages under this one, in name order (listed once per search path:
+    :func:`refresh` lists them again)."""
+    where = tuple(__path__)
+    found = _BUILTIN.get(where)
+    if found is None:
+        found = _BUILTIN[where] = sorted(info.name for info in pkgutil.iter_modules(where)
+                                         if info.ispkg and not info.name.startswith("_"))
+    return list(found)
 
 
 @lru_cache(maxsize=1)
@@ -90,16 +120,74 @@ def module(name: str) -> str:
 def refresh() -> None:
     """Read the entry points again (a test that installs or fakes one)."""
     _plugins.cache_clear()
+    _BUILTIN.clear()
+    _READS.clear()
+    _READING.clear()
+    _OWNERS.clear()
     for key in [k for k in UNAVAILABLE if k.startswith(ENTRY_POINT_GROUP)]:
         del UNAVAILABLE[key]
 
 
-def import_parts(part: str) -> dict[str, object]:
+def _reads(name: str) -> tuple[frozenset[str] | None, frozenset[str]]:
+    """The tables format ``name``'s report parts read (None: any, when its package does not
+    import: its parts are then tried, and their error kept, as for every Dataset) and the
+    parts it needs for every Dataset."""
+    try:
+        package = importlib.import_module(module(name))
+    except Exception:   # (import_parts keeps the error of the part it then tries)
+        return (None, frozenset())
+    got = _READS.get((name, id(package)))
+    if got is None:
+        tables = getattr(package, REPORT_READS, None)
+        if tables is None:
+            tables = getattr(getattr(package, "SPEC", None), "tables", None)
+        got = (None if tables is None else frozenset(tables),
+               frozenset(getattr(package, REPORT_ALWAYS, ())))
+        _READS[(name, id(package))] = got
+    return got
+
+
+def reading(tables: Iterable[str] | None, part: str | None = None) -> list[str]:
+    """The formats whose report parts read any of ``tables`` (None: every format), in
+    :func:`names` order; with ``part``, also those that need that part for any Dataset
+    (:data:`REPORT_ALWAYS`)."""
+    if tables is None:
+        return names()
+    known = tuple(names())
+    key = (frozenset(tables), part, known)
+    out = _READING.get(key)
+    if out is None:
+        out = []
+        for name in known:
+            reads, always = _reads(name)
+            if reads is None or not key[0].isdisjoint(reads) or (
+                    part is not None and part in always):
+                out.append(name)
+        _READING[key] = out
+    return list(out)
+
+
+def owner(module_name: str) -> str | None:
+    """The format whose package holds module ``module_name`` (None: no format's, e.g. a
+    rule or section registered by a notebook or by dptrace's own sections)."""
+    if module_name not in _OWNERS:
+        found = None
+        for name in names():
+            package = module(name)
+            if module_name == package or module_name.startswith(package + "."):
+                found = name
+                break
+        _OWNERS[module_name] = found
+    return _OWNERS[module_name]
+
+
+def import_parts(part: str, tables: Iterable[str] | None = None) -> dict[str, object]:
     """Import ``<package>.<part>`` of every format that has one: format name -> module. A
     format without the part is left out; one whose part fails to import too, with its
-    error in :data:`UNAVAILABLE` (so one broken format costs only its own part)."""
+    error in :data:`UNAVAILABLE` (so one broken format costs only its own part).
+    ``tables``: only the formats that read any of them (:func:`reading`)."""
     out: dict[str, object] = {}
-    for name in names():
+    for name in reading(tables, part):
         path = f"{module(name)}.{part}"
         try:
             out[name] = importlib.import_module(path)

@@ -158,7 +158,8 @@ def _build(ds: Dataset, view: str, only: set[str] | None, opts: Mapping[str, Any
             k: v for k, v in opts.items() if k in ("warmup", "thresholds")})
     # one analysis context: the derived tables sections and rules share, computed once
     options["analyses"] = Analyses(ds, options)
-    sections = [s for spec in registry.sections(view)
+    # the sections of the formats whose tables the Dataset holds (the others have no data)
+    sections = [s for spec in registry.sections(view, ds.tables)
                 if (only is None or spec.name in only)
                 and (s := spec.build(ds, options)) is not None]
     return Report(ds, sections, view)

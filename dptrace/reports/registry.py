@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -83,7 +83,9 @@ class SectionSpec:
 #: the kinds of report: one Dataset's report, two runs compared, runs at several scales
 VIEWS = ("report", "compare", "scaling")
 _SPECS: dict[str, SectionSpec] = {}
-_DISCOVERED = False
+#: True: every section module imported (the report's own and every format's); a set: the
+#: report's own and those of the formats of these tables (:func:`discover`); False: none
+_DISCOVERED: bool | frozenset[str] = False
 #: the package whose every module is imported to find the format-independent sections
 SECTIONS_PACKAGE = "dptrace.reports.sections"
 #: the module of a format package that declares its sections, if it has any
@@ -116,26 +118,39 @@ def _module(spec: SectionSpec) -> str:
     return getattr(spec.build, "__module__", "") or ""
 
 
-def discover() -> None:
+def discover(tables: Iterable[str] | None = None) -> None:
     """Import every section module (once): each registers its sections.
 
     First every module of :data:`SECTIONS_PACKAGE` (an error there is raised: the report's
     own sections are broken), then ``dptrace.formats.<format>.sections`` of each format
     that has one (an error there skips that format's sections and is kept in
-    :data:`UNAVAILABLE`)."""
+    :data:`UNAVAILABLE`). ``tables``: only the formats that read any of them
+    (:func:`dptrace.formats.reading`)."""
     global _DISCOVERED
-    if _DISCOVERED:
+    if _DISCOVERED is True:
         return
-    _DISCOVERED = True   # first: a section module that asks for sections() does not recurse
-    try:
-        package = importlib.import_module(SECTIONS_PACKAGE)
-        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-            if not info.name.startswith("_") and info.name not in VIEW_MODULES:
-                importlib.import_module(f"{SECTIONS_PACKAGE}.{info.name}")
-    except BaseException:
-        _DISCOVERED = False
-        raise
-    for name in formats.names():
+    done = _DISCOVERED or frozenset()
+    if _DISCOVERED is False:
+        # first: a section module that asks for sections() does not recurse
+        _DISCOVERED = done
+        try:
+            package = importlib.import_module(SECTIONS_PACKAGE)
+            for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+                if not info.name.startswith("_") and info.name not in VIEW_MODULES:
+                    importlib.import_module(f"{SECTIONS_PACKAGE}.{info.name}")
+        except BaseException:
+            _DISCOVERED = False
+            raise
+    if tables is None:
+        _DISCOVERED = True
+        todo = formats.names()
+    else:
+        new = frozenset(tables) - done
+        if not new:
+            return
+        _DISCOVERED = done | new
+        todo = formats.reading(new, FORMAT_SECTIONS)
+    for name in todo:
         _import_format_sections(f"{formats.module(name)}.{FORMAT_SECTIONS}")
 
 
@@ -161,13 +176,21 @@ def _import_format_sections(module: str) -> None:
         UNAVAILABLE.pop(module, None)
 
 
-def sections(view: str | None = "report") -> list[SectionSpec]:
+def sections(view: str | None = "report", tables: Iterable[str] | None = None,
+             ) -> list[SectionSpec]:
     """The registered sections of ``view`` (default: the ordinary report; None: every
-    view's), in report order."""
-    discover()
+    view's), in report order. ``tables``: only those that can have data for a Dataset
+    holding these tables: the sections of the formats that read any of them
+    (:func:`dptrace.formats.reading`; a format's sections read its tables, and are None
+    without them) and those no format declares (the inputs, the findings)."""
+    discover(tables)
     _discover_views(view)
-    return sorted((s for s in _SPECS.values() if view is None or view in s.views),
-                  key=lambda s: (s.order, s.name))
+    found = (s for s in _SPECS.values() if view is None or view in s.views)
+    if tables is not None:
+        reading = set(formats.reading(tables))
+        found = (s for s in found if (fmt := formats.owner(_module(s))) is None
+                 or fmt in reading)
+    return sorted(found, key=lambda s: (s.order, s.name))
 
 
 def section_spec(name: str) -> SectionSpec | None:

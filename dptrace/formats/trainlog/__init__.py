@@ -69,3 +69,10 @@ SPEC = Spec(
     markers=KEYWORDS,
     reads="training logs (slurm-*.out, rank logs) into ``throughput`` and ``train_metrics``",
 )
+
+#: the tables this format's report parts read (dptrace.formats.REPORT_READS): its own, and
+#: MLPerf logs' rows, whose figures join the job figures (analyses, job.py)
+REPORT_READS = ("throughput", "train_metrics", "mllog")
+#: its findings module for any Dataset (dptrace.formats.REPORT_ALWAYS): the rule over every
+#: format's straggler findings (cross_source_straggler) is declared there
+REPORT_ALWAYS = ("findings",)
