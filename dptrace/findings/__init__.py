@@ -204,6 +204,19 @@ def frame(findings: list[Finding]) -> pd.DataFrame:
     first and symptoms last (:func:`_place`: :data:`CAUSES`, the other stragglers, the rest,
     :data:`SYMPTOMS`), then kind, then value (largest first; none last), then subject and
     evidence (so the order is stable)."""
+    if not findings:   # (the empty table, made once: most runs have no finding)
+        global _NONE
+        if _NONE is None:
+            _NONE = _frame([])
+        return _NONE.copy()
+    return _frame(findings)
+
+
+#: :func:`frame` of no finding
+_NONE: pd.DataFrame | None = None
+
+
+def _frame(findings: list[Finding]) -> pd.DataFrame:
     cols = FINDINGS.names
     rows = [{**asdict(f), "evidence_table": "; ".join(e.table for e in f.rows),
              "evidence_key": json.dumps([e.key_dict() for e in f.rows])} for f in findings]

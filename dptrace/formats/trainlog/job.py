@@ -44,13 +44,14 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ...analysis.keys import RUN, run_first
+from ...frames import factorize
 from ...names import rank_of_path
 from ...schema import first_rows
 from . import throughput as thr
@@ -115,16 +116,19 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
         inst, summary = _renamed(inst, given, tp), _renamed(summary, given, tp)
         figures = None
     metrics = _by_input(metrics)
-    groups_tp = _groups(tp)
-    groups_m = _groups(metrics) if metrics is not None else None
-    found = [g for g in (groups_tp, groups_m) if g is not None and len(g)]
-    every = pd.concat(found) if found else pd.Series(dtype="object")
-    if every.empty or not (every.groupby(every.index.get_level_values(0), observed=True)
-                           .nunique() > 1).any():
+    pairs = [*_pairs(tp), *_pairs(metrics)]
+    inputs: dict[str, set[str]] = {}
+    for run, source in pairs:
+        inputs.setdefault(run, set()).add(_group_of(source))
+    if not any(len(g) > 1 for g in inputs.values()):   # every run one input
         out = _job_figures(tp, _world_sizes(runs), fraction, check_ranges, metrics,
                            inst=inst, summary=summary,
                            figures=figures if inst is not None else None)
-        return _with_input(out, tp, metrics)
+        return _with_input(out, pairs)
+    groups_tp = _groups(tp)
+    groups_m = _groups(metrics) if metrics is not None else None
+    found = [g for g in (groups_tp, groups_m) if g is not None and len(g)]
+    every = pd.concat(found)
     world = _world_sizes(runs)
     single = set(every.groupby(every.index.get_level_values(0), observed=True).nunique()
                  .loc[lambda n: n == 1].index.astype(str))
@@ -178,6 +182,20 @@ def _renamed(df: pd.DataFrame | None, given: pd.DataFrame, tp: pd.DataFrame,
     return df.assign(source=source.map(names))
 
 
+def _pairs(df: pd.DataFrame | None) -> list[tuple[str, str]]:
+    """The (run, source) pairs of ``df`` as text, in the order they first come (run
+    ``'run'`` when it has none)."""
+    if df is None or df.empty or "source" not in df:
+        return []
+    cols = [c for c in (RUN, "source") if c in df]
+    first = first_rows(thr.group_ids(df, cols))
+    source = [str(s) for s in df["source"].take(first).tolist()]
+    run = ([str(r) for r in df[RUN].take(first).tolist()] if RUN in df
+           else ["run"] * len(source))
+    return list(zip(run, source, strict=True))
+
+
+@lru_cache(maxsize=65536)
 def _group_of(source: str) -> str:
     """The input a figure belongs to: a per-rank layout's directory, else the file; as the
     sources name it (a relative path stays relative: reports do not depend on where the
@@ -225,17 +243,12 @@ def _stated_world(metrics: pd.DataFrame | None) -> dict[str, int]:
     return out
 
 
-def _with_input(out: pd.DataFrame, tp: pd.DataFrame, metrics: pd.DataFrame | None,
-                ) -> pd.DataFrame:
-    """The ``input`` column of a table made for runs of one input each."""
+def _with_input(out: pd.DataFrame, pairs: list[tuple[str, str]]) -> pd.DataFrame:
+    """The ``input`` column of a table made for runs of one input each (``pairs``: the
+    (run, source) pairs of the throughput rows, then of the metrics: :func:`_pairs`)."""
     if out.empty:
         return out
-    names = pd.concat([df[[c for c in (RUN, "source") if c in df]].drop_duplicates()
-                       for df in (tp, metrics) if df is not None and len(df)])
-    if RUN not in names:
-        names = names.assign(**{RUN: "run"})
-    first = {str(r): _display(_group_of(str(s)))
-             for r, s in zip(names[RUN].astype(str), names["source"].astype(str), strict=True)}
+    first = {r: _display(_group_of(s)) for r, s in pairs}
     return out.assign(input=out[RUN].astype(str).map(first))
 
 
@@ -313,18 +326,29 @@ def _with_steps(df: pd.DataFrame, steps: pd.DataFrame, like: pd.DataFrame) -> pd
         df = pd.concat([df, steps[COLUMNS]], ignore_index=True) if len(df) else steps[COLUMNS]
     if df.empty:
         return df.reset_index(drop=True)
-    df = df.assign(_head=df["metric"].map(_headline))
-    runs = df[RUN].astype("object")
+    head = [_headline(m) for m in df["metric"].tolist()]
+    runs = df[RUN].astype("object").tolist()
     if RUN in like and isinstance(like[RUN].dtype, pd.CategoricalDtype):
-        place = {r: i for i, r in enumerate(like[RUN].cat.categories)}
-        order = runs.map(lambda r: place.get(r, len(place)))
+        place = {r: i for i, r in enumerate(like[RUN].cat.categories.tolist())}
+        run_at = [place.get(r, len(place)) for r in runs]
     else:
-        order = pd.Series(pd.factorize(runs)[0], index=df.index)
-    inputs = df["input"] if "input" in df else pd.Series("", index=df.index)
-    df = df.assign(_run=order.to_numpy(), _input=pd.factorize(inputs.astype("object"))[0])
-    df = df.sort_values(["_run", "_input", "_head"], kind="stable")
-    out = df.drop(columns=["_head", "_run", "_input"]).reset_index(drop=True)
+        run_at = _codes(runs)
+    input_at = _codes(df["input"].astype("object").tolist()) if "input" in df \
+        else [0] * len(df)
+    order = sorted(range(len(df)), key=lambda i: (run_at[i], input_at[i], head[i]))
+    out = df.iloc[order].reset_index(drop=True)
     return run_first(out, like) if RUN in like else out
+
+
+def _missing(v: object) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and v != v)
+
+
+def _codes(values: list[object]) -> list[int]:
+    """``pd.factorize``'s codes of ``values``: in order of first appearance, a missing
+    value -1."""
+    seen: dict[object, int] = {}
+    return [-1 if _missing(v) else seen.setdefault(v, len(seen)) for v in values]
 
 
 def _step_times(metrics: pd.DataFrame | None, fraction: float) -> pd.DataFrame:
@@ -969,19 +993,33 @@ def end_summaries(tp: pd.DataFrame | None, metrics: pd.DataFrame | None) -> pd.D
     (what that summary is)."""
     tables = {"metrics": metrics, "tp_stepped": tp, "tp_unstepped": tp}
     found: dict[tuple[str, str, str], _Seen] = {}
+    columns: dict[tuple[int, str], tuple[np.ndarray, dict[object, int]]] = {}
+
+    def codes(df: pd.DataFrame, col: str) -> tuple[np.ndarray, dict[object, int]]:
+        """A column's codes and the code of each value (one factorisation per table)."""
+        key = (id(df), col)
+        if key not in columns:
+            c, values = factorize(df[col])
+            columns[key] = (c, {v: i for i, v in enumerate(values.tolist())})
+        return columns[key]
+
     for trainer, during, summary in SUMMARIES:
         for role, (table, pattern, names) in (("during", during), ("summary", summary)):
             df = tables[table]
             if df is None or df.empty or "pattern" not in df:
                 continue
-            hit = df["pattern"].astype("object") == pattern
+            pat, place = codes(df, "pattern")
+            hit = pat == place.get(pattern, -2)
+            if not hit.any():
+                continue
             if names:
-                hit &= df["name"].astype("object").isin(names)
+                name, place = codes(df, "name")
+                hit &= np.isin(name, [place[n] for n in names if n in place])
             if table == "tp_stepped":
-                hit &= df["step"].notna()
+                hit &= df["step"].notna().to_numpy(dtype=bool)
             elif table == "tp_unstepped":
-                hit &= df["step"].isna()
-            rows = df[hit.to_numpy(dtype=bool)]
+                hit &= df["step"].isna().to_numpy(dtype=bool)
+            rows = df[hit]
             if rows.empty:
                 continue
             run = rows[RUN].astype(str) if RUN in rows else pd.Series("run", index=rows.index)

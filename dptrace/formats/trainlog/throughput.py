@@ -149,7 +149,8 @@ def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
         "first_lineno": g["lineno"].min(),
     }).reset_index(drop=True)
     out = pd.concat([df[cols].iloc[first].reset_index(drop=True), stats], axis=1)
-    median = _group(out, keys(out, *SERIES))["value"].transform("median")
+    median = _group_median(group_ids(out, keys(out, *SERIES)),
+                           out["value"].to_numpy(dtype="float64", na_value=np.nan))
     out["below_median_pct"] = (median - out["value"]) / median * 100.0
     # a straggler is a printer the log names (a rank, an instance), in a series whose
     # printers are separate processes: copies of a global figure are no stragglers (the job
@@ -157,6 +158,20 @@ def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
     named = out["instance"].notna() & (out["scope"].astype("object") != "global")
     out["straggler"] = (out["below_median_pct"] > straggler * 100.0) & named
     return _in_order(run_first(out, tp))
+
+
+def _group_median(ids: np.ndarray, values: np.ndarray) -> pd.Series:
+    """The median of each row's group (``ids``: codes 0..k-1) over its known values, on
+    every row (a group without one: NaN), as ``groupby(...).transform("median")`` gives it:
+    the middle value, or the mean of the two middle ones."""
+    order = np.argsort(ids, kind="stable")
+    cuts = np.cumsum(np.bincount(ids))[:-1]
+    medians = np.empty(len(cuts) + 1 if len(ids) else 0, dtype=np.float64)
+    for i, pos in enumerate(np.split(order, cuts) if len(ids) else ()):
+        known = values[pos]
+        known = known[~np.isnan(known)]
+        medians[i] = np.median(known) if len(known) else np.nan
+    return pd.Series(medians[ids] if len(ids) else np.empty(0))
 
 
 def drift(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION) -> pd.DataFrame:
@@ -358,16 +373,33 @@ def _integers(step: pd.Series) -> bool:
 
 
 def _in_order(inst: pd.DataFrame) -> pd.DataFrame:
-    """Rows of :func:`per_instance`: series in :func:`series_order`, instances by rank."""
-    groups = _group(inst, keys(inst, *SERIES))
-    series = groups.agg(instances=("instance", "size"), rows=("rows", "sum"),
-                        first_lineno=("first_lineno", "min")).reset_index()
-    rank = np.empty(len(series), dtype=np.int64)  # series (numbered as they appear) -> place
-    rank[_order(series)] = np.arange(len(series))
-    by = rank_keys(inst["instance"]).assign(_series=rank[groups.ngroup().to_numpy()],
-                                            _line=inst["first_lineno"])
-    order = by.sort_values(["_series", "text", "number", "rest", "_line"], kind="stable")
-    return inst.loc[order.index].reset_index(drop=True)
+    """Rows of :func:`per_instance`: series in :func:`series_order`, instances by rank.
+
+    One sort of the rows in Python (a stable sort by series place, then the rank keys of
+    :func:`rank_keys` with a missing number last, then ``first_lineno``, missing last): a
+    table of a few series and instances is sorted without a frame made for its keys."""
+    ids = group_ids(inst, keys(inst, *SERIES))
+    first = first_rows(ids)
+    rows = inst["rows"].to_numpy(dtype="float64", na_value=np.nan)
+    line = inst["first_lineno"].to_numpy(dtype="float64", na_value=np.nan)
+    k = len(first)
+    lowest = np.full(k, np.inf)
+    np.fmin.at(lowest, ids, line)
+    columns = {c: inst[c].take(first) for c in ("pattern", "name", "metric", "phase", RUN,
+                                                 "source") if c in inst}
+    columns["instances"] = np.bincount(ids, minlength=k)
+    columns["rows"] = np.bincount(ids, weights=np.nan_to_num(rows), minlength=k)
+    columns["first_lineno"] = np.where(np.isinf(lowest), np.nan, lowest)
+    place = np.empty(k, dtype=np.int64)  # series (numbered as they appear) -> place
+    place[_order_of(columns)] = np.arange(k)
+    ranked = rank_keys(inst["instance"])
+    number = ranked["number"].to_numpy(dtype="float64", na_value=np.nan)
+    key = list(zip(place[ids].tolist(), ranked["text"].tolist(),
+                   np.isnan(number).tolist(), np.nan_to_num(number).tolist(),
+                   ranked["rest"].tolist(), np.isnan(line).tolist(),
+                   np.nan_to_num(line).tolist(), strict=True))
+    order = sorted(range(len(inst)), key=key.__getitem__)
+    return inst.iloc[order].reset_index(drop=True)
 
 
 def rank_keys(instance: pd.Series) -> pd.DataFrame:
@@ -443,40 +475,68 @@ def series_order(summary: pd.DataFrame) -> pd.DataFrame:
 
 def _order(summary: pd.DataFrame) -> np.ndarray:
     """Positions of ``summary``'s rows in :func:`series_order`."""
-    pattern = summary["pattern"].astype("object")
-    name = summary["name"].astype("object").fillna("").astype(str)
-    metric = summary["metric"].astype("object")
-    phase = summary["phase"].astype("object") if "phase" in summary else None
+    return _order_of({c: summary[c] for c in ("pattern", "name", "metric", "phase", RUN,
+                                              "source", "instances", "rows", "first_lineno")
+                      if c in summary})
+
+
+def _missing(v: object) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and v != v)
+
+
+def _texts(col: pd.Series) -> list[object]:
+    """A key column's values as Python objects, a missing one as None."""
+    return [None if _missing(v) else v for v in col.astype("object").tolist()]
+
+
+def _negated(col: object, n: int) -> list[float]:
+    """``-col`` as numbers, a missing one 0 (the sort keys of counts: larger first)."""
+    if col is None:
+        return [0.0] * n
+    values = pd.to_numeric(pd.Series(col)).to_numpy(dtype="float64", na_value=np.nan)
+    return (-np.nan_to_num(values, nan=0.0)).tolist()
+
+
+def _order_of(cols: dict[str, object]) -> np.ndarray:
+    """:func:`_order` of series given as columns (Series or arrays of equal length):
+    ``pattern``, ``name``, ``metric``, ``source``, ``instances``, ``rows``, and when known
+    ``phase``, ``run``, ``first_lineno``. Two stable sorts in Python over the series' keys
+    (a report has a few series; a folder of runs, a few per run)."""
+    pattern = _texts(cols["pattern"])  # type: ignore[arg-type]
+    n = len(pattern)
+    name = ["" if v is None else str(v) for v in _texts(cols["name"])]  # type: ignore[arg-type]
+    metric = _texts(cols["metric"])  # type: ignore[arg-type]
     rank = {p: i for i, p in enumerate(PHASES)}
-    secondary = name.str.startswith("RunningAvg") | (
-        (pattern == "horovod_benchmark") & ~name.str.lower().str.startswith("total"))
-    headline = np.where(metric.isin(_HEADLINE_METRICS), 0,
-                        np.where(metric == "tokens_per_s", 1, 2)) * 2 + secondary.to_numpy()
-    if RUN not in summary:
-        run = np.zeros(len(summary), dtype=np.int64)
-    elif isinstance(summary[RUN].dtype, pd.CategoricalDtype):
-        run = summary[RUN].cat.codes.to_numpy()
+    phases = (_texts(cols["phase"]) if "phase" in cols  # type: ignore[arg-type]
+              else [None] * n)
+    phase = [rank.get(v, 0) if v is not None else 0 for v in phases]
+    headline = [(0 if m in _HEADLINE_METRICS else 1 if m == "tokens_per_s" else 2) * 2
+                + int(nm.startswith("RunningAvg") or (
+                    p == "horovod_benchmark" and not nm.lower().startswith("total")))
+                for p, nm, m in zip(pattern, name, metric, strict=True)]
+    run_col = cols.get(RUN)
+    if run_col is None:
+        run = [0] * n
+    elif isinstance(getattr(run_col, "dtype", None), pd.CategoricalDtype):
+        run = run_col.cat.codes.tolist()  # type: ignore[union-attr]
     else:
-        run = pd.factorize(summary[RUN].astype(object), use_na_sentinel=False)[0]
-    order_keys = pd.DataFrame({
-        "run": run,
-        "source": summary["source"].astype("object").fillna("").to_numpy(),
-        "phase": 0 if phase is None else phase.map(rank).fillna(0).to_numpy(),
-        "kind": np.where(pattern.isin(TRAINER_PATTERNS), 0,
-                         np.where(pattern.isin(BAR_PATTERNS), 2, 1)),
-        "headline": headline,
-        "instances": -pd.to_numeric(summary["instances"]).fillna(0).to_numpy(),
-        "rows": -pd.to_numeric(summary["rows"]).fillna(0).to_numpy(),
-        "line": (pd.to_numeric(summary["first_lineno"]).fillna(0).to_numpy()
-                 if "first_lineno" in summary else 0),
-        "pos": np.arange(len(summary)),
-    })
-    best = order_keys.sort_values(["headline", "instances", "rows", "line", "pos"],
-                                  kind="stable")
-    order_keys["lead"] = best.groupby(["run", "source", "phase", "kind"], sort=False).cumcount()
-    order = order_keys.sort_values(["run", "phase", "kind", "lead", "instances", "rows",
-                                    "headline", "source", "line", "pos"], kind="stable")
-    return order["pos"].to_numpy()
+        run = pd.factorize(pd.Series(run_col).astype(object), use_na_sentinel=False)[0].tolist()
+    source = ["" if v is None else v for v in _texts(cols["source"])]  # type: ignore[arg-type]
+    kind = [0 if p in TRAINER_PATTERNS else 2 if p in BAR_PATTERNS else 1 for p in pattern]
+    instances = _negated(cols["instances"], n)
+    rows = _negated(cols["rows"], n)
+    line = ((-np.array(_negated(cols["first_lineno"], n))).tolist()
+            if "first_lineno" in cols else [0.0] * n)
+    best = sorted(range(n), key=lambda i: (headline[i], instances[i], rows[i], line[i]))
+    lead = [0] * n
+    seen: dict[tuple, int] = {}
+    for i in best:   # each log's best figure first: its place among its log's (phase, kind)
+        group = (run[i], source[i], phase[i], kind[i])
+        lead[i] = seen.get(group, 0)
+        seen[group] = lead[i] + 1
+    return np.array(sorted(range(n), key=lambda i: (
+        run[i], phase[i], kind[i], lead[i], instances[i], rows[i], headline[i], source[i],
+        line[i])), dtype=np.int64)
 
 
 _SUMMARY_COLS = ["instances", "rows", "sum", "mean", "hmean", "median", "min", "max", "std", "cv",
