@@ -32,6 +32,7 @@ one after the other, in their order (:mod:`.keys`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -497,19 +498,19 @@ def _negated(col: object, n: int) -> list[float]:
     return (-np.nan_to_num(values, nan=0.0)).tolist()
 
 
-def _order_of(cols: dict[str, object]) -> np.ndarray:
+def _order_of(cols: dict[str, Any]) -> np.ndarray:
     """:func:`_order` of series given as columns (Series or arrays of equal length):
     ``pattern``, ``name``, ``metric``, ``source``, ``instances``, ``rows``, and when known
     ``phase``, ``run``, ``first_lineno``. Two stable sorts in Python over the series' keys
     (a report has a few series; a folder of runs, a few per run)."""
-    pattern = _texts(cols["pattern"])  # type: ignore[arg-type]
+    pattern = _texts(cols["pattern"])
     n = len(pattern)
-    name = ["" if v is None else str(v) for v in _texts(cols["name"])]  # type: ignore[arg-type]
-    metric = _texts(cols["metric"])  # type: ignore[arg-type]
+    name = ["" if v is None else str(v) for v in _texts(cols["name"])]
+    metric = _texts(cols["metric"])
     rank = {p: i for i, p in enumerate(PHASES)}
-    phases = (_texts(cols["phase"]) if "phase" in cols  # type: ignore[arg-type]
+    phases = (_texts(cols["phase"]) if "phase" in cols
               else [None] * n)
-    phase = [rank.get(v, 0) if v is not None else 0 for v in phases]
+    phase = [rank.get(str(v), 0) if v is not None else 0 for v in phases]
     headline = [(0 if m in _HEADLINE_METRICS else 1 if m == "tokens_per_s" else 2) * 2
                 + int(nm.startswith("RunningAvg") or (
                     p == "horovod_benchmark" and not nm.lower().startswith("total")))
@@ -518,10 +519,10 @@ def _order_of(cols: dict[str, object]) -> np.ndarray:
     if run_col is None:
         run = [0] * n
     elif isinstance(getattr(run_col, "dtype", None), pd.CategoricalDtype):
-        run = run_col.cat.codes.tolist()  # type: ignore[union-attr]
+        run = run_col.cat.codes.tolist()
     else:
         run = pd.factorize(pd.Series(run_col).astype(object), use_na_sentinel=False)[0].tolist()
-    source = ["" if v is None else v for v in _texts(cols["source"])]  # type: ignore[arg-type]
+    source = ["" if v is None else v for v in _texts(cols["source"])]
     kind = [0 if p in TRAINER_PATTERNS else 2 if p in BAR_PATTERNS else 1 for p in pattern]
     instances = _negated(cols["instances"], n)
     rows = _negated(cols["rows"], n)
