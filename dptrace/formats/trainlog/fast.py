@@ -330,24 +330,33 @@ class Found:
         # shape), whether there is a rate ('?it/s': none), whether the count is plain digits
         kinds = [None if m is None else _unit_of(m["scale"], m["unit"], m["per"])
                  for m in shapes.matches]
-        metric = shapes.at(where, [-1 if k is None else self.code(k[0]) for k in kinds],
-                           np.int32, -1)
-        factor = shapes.at(where, [1.0 if k is None else k[1] for k in kinds], np.float64, 1.0)
-        inverse = shapes.at(where, [k is not None and k[2] for k in kinds], bool, False)
-        keep = shapes.at(where, [m is not None and k is not None and m["rate"] is not None
-                                 for k, m in zip(kinds, shapes.matches, strict=True)],
-                         bool, False)
-        plain = shapes.at(where, [m is not None and _PLAIN_COUNT.fullmatch(m["n"]) is not None
-                                  for m in shapes.matches], bool, False)
-        rate = _floats(pc.if_else(pc.equal(f["rate"], ""), "0", f["rate"]))
+        sub = shapes.which[where]  # each segment's shape (the last + 1: none)
+
+        def at(per_shape: list[Any], dtype: Any, missing: Any) -> np.ndarray:
+            return np.array(per_shape + [missing], dtype=dtype)[sub]
+
+        metric = at([-1 if k is None else self.code(k[0]) for k in kinds], np.int32, -1)
+        factor = at([1.0 if k is None else k[1] for k in kinds], np.float64, 1.0)
+        inverse = at([k is not None and k[2] for k in kinds], bool, False)
+        rated = [m is not None and m["rate"] is not None for m in shapes.matches]
+        keep = at([r and k is not None for k, r in zip(kinds, rated, strict=True)], bool, False)
+        plain = at([m is not None and _PLAIN_COUNT.fullmatch(m["n"]) is not None
+                    for m in shapes.matches], bool, False)
+        if at(rated, bool, False).all():  # every segment has a rate ('?it/s': an empty one)
+            rate = _floats(f["rate"])
+        else:
+            rate = _floats(pc.if_else(pc.equal(f["rate"], ""), "0", f["rate"]))
         with np.errstate(divide="ignore"):
             value = np.where(inverse, 1.0 / np.where(rate == 0, 1.0, rate), rate * factor)
         keep &= ~(inverse & (rate == 0))
         # the count: an int (ASCII digits; '1.5k' through rules._tqdm_count, an int too)
-        step = np.zeros(n, dtype=np.int64)
-        if plain.any():
-            step[plain] = pc.cast(f["n"].filter(pa.array(plain)), pa.int64()).to_numpy()
-        if not plain.all():
+        if plain.all():
+            step = np.asarray(pc.cast(f["n"], pa.int64()).to_numpy(zero_copy_only=False),
+                              dtype=np.int64)
+        else:
+            step = np.zeros(n, dtype=np.int64)
+            if plain.any():
+                step[plain] = pc.cast(f["n"].filter(pa.array(plain)), pa.int64()).to_numpy()
             odd = np.flatnonzero(~plain)
             counts = _per_value(f["n"].filter(pa.array(~plain)), _count, object)
             for i, c in zip(odd.tolist(), counts.tolist(), strict=True):
@@ -589,7 +598,7 @@ def _segment_spans(flat: pa.Array) -> _Shapes:
     offsets = _offsets(flat)
     base = int(offsets[0])
     shape = np.frombuffer(data, np.uint8, int(offsets[-1]) - base, base).copy()
-    shape[(shape - np.uint8(0x30)) < 10] = 0x30  # UTF-8: these bytes are ASCII digits only
+    np.putmask(shape, (shape - np.uint8(0x30)) < 10, 0x30)  # UTF-8: ASCII digits only
     shapes = pa.Array.from_buffers(pa.large_string(), len(flat), [
         None, pa.py_buffer(offsets - base), pa.py_buffer(shape)])
     values, which = _distinct(shapes)

@@ -59,16 +59,21 @@ def parse(source: Source, *, engine: str = "auto", executor: Executor | None = N
     ``executor`` (the loader's; default: :func:`dptrace.executor.resolve`) scans a log of
     :data:`PARALLEL_BYTES` or more in ranges of lines when it has several workers (any
     executor for a plain file, whose pieces map it by path; a decompressed or transcoded
-    one only on a forked pool, which inherits it: elsewhere it is scanned here)."""
+    one only on a forked pool, which inherits it); elsewhere its ranges are scanned and
+    finished here, one after another, and joined as the workers' are."""
     use_fast = engine != "general"
     executor = executor if executor is not None else resolve()
     problems: list[Problem] = []
     with source.buffer(problems) as buf:
         n = len(buf)
         path = _piece_path(source)
-        if n >= PARALLEL_BYTES and executor.workers > 1 and (
-                path is not None or isinstance(executor, Processes)):
-            parts = _scan_parallel(buf, source.name, use_fast, executor, path)
+        if n >= PARALLEL_BYTES:
+            # in ranges on the executor's workers, or here one after another (each range's
+            # rows finished before the next is scanned: the rows of the whole file are
+            # never held raw and finished at once)
+            spread = executor.workers > 1 and (path is not None or isinstance(executor, Processes))
+            parts = _scan_parallel(buf, source.name, use_fast, executor if spread else Serial(),
+                                   path)
             if all(isinstance(p, _Done) for p in parts):
                 return _joined(buf, source.name, parts, problems)  # type: ignore[arg-type]
         else:
