@@ -500,14 +500,14 @@ def _past(source: Source, markers: Sequence[bytes], start: int) -> dict[bytes, b
     by marker (those found); NCCL's watchdog timeouts, a DeepSpeed comms summary or MLPerf's
     last records come at the end of long jobs. One map of the file for all the markers,
     searched a block at a time (:data:`_PAST_BLOCK`) with the C library's ``memmem`` where
-    there is one (a third of the CPU of ``mmap.find``; :func:`_finder`), each block's pages
+    there is one (a third of the CPU of ``mmap.find``; :func:`finder`), each block's pages
     handed back once searched. Nothing for an input that is not a plain file (a compressed
     one is searched in its first :data:`DEEP_BYTES` only)."""
     if not source.plain:
         return {}
     from . import memory
     try:
-        with source.buffer() as mm, _finder(mm) as find:
+        with source.buffer() as mm, finder(mm) as find:
             n = len(mm)
             # where each marker is looked for next (a marker may end past ``start``)
             todo = {marker: max(start - len(marker), 0) for marker in markers}
@@ -534,10 +534,11 @@ def _past(source: Source, markers: Sequence[bytes], start: int) -> dict[bytes, b
 
 
 @contextlib.contextmanager
-def _finder(buf: Any) -> Iterator[Callable[[bytes, int, int], int]]:
-    """``find(needle, lo, hi)``: where ``needle`` first starts in ``buf[lo:hi]`` (-1: not
-    there), by the C library's ``memmem`` on ``buf``'s memory where it has one (glibc,
-    macOS, musl), else ``buf.find``."""
+def finder(buf: Any) -> Iterator[Callable[[bytes, int, int], int]]:
+    """``find(needle, lo, hi)`` while the context lasts: where ``needle`` first starts in
+    ``buf[lo:hi]`` (-1: not there), by the C library's ``memmem`` on ``buf``'s memory where
+    it has one (glibc, macOS, musl: a third of the CPU of ``mmap.find`` on a long search),
+    else ``buf.find``. ``buf``: bytes, or a map (its pages are read where they are)."""
     memmem = _memmem()
     if memmem is None:
         yield lambda needle, lo, hi: buf.find(needle, lo, hi)
