@@ -7,41 +7,16 @@ run. Skipped only outside CI when /usr/bin/chromium is missing (CI installs it: 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from browser_visit import chromium, skip_without_chromium, visit
 
 import dptrace
 
-CHROMIUM = "/usr/bin/chromium"
 HOSTILE = "<img src=x onerror=alert(1)>"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 
-if not Path(CHROMIUM).exists() and not os.environ.get("CI"):
-    pytest.skip("needs /usr/bin/chromium (apt-get install chromium); CI always runs this",
-                allow_module_level=True)
-
-#: per figure: how many marks plotly drew (bar paths, scatter lines, heatmap images)
-DRAWN_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => [
-  el.id,
-  el.querySelectorAll('.barlayer .trace path[d]:not([d="M0,0Z"])').length
-  + el.querySelectorAll('.scatterlayer .trace path.js-line[d]').length
-  + el.querySelectorAll('.scatterlayer .trace .points path[d]').length
-  + el.querySelectorAll('.heatmaplayer .hm image').length])"""
-
-
-#: per evidence link of the findings panel: its href, and whether its target exists
-FINDINGS_JS = """() => Array.from(document.querySelectorAll('#findings a.ev')).map(a => [
-  a.getAttribute('href'), !!document.getElementById(a.getAttribute('href').slice(1))])"""
-#: after following a link: the target's id, whether it is the :target, whether every
-#: <details> around it is open, and whether it is inside the viewport
-FOLLOWED_JS = """() => { const el = document.querySelector(':target'); if (!el) return null;
-  let open = true; for (let p = el.parentElement; p; p = p.parentElement)
-    if (p.tagName === 'DETAILS' && !p.open) open = false;
-  const r = el.getBoundingClientRect();
-  return [el.id, open, r.bottom > 0 && r.top < window.innerHeight]; }"""
+skip_without_chromium(module=True)
 
 
 def write_hostile_inputs(d: Path) -> None:
@@ -76,19 +51,14 @@ def dashboard(tmp_path_factory, fixtures_dir=Path(__file__).parent / "fixtures")
 
 
 @pytest.fixture(scope="module")
-def chromium():
+def browser():
     """One chromium for the module's dashboards (each visit opens its own page)."""
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with chromium() as b:
+        yield b
 
 
 @pytest.fixture(scope="module")
-def page_result(dashboard, chromium):
+def page_result(dashboard, browser):
     report, out = dashboard
 
     def more(page, seen: dict) -> None:
@@ -100,7 +70,7 @@ def page_result(dashboard, chromium):
         seen["bold"] = page.evaluate("document.querySelectorAll('td b').length")
         seen["horovod_text"] = page.evaluate("document.getElementById('horovod').textContent")
 
-    return report, out, _visit(chromium, out, more)
+    return report, out, visit(browser, out, more)
 
 
 def test_no_console_errors(page_result):
@@ -164,35 +134,8 @@ def test_findings_link_to_their_evidence(page_result):
 
 # ---- the compare and scaling dashboards (issue 16) --------------------------------------------
 
-def _visit(browser, path: Path, more=None) -> dict:
-    """Open a dashboard in a new page of ``browser`` (a fresh context: no cache, storage or
-    history of another visit): console errors, requests, dialogs, marks drawn, what
-    ``more(page, seen)`` reads, then every evidence link of the findings panel, followed."""
-    seen: dict = {"errors": [], "requests": [], "dialogs": []}
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    try:
-        page.on("console", lambda m: m.type == "error" and seen["errors"].append(m.text))
-        page.on("pageerror", lambda e: seen["errors"].append(str(e)))
-        page.on("request", lambda r: seen["requests"].append(r.url))
-        page.on("dialog", lambda d: (seen["dialogs"].append(d.message), d.dismiss()))
-        page.goto(path.as_uri(), wait_until="load", timeout=120_000)
-        page.wait_for_timeout(500)
-        seen["drawn"] = page.evaluate(DRAWN_JS)
-        if more is not None:
-            more(page, seen)
-        seen["findings"] = page.evaluate(FINDINGS_JS)
-        seen["followed"] = []
-        for href in [h for h, _ in seen["findings"]]:   # click each evidence link
-            page.click(f"a.ev[href='{href}']")
-            page.wait_for_timeout(50)
-            seen["followed"].append(page.evaluate(FOLLOWED_JS))
-    finally:
-        page.context.close()
-    return seen
-
-
 @pytest.fixture(scope="module")
-def runs_dashboards(tmp_path_factory, chromium):
+def runs_dashboards(tmp_path_factory, browser):
     """``dptrace compare`` of the real straggler pair and ``dptrace scaling`` of the real
     weak-scaling set (tests/fixtures/scaling),
     as the CLI writes them (run labels hostile: they are input strings too)."""
@@ -207,7 +150,7 @@ def runs_dashboards(tmp_path_factory, chromium):
     weak = Path(__file__).parent / "fixtures" / "scaling" / "weak"
     assert main(["scaling", *(str(weak / f"n{n}") for n in (1, 2, 4, 8)),
                  "--html", str(d / "scaling.html")]) == 0
-    return {name: (d / f"{name}.html", _visit(chromium, d / f"{name}.html"))
+    return {name: (d / f"{name}.html", visit(browser, d / f"{name}.html"))
             for name in ("compare", "scaling")}
 
 
