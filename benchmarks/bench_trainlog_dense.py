@@ -25,6 +25,9 @@ a temporary directory, or read from ``--file``. dptrace's modules are compiled t
   10 ms from ``/proc`` (summed, and anonymous memory only: the file is memory-mapped, and
   the pages of it a process touches count towards its RSS).
 
+The machine's 1-minute load average before and after each round is printed beside them:
+above the number of cores, wall times say how busy the machine was, CPU seconds less so.
+
 ``--tree LABEL=DIR`` runs each executor again with dptrace imported from another checkout
 (``PYTHONPATH=DIR``), in the same rounds: before/after ratios from one run.
 
@@ -125,13 +128,18 @@ def measure(path: Path, executors: list[str], repeat: int,
     """Interleaved rounds (every reader sees the same cache state); best wall time of each.
     ``trees``: label -> another dptrace tree, each executor also run with it (``e [label]``)."""
     runs: dict[str, list[Any]] = {"grep": [], "import": [], **{e: [] for e in executors}}
+    loads = [os.getloadavg()[0]]
     for _ in range(repeat):
         runs["grep"].append(grep(LITERAL, path))
         runs["import"].append(child(None))
         for e in executors:
             name, _, label = e.partition(" [")
             runs[e].append(child(path, name, (trees or {}).get(label.rstrip("]"))))
+        loads.append(os.getloadavg()[0])
     out: dict[str, Any] = {
+        # the machine's 1-minute load average before and after each round (a shared
+        # machine: wall times mean little above the cores' count, CPU seconds still do)
+        "load_avg": loads,
         "grep_s": min(s for s, _ in runs["grep"]), "grep_lines": runs["grep"][0][1],
         "import_s": min(r["wall_s"] for r in runs["import"]),
         "import_rss_mb": max(r["hwm_kb"] for r in runs["import"]) * 1024 / MB,
@@ -157,7 +165,9 @@ def report(path: Path, size: int, m: dict[str, Any], executors: list[str], repea
            gen_s: float | None) -> None:
     g = m["grep_s"]
     made = "given" if gen_s is None else f"generated in {gen_s:.1f} s"
-    print(f"{path} ({made}): {size / MB:.1f} MB; best of {repeat}\n")
+    print(f"{path} ({made}): {size / MB:.1f} MB; best of {repeat}; load average "
+          f"{' '.join(f'{x:.1f}' for x in m['load_avg'])} (before, after each round; "
+          f"{os.cpu_count()} cores)\n")
     print(f"{'':44} {'wall s':>8} {'x grep':>7} {'peak RSS MB':>12} {'x input':>8}")
 
     def row(name: str, secs: float | None, rss: float | None = None, per_input: bool = True,
