@@ -37,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ... import memory
+from ...registry import finder
 from . import KEYWORDS, general, rules
 
 #: bytes of whole lines read at once (bounds the temporaries of a range)
@@ -732,7 +733,8 @@ def _after_megatron(buf: Any, start: int, end: int) -> np.ndarray:
     """(start, end) byte ranges of the 3 lines after each line holding ``per iteration``
     (the scanner may join them to it: ``_Scanner._continuation``), sorted and merged."""
     out: list[list[int]] = []
-    pos = buf.find(b"per iteration", start, end)
+    with finder(buf) as find:  # the C library's memmem: a third of buf.find's time
+        pos = find(b"per iteration", start, end)
     while pos >= 0:
         nl = buf.find(b"\n", pos, end)
         if nl < 0:
