@@ -286,8 +286,12 @@ def _job_figures(tp: pd.DataFrame, world: dict[str, int],
     ranges = dict(check_ranges or {})
     out = []
     summary = summary.assign(_pos=np.arange(len(summary)))
-    inst_s, train_s = _Series(inst, _INST_COLS, _Inst.maker), _Series(train, _ROW_COLS)
-    every = [r for _, r in summary.iterrows()]   # (one conversion of the table's rows)
+    inst_s = _Series(inst, _INST_COLS, _Inst.maker)
+    train_s = _Series(train, _ROW_COLS, _Rows.maker)
+    # the rows as dicts of the values iterrows gives (the table's ``values``, one conversion):
+    # a Series per row costs a pandas look-up per key, and each key is read many times
+    columns = summary.columns.tolist()
+    every = [dict(zip(columns, values, strict=True)) for values in summary.values]
     for (run, metric), cands in summary.groupby([RUN, "metric"], sort=False, observed=True):
         ranked = sorted(((_priority(r, inst_s), int(r["_pos"]), r)
                          for r in (every[i] for i in cands["_pos"])),
@@ -542,6 +546,27 @@ class _Inst:
         return make
 
 
+class _Rows:
+    """A series' rows as :func:`_global_value` reads them: the columns of
+    :data:`_ROW_COLS` as arrays (each converted once for all series), and ``frame()``, the
+    rows themselves (taken only where the arrays do not sort: :func:`_by_rank_keys`)."""
+
+    def __init__(self, frame: Callable[[], pd.DataFrame], instance: np.ndarray,
+                 lineno: np.ndarray, value: np.ndarray) -> None:
+        self.frame, self.instance, self.lineno, self.value = frame, instance, lineno, value
+
+    @staticmethod
+    def maker(df: pd.DataFrame) -> Callable[[np.ndarray], _Rows]:
+        instance = df["instance"].to_numpy(dtype=object)
+        lineno = df["lineno"].to_numpy(dtype=object)
+        value = df["value"].astype("float64").to_numpy()
+
+        def make(pos: np.ndarray) -> _Rows:
+            return _Rows(partial(df.iloc.__getitem__, pos), instance[pos], lineno[pos],
+                         value[pos])
+        return make
+
+
 def _nansum(v: np.ndarray) -> float:
     """``Series.sum()`` of float64 values (missing ones count 0)."""
     return float(np.where(np.isnan(v), 0.0, v).sum(dtype=np.float64))
@@ -567,7 +592,7 @@ def _instances(inst: _Series, row: pd.Series) -> _Inst:
     return inst.by(row)
 
 
-def _rows(train: _Series, row: pd.Series) -> pd.DataFrame:
+def _rows(train: _Series, row: pd.Series) -> _Rows:
     return train.by(row)
 
 
@@ -600,7 +625,7 @@ def _series_name(row: pd.Series) -> str:
     return name
 
 
-def _global_value(inst: _Inst, rows_of: Callable[[], pd.DataFrame],
+def _global_value(inst: _Inst, rows_of: Callable[[], _Rows],
                   copies: list[float] | None = None, end_of_run: bool | None = None,
                   ) -> tuple[float, bool, str]:
     """(value, copies agree, what) of a global series: the first printed copy of an
@@ -610,7 +635,7 @@ def _global_value(inst: _Inst, rows_of: Callable[[], pd.DataFrame],
         end_of_run = not _stepped(inst)
     if end_of_run:  # rank 0's copy first (then the others by rank), each in line order
         rows = rows_of()
-        values = rows["value"].astype("float64").to_numpy()[_by_rank(rows)]
+        values = rows.value[_by_rank(rows)]
     else:
         values = inst.value
     values = values[~np.isnan(values)]
@@ -632,29 +657,28 @@ def _global_value(inst: _Inst, rows_of: Callable[[], pd.DataFrame],
 _RANK_LABEL = re.compile(r"^(\D*)(\d+)(.*)$")   # (:func:`.throughput.rank_keys`'s)
 
 
-def _by_rank(rows: pd.DataFrame) -> np.ndarray:
+def _by_rank(rows: _Rows) -> np.ndarray:
     """The positions of ``rows`` by printer in rank order (:func:`.throughput.rank_keys`),
     printers without a label last, then by line: sorted in Python over the few copies of a
     figure, with the same keys (labels of text, ASCII rank numbers of 15 digits at most,
     known lines; anything else is sorted as :func:`.throughput.rank_keys` sorts it)."""
-    labels = rows["instance"].to_numpy(dtype=object)
-    lines = rows["lineno"].to_numpy(dtype=object)
+    labels, lines = rows.instance, rows.lineno
     keys = []
     for pos, (label, line) in enumerate(zip(labels, lines, strict=True)):
         if line is None or line is pd.NA or (isinstance(line, float) and np.isnan(line)):
-            return _by_rank_keys(rows)
+            return _by_rank_keys(rows.frame())
         if not isinstance(label, str):
             if label is None or label is pd.NA or (isinstance(label, float) and np.isnan(label)):
                 keys.append((True, "", (True, 0), "", line, pos))
                 continue
-            return _by_rank_keys(rows)
+            return _by_rank_keys(rows.frame())
         m = _RANK_LABEL.match(label)
         if m is None:
             keys.append((False, label, (True, 0), "", line, pos))
             continue
         digits = m.group(2)
         if not digits.isascii() or len(digits) > 15:
-            return _by_rank_keys(rows)
+            return _by_rank_keys(rows.frame())
         keys.append((False, m.group(1), (False, int(digits)), m.group(3), line, pos))
     return np.array([k[-1] for k in sorted(keys)], dtype=np.int64)
 
@@ -686,7 +710,7 @@ def _figure_of(row: pd.Series, inst: _Series, rows: _Series, world: int | None, 
     return dict(found)
 
 
-def _figure(row: pd.Series, inst: _Inst, rows_of: Callable[[], pd.DataFrame],
+def _figure(row: pd.Series, inst: _Inst, rows_of: Callable[[], _Rows],
             world: int | None,
             metric: str) -> dict[str, object]:
     name = _series_name(row)
@@ -918,8 +942,10 @@ def series_figures(summary: pd.DataFrame, tp: pd.DataFrame, runs: pd.DataFrame |
         inst = thr.per_instance(work, fraction)
     world = _world_sizes(runs)
     values, alls, rules, hows = [], [], [], []
-    inst_s, work_s = _Series(inst, _INST_COLS, _Inst.maker), _Series(work, _ROW_COLS)
-    for _, row in summary.iterrows():
+    inst_s = _Series(inst, _INST_COLS, _Inst.maker)
+    work_s = _Series(work, _ROW_COLS, _Rows.maker)
+    columns = summary.columns.tolist()
+    for row in (dict(zip(columns, v, strict=True)) for v in summary.values):  # (iterrows')
         fig = _figure_of(row, inst_s, work_s, world.get(str(row[RUN])), str(row["metric"]),
                          None if added else figures)
         fig.pop("_copies", None)
@@ -1022,14 +1048,20 @@ def end_summaries(tp: pd.DataFrame | None, metrics: pd.DataFrame | None) -> pd.D
             rows = df[hit]
             if rows.empty:
                 continue
-            run = rows[RUN].astype(str) if RUN in rows else pd.Series("run", index=rows.index)
-            for (r, src), g in rows.groupby([run, rows["source"].astype(str)], sort=False):
-                seen = found.setdefault((str(r), _group_of(str(src)), trainer), _Seen())
+            runs = rows[RUN].astype(str).tolist() if RUN in rows else ["run"] * len(rows)
+            at: dict[tuple[str, str], list[int]] = {}   # each (run, source)'s rows, in order
+            for i, key in enumerate(zip(runs, rows["source"].astype(str).tolist(),
+                                        strict=True)):
+                at.setdefault(key, []).append(i)
+            line_of = rows["lineno"].astype("float64").to_numpy()
+            for (r, src), where in at.items():
+                seen = found.setdefault((r, _group_of(src), trainer), _Seen())
                 if role == "summary":
                     seen.summary = True
                     continue
-                lines = g["lineno"].astype("float64")
-                seen.lines += int(g["lineno"].nunique())
+                lines = line_of[where]
+                lines = lines[~np.isnan(lines)]
+                seen.lines += len(np.unique(lines))
                 if seen.file is None or src > seen.file:
                     seen.file, seen.first, seen.last = src, int(lines.min()), int(lines.max())
     out = [(r, inp, e.file, trainer, e.lines, e.first, e.last, e.summary, EXPECTED[trainer])
