@@ -84,7 +84,8 @@ def test_copies_in_rank_order_as_rank_keys_sorts(labels: list[str | None]) -> No
     rows = pd.DataFrame({"instance": pd.Categorical(labels),
                          "lineno": pd.array(np.arange(len(labels))[::-1] + 1, dtype="Int64"),
                          "value": np.arange(len(labels), dtype=float)})
-    assert jobfig._by_rank(rows).tolist() == jobfig._by_rank_keys(rows).tolist()
+    series = jobfig._Rows.maker(rows)(np.arange(len(rows)))   # (a series' rows, as arrays)
+    assert jobfig._by_rank(series).tolist() == jobfig._by_rank_keys(rows).tolist()
 
 
 def _folder(tmp_path: Path, log: Path, n: int) -> Path:
