@@ -24,7 +24,6 @@ The flow, for the sources :func:`dptrace.sources.expand` found (see docs/archite
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -36,7 +35,7 @@ from . import memory, registry, runs, schema
 from .dataset import Dataset
 from .errors import Problem, UnknownFormatError
 from .executor import Executor, ExecutorArg, resolve
-from .sources import HEAD_BYTES, Source, display_name
+from .sources import HEAD_BYTES, Source, display_name, fewer_collections
 
 #: a plain file at least this large is read by its companion formats in another process,
 #: beside its first format (:func:`_companions_begun`)
@@ -77,23 +76,15 @@ def load_sources(sources: list[Source], problems: list[Problem],
                              arguments=arguments, origins=origins, executor=executor)
 
 
-@contextlib.contextmanager
-def _fewer_collections() -> Iterator[None]:
+def _fewer_collections() -> contextlib.AbstractContextManager[None]:
     """Python's cyclic garbage collector collected less often while a load runs (its first
-    threshold raised to :data:`LOAD_GC_THRESHOLD`, then restored). A load keeps a few
-    objects per source for its whole length (the source, what its reader and the loader
-    say of it) and makes almost no cycles: with the default threshold, the collector walked
-    those thousands of objects again and again (a full collection per load of 4096 rank
-    files, 8% of its time). Cycles are still collected, every 100,000 allocations."""
-    old = gc.get_threshold()
-    if not gc.isenabled() or old[0] == 0 or old[0] >= LOAD_GC_THRESHOLD:
-        yield
-        return
-    gc.set_threshold(LOAD_GC_THRESHOLD, *old[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
+    threshold raised to :data:`LOAD_GC_THRESHOLD`, then restored:
+    :func:`dptrace.sources.fewer_collections`, which ``expand`` uses too). A load keeps a
+    few objects per source for its whole length (the source, what its reader and the
+    loader say of it) and makes almost no cycles: with the default threshold, the collector
+    walked those thousands of objects again and again (a full collection per load of 4096
+    rank files, 8% of its time). Cycles are still collected, every 100,000 allocations."""
+    return fewer_collections(LOAD_GC_THRESHOLD)
 
 
 @contextlib.contextmanager
@@ -334,6 +325,10 @@ def status(src: Source, used: list[tuple[str, registry.Outcome]],
     no rows and a reader that failed), ``partial`` (rows, and an error: something was
     skipped), ``empty`` (no records, no error) or ``ok``. A companion format that found
     nothing is not named in ``format``."""
+    if len(used) == 1 and not problems:   # the usual source: one format, rows, nothing said
+        name, o = used[0]
+        if o.rows and not o.failed:
+            return _Outcome(src, name, o.variant or None, "ok", o.rows, "")
     rows = sum(o.rows for _, o in used)
     named = [(n, o) for n, o in used if o.rows or o.problems] or used[:1]
     fmt = "+".join(n for n, _ in named)
@@ -512,15 +507,19 @@ def _claimed(src: Source, o: _Outcome) -> bool:
 
 
 def _sources_frame(outcomes: list[_Outcome]) -> pd.DataFrame:
+    srcs = [o.source for o in outcomes]
     data = {
-        "source": [o.source.name for o in outcomes],
+        "source": [s.name for s in srcs],
         "format": [o.format for o in outcomes],
         "variant": [o.variant for o in outcomes],
         "status": [o.status for o in outcomes],
         "rows": [o.rows for o in outcomes],
-        "size_bytes": [_size(o.source) for o in outcomes],
+        # the size a plain file read whole remembers (no call per source), else _size
+        "size_bytes": [s._size[0] if s._size and s.unreadable is None else _size(s)
+                       for s in srcs],
         # text that names a file can hold its name's undecodable bytes: never in Arrow
-        "message": [display_name(o.message) for o in outcomes],
+        "message": [m if m.isascii() else display_name(m) for m in
+                    (o.message for o in outcomes)],
     }
     return schema.conform(data, schema.SOURCES)
 

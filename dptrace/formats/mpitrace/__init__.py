@@ -10,6 +10,7 @@ from ...sources import Source
 
 MARKERS = (b"Data for MPI rank", b"Times and statistics from MPI_Init", b"Times from MPI_Init",
            b"Times from MPI_Pcontrol")
+_FIRST = MARKERS[0]
 TABLES = ("mpi_routines", "mpi_messages", "mpi_ranks", "mpi_jobs", "mpi_comm_sizes",
           "mpi_call_stacks", "mpi_histogram")
 
@@ -18,7 +19,8 @@ def sniff(source: Source, head: bytes) -> float:
     """0.97 when the first 8 KB hold an mpitrace header; 0 otherwise."""
     if b"MPI" not in head:   # in every marker: most other inputs stop here (a needle with
         return 0.0            # spaces is a slow search through text of spaces and digits)
-    if any(m in head for m in MARKERS):
+    # a rank file starts with its header: no search, no generator (thousands of heads)
+    if head.startswith(_FIRST) or any(m in head for m in MARKERS):
         return 0.97
     i = head.find(b"MPI Routine")
     return 0.95 if i >= 0 and b"#calls" in head[i:i + 200] else 0.0

@@ -231,9 +231,10 @@ class _Many:
             for table, columns in tables.items():
                 self.rows.add_columns(table, columns)
             rows = (cols.routine_rows + cols.message_rows + 1).tolist()
-            for i, (src, _, _, _) in enumerate(pending):
-                key = cols.times[i], cols.all_comms[i], cols.unit[i]
-                self._report(src, _plain_variant(*key), rows[i], [])
+            # what _report says of a file without problems, without a call per file
+            self.parsed.extend(map(Parsed, [src for src, _, _, _ in pending],
+                                   map(_plain_variant, cols.times, cols.all_comms, cols.unit),
+                                   rows))
             return
         for (src, job, rank, data), bad in zip(pending, suspect.tolist(), strict=True):
             if bad:
@@ -537,7 +538,14 @@ def _int64(values: list[Any]) -> pd.Series | None:
     missing = np.empty(n, dtype=bool)
     at = 0
     for v in values:
-        f = np.asarray(v.values if isinstance(v, Repeated) else v, dtype=np.float64)
+        got = v.values if isinstance(v, Repeated) else v
+        if isinstance(got, np.ndarray) and got.dtype == np.int64:   # made whole: as it is
+            part = np.repeat(got, v.rows) if isinstance(v, Repeated) else got
+            ints[at:at + len(part)] = part
+            missing[at:at + len(part)] = False
+            at += len(part)
+            continue
+        f = np.asarray(got, dtype=np.float64)
         nan = np.isnan(f)
         with np.errstate(invalid="ignore"):
             whole = nan | ((f >= _INT64_LO) & (f < _INT64_HI) & (np.floor(f) == f))
@@ -614,10 +622,10 @@ def _joined_strings(parts: list[Any]) -> ExtensionArray | None:
             counts.append(np.ones(len(part), dtype=np.int64))
         else:
             return None
-    if not all(type(x) is str for x in names):
+    if not set(map(type, names)) <= {str}:
         return None
     try:
-        raw = [x.encode("utf-8") for x in names]
+        raw = list(map(str.encode, names))   # UTF-8
     except UnicodeEncodeError:   # a lone surrogate: Arrow's own conversion says what
         return None
     rows = np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64)
@@ -664,22 +672,27 @@ def _plain_tables(cols: fast.PlainColumns, bins: tuple[np.ndarray, np.ndarray, n
     nfiles = len(names)
     nan = np.full(nfiles, np.nan)
 
+    rank, nranks = cols.rank.astype(np.int64), cols.nranks.astype(np.int64)
+
     def key(rows: np.ndarray) -> dict[str, Any]:
         return {"source": Repeated(names, rows), "job": _coded(jobs, rows),
-                "rank": Repeated(cols.rank, rows), "nranks": Repeated(cols.nranks, rows)}
+                "rank": Repeated(rank, rows), "nranks": Repeated(nranks, rows)}
 
     r, m, one = cols.routine, cols.message, np.ones(nfiles, dtype=np.intp)
     codes, routines = pd.factorize(np.array(cols.routine_name, dtype=object))
+    # counts, bins and ranks as int64 at once: whole numbers below 2**53 in a batch (files
+    # with larger ones take the per-file path), which _int64 then takes as they are
     return {
         "mpi_routines": {
             **key(cols.routine_rows), "routine": Codes(codes.astype(np.int32), list(routines)),
-            "calls": r[:, 0], "avg_bytes": r[:, 1], "bytes": r[:, 0] * r[:, 1],
-            "time_s": r[:, 2],
+            "calls": r[:, 0].astype(np.int64), "avg_bytes": r[:, 1],
+            "bytes": r[:, 0] * r[:, 1], "time_s": r[:, 2],
             "region": _coded([region for _, region in cols.times], cols.routine_rows)},
         "mpi_messages": {
             **key(cols.message_rows), "routine": _coded(cols.heading_name, cols.bin_rows),
-            "bin": bins[0], "bin_lo_bytes": bins[1], "bin_hi_bytes": bins[2],
-            "calls": m[:, 0], "avg_bytes": m[:, 1], "bytes": m[:, 0] * m[:, 1],
+            "bin": bins[0].astype(np.int64), "bin_lo_bytes": bins[1].astype(np.int64),
+            "bin_hi_bytes": bins[2].astype(np.int64),
+            "calls": m[:, 0].astype(np.int64), "avg_bytes": m[:, 1], "bytes": m[:, 0] * m[:, 1],
             "time_s": m[:, 2]},
         "mpi_ranks": {
             **key(one), "origin": _coded(["own"] * nfiles, one), "host": [None] * nfiles,
