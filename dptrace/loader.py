@@ -543,3 +543,45 @@ def _problems_frame(problems: list[Problem]) -> pd.DataFrame:
     return schema.conform(data, schema.PROBLEMS)
 
 
+def assemble(sources: list[Source],
+             results: Sequence[Sequence[tuple[str, registry.ParseResult]] | None],
+             problems: list[Problem], *,
+             arguments: Sequence[runs.Argument] | None = None,
+             origins: Sequence[int] | None = None,
+             launchers: Mapping[str, str] | None = None,
+             unread: str = "not read yet") -> Dataset:
+    """The Dataset of ``results`` parsed elsewhere (``dptrace watch``'s incremental readers),
+    by the loader's own steps after parsing: per source (in order) its (format, ParseResult)
+    pairs, or None for a source not read (its outcome by the detection rules; a source they
+    recognise is "empty" with the message ``unread``); then status, settle, conform, runs.
+    ``launchers``: the launcher each log's head names (:func:`dptrace.runs.launcher_in`)."""
+    problems = list(problems)
+    frames: dict[str, list[pd.DataFrame]] = {}
+    outcomes: dict[int, _Outcome] = {}
+    for i, (src, got) in enumerate(zip(sources, results, strict=True)):
+        if got is None:
+            chosen = _choose(src, None, outcomes, problems, i)
+            if i not in outcomes:
+                outcomes[i] = _Outcome(src, "+".join(p.name for p in chosen) or None, None,
+                                       "empty", 0, unread)
+            src.forget()
+            continue
+        used = []
+        for fmt, res in got:
+            problems.extend(res.problems)
+            for name, df in res.tables.items():
+                if len(df):
+                    frames.setdefault(name, []).append(df)
+            used.append((fmt, registry.Outcome(src, res.variant, res.rows, list(res.problems))))
+        outcomes[i] = status(src, used, [p for _, o in used for p in o.problems])
+    tables = {
+        name: schema.conform(parts[0] if len(parts) == 1 else schema.concat(parts),
+                             schema.TABLES[name])
+        if name in schema.TABLES else schema.concat(parts)
+        for name, parts in frames.items()
+    }
+    memory.release(sum(len(df) for df in tables.values()))
+    settle = _Settle(problems, None)
+    ordered = [settle(outcomes[i]) for i in range(len(sources))]
+    return _with_runs(tables, _sources_frame(ordered), _problems_frame(settle.problems()),
+                      sources, arguments, origins, dict(launchers or {}))
