@@ -276,7 +276,7 @@ class _Reader:
             return
         if level != "INFO":
             return
-        read = _grammar().message(msg)
+        read = _grammar().message(msg) if _may_read(msg) else None
         if read is not None and _TORN.search(msg):
             self.torn.append(lineno)
             return
@@ -426,10 +426,30 @@ class _Found:
 
 
 def _grammar() -> Any:
-    """The message grammar (:mod:`.grammar`), imported when a message is first read (a log
-    without NCCL lines does not import pyparsing)."""
+    """The message grammar (:mod:`.grammar`), imported when a message it may read first
+    comes (:func:`_may_read`: a log without such messages does not import pyparsing)."""
     from . import grammar
     return grammar
+
+
+#: the first words of the INFO messages the grammar reads (``grammar.BY_FIRST_WORD``'s keys;
+#: tests/test_nccl_grammar.py checks they agree), so that other messages are passed over
+#: without importing pyparsing
+GRAMMAR_FIRST_WORDS = frozenset({"NCCL", "NET/IB", "NET/Socket", "NET/Plugin", "NET/Plugin:",
+                                 "Using", "NET/OFI", "comm"})
+
+
+def _may_read(msg: str) -> bool:
+    """Whether :func:`.grammar.message` may read ``msg`` (else it answers None): a channel
+    line, a first word it has an element for, a count (``2 coll channels``) or a variable
+    set by the environment (``NCCL_...``)."""
+    if msg.startswith("Channel "):
+        return True
+    words = msg.split(None, 1)
+    if not words:
+        return False
+    first = words[0]
+    return first in GRAMMAR_FIRST_WORDS or first[:1].isdigit() or first.startswith("NCCL_")
 
 
 def _candidates(buf: bytes | mmap.mmap, lo: int, hi: int) -> _Found:
