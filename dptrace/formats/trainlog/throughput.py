@@ -31,6 +31,7 @@ one after the other, in their order (:mod:`.keys`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -113,7 +114,22 @@ def group_ids(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
     of them, over millions of rows, each time."""
     if not cols:
         return np.zeros(len(df), dtype=np.int64)
-    return pd.factorize(combined_codes([df[c] for c in cols]))[0]
+    columns = [df[c] for c in cols]
+    if not all(isinstance(c.dtype, pd.CategoricalDtype) for c in columns):
+        return pd.factorize(combined_codes(columns))[0]
+    # every key categorical (the loaded tables'): their codes read off the arrays, mixed
+    # into one number while the product of the sizes fits (else combined_codes renumbers)
+    out = np.zeros(len(df), dtype=np.int64)
+    bound = 1
+    for col in columns:
+        n = len(col.dtype.categories) + 1
+        bound *= n
+        if bound > 1 << 62:
+            return pd.factorize(combined_codes(columns))[0]
+        out *= n
+        out += col.array.codes
+        out += 1  # null (-1) is 0
+    return pd.factorize(out)[0]
 
 
 def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
@@ -393,14 +409,48 @@ def _in_order(inst: pd.DataFrame) -> pd.DataFrame:
     columns["first_lineno"] = np.where(np.isinf(lowest), np.nan, lowest)
     place = np.empty(k, dtype=np.int64)  # series (numbered as they appear) -> place
     place[_order_of(columns)] = np.arange(k)
-    ranked = rank_keys(inst["instance"])
-    number = ranked["number"].to_numpy(dtype="float64", na_value=np.nan)
-    key = list(zip(place[ids].tolist(), ranked["text"].tolist(),
-                   np.isnan(number).tolist(), np.nan_to_num(number).tolist(),
-                   ranked["rest"].tolist(), np.isnan(line).tolist(),
+    ranked = _rank_sort_keys(inst["instance"])
+    if ranked is None:
+        frame = rank_keys(inst["instance"])
+        number = frame["number"].to_numpy(dtype="float64", na_value=np.nan)
+        ranked = list(zip(frame["text"].tolist(),
+                          zip(np.isnan(number).tolist(), np.nan_to_num(number).tolist(),
+                              strict=True),
+                          frame["rest"].tolist(), strict=True))
+    key = list(zip(place[ids].tolist(), ranked, np.isnan(line).tolist(),
                    np.nan_to_num(line).tolist(), strict=True))
     order = sorted(range(len(inst)), key=key.__getitem__)
     return inst.iloc[order].reset_index(drop=True)
+
+
+_RANK_LABEL = re.compile(r"^(\D*)(\d+)(.*)$")   # (rank_keys' pattern)
+
+
+def _rank_sort_keys(instance: pd.Series) -> list[tuple] | None:
+    """:func:`rank_keys` of each label as one sort key, ``(text, (no number, number),
+    rest)``, made in Python over the distinct labels; None (use :func:`rank_keys`) when a
+    label is not text, not ASCII or holds a line break (where pandas' regular expression
+    engine and Python's may differ), or its number has more than 15 digits (a float's)."""
+    if isinstance(instance.dtype, pd.CategoricalDtype):
+        labels, codes = instance.cat.categories.tolist(), instance.array.codes
+    else:
+        codes, uniques = pd.factorize(instance, use_na_sentinel=True)
+        labels = list(uniques)
+    keys: list[tuple] = []
+    for label in labels:
+        if not isinstance(label, str) or not label.isascii() or "\n" in label \
+                or "\r" in label:
+            return None
+        m = _RANK_LABEL.match(label)
+        if m is None:
+            keys.append((label, (True, 0), ""))
+            continue
+        digits = m.group(2)
+        if len(digits) > 15:
+            return None
+        keys.append((m.group(1), (False, int(digits)), m.group(3)))
+    keys.append(("", (True, 0), ""))   # a missing label (code -1)
+    return [keys[c] for c in codes.tolist()]
 
 
 def rank_keys(instance: pd.Series) -> pd.DataFrame:
