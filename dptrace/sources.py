@@ -1176,8 +1176,8 @@ def _expand(paths: str | bytes | os.PathLike[str] | Iterable[str | bytes | os.Pa
                                        severity="error"))
         for src in found:
             # no resolve(): a syscall per path component; a file found in a directory
-            # knows its absolute path already (_found)
-            key = src._st.pop("abs", None) or os.path.abspath(src.path)
+            # knows its absolute path already (_Expander.tree)
+            key = ex.absolute.pop(id(src), None) or os.path.abspath(src.path)
             if key not in seen:
                 seen[key] = len(sources)
                 sources.append(src)
@@ -1210,6 +1210,9 @@ class _Expander:
         self.problems: list[Problem] = []
         self.noted: set[str] = set()
         self.hidden = False
+        #: the absolute path of each file found in a directory, by id of its source (from
+        #: its directory's, once: no normpath per file); expand takes them
+        self.absolute: dict[int, str] = {}
 
     # sources -------------------------------------------------------------------------------
 
@@ -1342,7 +1345,9 @@ class _Expander:
                 path = base + name
                 try:
                     if e.is_file(follow_symlinks=False):   # d_type: no system call
-                        out.append(_found(path, child(name), name, cap, top + name))
+                        found = Source(path, child(name), False, None, False, cap)
+                        self.absolute[id(found)] = top + name
+                        out.append(found)
                     elif e.is_dir(follow_symlinks=False):
                         subdirs.append((path, e.stat(follow_symlinks=False)))
                     elif e.is_symlink():
@@ -1497,24 +1502,6 @@ def _child_of(parent: Path) -> Callable[[str], Path]:
                 checked[0] = False
         return p
     return child
-
-
-def _found(path: str, real: Path, name: str, cap: int | None, absolute: str) -> Source:
-    """A :class:`Source` for a regular file found in a directory (``path``, entry ``name``,
-    its ``absolute`` path), made without the frozen dataclass's per-field setattr (8 us ->
-    1.5 us, thousands of rank files); the suffix rules of :attr:`Source.compression` and
-    :attr:`Source.stem_name` are applied to the entry's name at once, as pathlib would."""
-    src: Source = object.__new__(Source)
-    dot = name.rfind(".")
-    suffix = name[dot:] if 0 < dot < len(name) - 1 else ""
-    compression = _SUFFIXES.get(suffix.lower())
-    shown = name if name.isascii() else display_name(name)
-    src.__dict__.update(
-        name=path if path.isascii() else display_name(path), path=real, explicit=False,
-        unreadable=None, special=False, max_decompressed=cap, _whole=[], _size=[],
-        _st={"abs": absolute}, compression=compression,
-        stem_name=shown[: -len(suffix)] if compression else shown)
-    return src
 
 
 def _is_reg(e: os.DirEntry[str]) -> bool:

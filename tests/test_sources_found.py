@@ -1,6 +1,7 @@
-"""Sources found in a directory are made without the dataclass constructor (sources._found)
-and given their path's text at once (sources._child_of): they must be the sources the
-constructor makes, with the same path text, suffix rules and absolute path."""
+"""Sources found in a directory are given their path's text at once (sources._child_of) and
+their absolute path from their directory's (_Expander.tree): they must be the sources the
+constructor makes of the path's text, with the same path text, suffix rules and absolute
+path (a directory given twice is read once)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,6 @@ def test_found_sources_are_the_constructors(tree: Path, spelling: str,
         assert src.compression == fresh.compression
         assert src.stem_name == fresh.stem_name
         assert src.explicit is False and src.unreadable is None and not src.special
-        assert "abs" not in src._st   # expand took it
         assert src.head() == (b"y\n" if "sub" in src.path.parts else b"x\n")
 
 

@@ -219,7 +219,8 @@ class Plain:
         if len(names) != len(routine) or bin_rows.sum() != len(message) or \
                 len(heading_file) != len(bodies) or routine_rows.sum() != len(routine):
             raise ValueError("plain mpitrace files split unexpectedly")
-        totals = np.array([comm, elapsed, user, system, rss], dtype=np.float64).T
+        # the five totals of every file converted at once, as the other numbers
+        totals = _floats([*comm, *elapsed, *user, *system, *rss]).reshape(5, nfiles).T.copy()
         totals[:, 4] *= [scan._UNIT_MIB[u] for u in unit]
         cols = PlainColumns(
             rank=np.array(rank, dtype=np.float64), nranks=np.array(nranks, dtype=np.float64),
