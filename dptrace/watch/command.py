@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         for snap in w.snapshots():
             faces.show(snap)
             final = snap if snap.final else None
+            del snap   # not held while the next one is made
     except KeyboardInterrupt:
         faces.note("interrupted: reading what was written")
     finally:

@@ -244,7 +244,9 @@ class TrainlogState:
             if not frames:
                 tables[table] = spec.empty()
             elif len(frames) == 1:
-                tables[table] = frames[0].copy()
+                # the kept chunk's columns, not a copy of them: the loader's steps and the
+                # analysis put new columns in (runs, part), never write into one
+                tables[table] = frames[0]
             else:
                 tables[table] = schema.conform(read._concat_columns(frames), spec)
         # as read._variant counts them: throughput's patterns first, then train_metrics'

@@ -72,6 +72,9 @@ class Watch:
                                               clock=self.clock)
                     self._spent(snap.cost_s)
                     yield snap
+                    # not held while the next one is made (its Dataset and the next one's
+                    # would be in memory together)
+                    del snap
                     # the watch's CPU within its budget: the next snapshot not before the
                     # time at which its CPU so far is cpu_share of its running time
                     due = max(self.clock() + self.interval,

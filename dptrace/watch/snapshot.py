@@ -238,17 +238,17 @@ class Live:
         old = self.sums[-RECENT_REFRESHES] if len(self.sums) >= RECENT_REFRESHES else None
         for j in job:
             key = (j["source"] or "", j["metric"])
-            s = _series(rows, j) if rows is not None and not rows.empty else None
-            if s is None or s.empty:
+            got = _series_files(rows, j) if rows is not None and not rows.empty else None
+            if got is None:
                 continue
-            src = s["source"].astype(str)
-            marks[key] = {str(k): int(v) for k, v in src.value_counts(sort=False).items()}
+            names, codes, value = got
+            per = np.bincount(codes, minlength=len(names))
+            marks[key] = {names[c]: int(n) for c, n in enumerate(per.tolist()) if n}
             if old is None or key not in old:
                 continue
-            value = pd.to_numeric(s["value"], errors="coerce").to_numpy(dtype=float)
-            at = s.groupby(src, sort=False).cumcount().to_numpy()   # position in its file
-            seen = src.map(old[key]).fillna(0).to_numpy()
-            steady = np.arange(len(s)) >= int(len(s) * a.warmup)
+            at = _position_in_group(codes)   # each row's position among its file's rows
+            seen = np.array([old[key].get(n, 0) for n in names], dtype=np.int64)[codes]
+            steady = np.arange(len(codes)) >= int(len(codes) * a.warmup)
             new = (at >= seen) & steady & ~np.isnan(value)
             before = ~(at >= seen) & steady & ~np.isnan(value)
             if new.sum() < MIN_ROWS or before.sum() < MIN_ROWS:
@@ -305,6 +305,11 @@ def _job_rows(a: Any) -> list[dict[str, Any]]:
 def _series(df: pd.DataFrame, j: dict[str, Any]) -> pd.DataFrame:
     """The train rows of ``df`` of the job figure ``j``'s series (its run, metric, pattern,
     name, and its source: a file, or the run's folder)."""
+    return df[_series_mask(df, j)]
+
+
+def _series_mask(df: pd.DataFrame, j: dict[str, Any]) -> np.ndarray:
+    """Which rows of ``df`` :func:`_series` keeps."""
     keep = _where(df["metric"], lambda v: v == j["metric"])
     keep &= _where(df["run"], lambda v: v == str(j["run"]))
     for col in ("pattern", "name"):
@@ -316,7 +321,39 @@ def _series(df: pd.DataFrame, j: dict[str, Any]) -> pd.DataFrame:
         keep &= _where(df["source"], lambda v: v == str(j["source"]) or v.startswith(folder))
     if "phase" in df:
         keep &= _where(df["phase"], lambda v: v == "train")
-    return df[keep]
+    return keep
+
+
+def _series_files(df: pd.DataFrame, j: dict[str, Any],
+                  ) -> tuple[list[str], np.ndarray, np.ndarray] | None:
+    """The rows of :func:`_series` as (file names, each row's file as an index into them,
+    each row's value): no copy of the table's other columns, and no string per row (the
+    source column's codes), or None when the series has no rows."""
+    keep = _series_mask(df, j)
+    if not keep.any():
+        return None
+    src = df["source"]
+    if isinstance(src.dtype, pd.CategoricalDtype):
+        names = [str(v) for v in src.cat.categories] + ["nan"]
+        codes = src.cat.codes.to_numpy()[keep].astype(np.int64)
+        codes[codes < 0] = len(names) - 1
+    else:
+        uniques, inverse = np.unique(src.astype(str).to_numpy()[keep], return_inverse=True)
+        names, codes = [str(v) for v in uniques], inverse.astype(np.int64)
+    value = pd.to_numeric(df["value"], errors="coerce").to_numpy(dtype=float,
+                                                                 na_value=np.nan)[keep]
+    return names, codes, value
+
+
+def _position_in_group(codes: np.ndarray) -> np.ndarray:
+    """Each row's position among the rows of its code, in order (pandas' cumcount)."""
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    sizes = np.diff(np.r_[starts, len(codes)])
+    out = np.empty(len(codes), dtype=np.int64)
+    out[order] = np.arange(len(codes)) - np.repeat(starts, sizes)
+    return out
 
 
 def _where(s: pd.Series, test: Callable[[str], bool]) -> np.ndarray:
