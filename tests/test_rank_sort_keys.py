@@ -23,7 +23,7 @@ def _pandas_order(s: pd.Series) -> list[int]:
 ])
 def test_python_keys_sort_as_rank_keys(labels):
     for s in (pd.Series(pd.Categorical(labels)), pd.Series(labels, dtype=object)):
-        keys = thr._rank_sort_keys(s)
+        keys = thr.rank_sort_keys(s)
         assert keys is not None
         assert sorted(range(len(s)), key=keys.__getitem__) == _pandas_order(s)
 
@@ -35,4 +35,4 @@ def test_python_keys_sort_as_rank_keys(labels):
     [3, 1, 2],                             # not text
 ])
 def test_labels_the_engines_may_read_differently_fall_back(labels):
-    assert thr._rank_sort_keys(pd.Series(pd.Categorical(labels))) is None
+    assert thr.rank_sort_keys(pd.Series(pd.Categorical(labels))) is None

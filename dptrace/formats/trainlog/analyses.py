@@ -70,7 +70,7 @@ def _warmup(a: Analyses) -> pd.DataFrame | None:
 
 def _drift(a: Analyses) -> pd.DataFrame | None:
     tp = _tp(a)
-    return None if tp is None else thr.drift(tp, a.warmup)
+    return None if tp is None else thr.drift(tp, a.warmup, warm=_warm_mask(a))
 
 
 def _end_summaries(a: Analyses) -> pd.DataFrame | None:

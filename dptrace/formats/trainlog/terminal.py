@@ -166,8 +166,15 @@ def _instances_of(inst: pd.DataFrame, row: pd.Series) -> pd.DataFrame:
         if col in inst and col in row:
             mask &= inst[col].isna() if pd.isna(row[col]) else inst[col] == row[col]
     sel = inst[mask]
-    keys = thr.rank_keys(sel["instance"]).assign(_line=sel["first_lineno"])
-    return sel.loc[keys.sort_values(["text", "number", "rest", "_line"], kind="stable").index]
+    ranked = thr.rank_sort_keys(sel["instance"])
+    if ranked is None:   # (labels pandas' engine may read otherwise: its own sort)
+        keys = thr.rank_keys(sel["instance"]).assign(_line=sel["first_lineno"])
+        return sel.loc[keys.sort_values(["text", "number", "rest", "_line"],
+                                        kind="stable").index]
+    line = sel["first_lineno"].to_numpy(dtype="float64", na_value=np.nan)
+    key = list(zip(ranked, np.isnan(line).tolist(), np.nan_to_num(line).tolist(),
+                   strict=True))
+    return sel.iloc[sorted(range(len(sel)), key=key.__getitem__)]
 
 
 def _series_panel(row: pd.Series, inst: pd.DataFrame) -> RenderableType:

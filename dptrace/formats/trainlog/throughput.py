@@ -191,7 +191,8 @@ def _group_median(ids: np.ndarray, values: np.ndarray) -> pd.Series:
     return pd.Series(medians[ids] if len(ids) else np.empty(0))
 
 
-def drift(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION) -> pd.DataFrame:
+def drift(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
+          warm: pd.Series | None = None) -> pd.DataFrame:
     """One row per series and instance of training figures: how the steady figures (after
     warm-up, :func:`mark_warmup`; repeats skipped) changed from the first third of the run to
     the last, in the order the instance printed them (by step where there is one).
@@ -200,6 +201,7 @@ def drift(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION) -> pd.DataFrame:
     ``last_median`` (medians of the first and last third), ``drop_pct`` (how much lower the
     last third is, in % of the first; negative: it got faster), ``first_lineno``,
     ``last_lineno``. Medians, so one slow step (a checkpoint) does not make a drift.
+    ``warm``: :func:`mark_warmup` of ``tp`` with ``fraction``, when the caller has it.
     """
     cols = [*SERIES, "instance", "steady_rows", "first_median", "last_median", "drop_pct",
             "first_lineno", "last_lineno"]
@@ -207,7 +209,10 @@ def drift(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION) -> pd.DataFrame:
         return run_first(pd.DataFrame(columns=keys(tp, *cols)), tp)
     tp = phased(tp)
     tp = tp[(tp["phase"].astype("object") == "train")]
-    df = tp[~mark_warmup(tp, fraction).reindex(tp.index, fill_value=False).to_numpy()]
+    # (the warm-up rows of the training series are the same marked in the whole table:
+    # phase is a series key, so a series' rows are all kept or all dropped here)
+    dropped = mark_warmup(tp, fraction) if warm is None else warm
+    df = tp[~dropped.reindex(tp.index, fill_value=False).to_numpy()]
     rows = []
     by = keys(df, *SERIES, "instance")
     df = df[[*by, "step", "lineno", "value"]]  # each group a copy of these only
@@ -409,7 +414,7 @@ def _in_order(inst: pd.DataFrame) -> pd.DataFrame:
     columns["first_lineno"] = np.where(np.isinf(lowest), np.nan, lowest)
     place = np.empty(k, dtype=np.int64)  # series (numbered as they appear) -> place
     place[_order_of(columns)] = np.arange(k)
-    ranked = _rank_sort_keys(inst["instance"])
+    ranked = rank_sort_keys(inst["instance"])
     if ranked is None:
         frame = rank_keys(inst["instance"])
         number = frame["number"].to_numpy(dtype="float64", na_value=np.nan)
@@ -426,7 +431,7 @@ def _in_order(inst: pd.DataFrame) -> pd.DataFrame:
 _RANK_LABEL = re.compile(r"^(\D*)(\d+)(.*)$")   # (rank_keys' pattern)
 
 
-def _rank_sort_keys(instance: pd.Series) -> list[tuple] | None:
+def rank_sort_keys(instance: pd.Series) -> list[tuple] | None:
     """:func:`rank_keys` of each label as one sort key, ``(text, (no number, number),
     rest)``, made in Python over the distinct labels; None (use :func:`rank_keys`) when a
     label is not text, not ASCII or holds a line break (where pandas' regular expression
