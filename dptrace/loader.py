@@ -131,7 +131,8 @@ def _load_sources(sources: list[Source], problems: list[Problem],
     small_parser: registry.Parser | None = None
     for i, src in enumerate(sources):
         chosen = _choose(src, forced, outcomes, problems, i)
-        if chosen and any(p.name in _LOGS for p in chosen):
+        if chosen and (chosen[0].name in _LOGS or len(chosen) > 1 and
+                       any(p.name in _LOGS for p in chosen)):
             seen = runs.launcher_in(_head(src))
             if seen:
                 launchers[src.name] = seen

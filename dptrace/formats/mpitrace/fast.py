@@ -162,9 +162,11 @@ _PLAIN = re.compile(
     rf"((?:\w+{_Q}{_NUMBERS})*{_Q})" + _SEP + _TOTALS + _SEP +
     rf"Message size distributions:(\n(?:\n|{_MSG_HDR}(?:{_NUMBERS})*{_Q})*{_Q})",
     re.ASCII)
+#: _PLAIN over a file's bytes (ASCII: the same matches, no decoded copy of the text)
+_PLAIN_BYTES = re.compile(_PLAIN.pattern.encode("ascii"))
 _ROLE_WORD = re.compile(r"the (\w+) communication")
 #: a size-bin heading, with the newline that ends the line before it (splits the sections)
-_HEADING = re.compile(r"\n(\w+) +#calls +avg\. bytes +time\(sec\)", re.ASCII)
+_HEADING = re.compile(rb"\n(\w+) +#calls +avg\. bytes +time\(sec\)")
 #: the largest count or size converted exactly and summed exactly in float64
 EXACT = float(1 << 53)
 
@@ -177,7 +179,7 @@ class Plain:
     """
 
     def __init__(self) -> None:
-        #: per file: the groups of _PLAIN, (generation, region)
+        #: per file: the groups of _PLAIN (bytes), (generation, region)
         self.groups: list[tuple[Any, ...]] = []
         self.times: list[tuple[str, str]] = []
 
@@ -187,8 +189,8 @@ class Plain:
     def take(self, data: bytes, rank: int | None = None) -> bool:
         """Add one file's content when it has the plain layout (and is for ``rank``, when
         given); False, adding nothing, otherwise."""
-        m = _PLAIN.fullmatch(data.decode("ascii")) if data.isascii() else None
-        times = _TIMES[m[4]] if m else None
+        m = _PLAIN_BYTES.fullmatch(data) if data.isascii() else None
+        times = _TIMES[m[4].decode("ascii")] if m else None
         if m is None or times is None or len(m[1]) > 18 or len(m[2]) > 18:
             return False
         r, n = int(m[1]), int(m[2])
@@ -204,30 +206,38 @@ class Plain:
         nfiles = len(self)
         (rank, nranks, all_comms, _, routine_text, roles, comm, elapsed, user, system, rss,
          unit, message_text) = zip(*self.groups, strict=True)
-        words = "".join(routine_text).split()
+        # the routine names as text; the numbers' words stay bytes (Arrow reads either)
+        words = b"".join(routine_text).decode("ascii").split()
         names = words[0::4]
         del words[0::4]
         routine = _floats(words).reshape(-1, 3)
-        routine_rows = np.fromiter(map(str.count, routine_text, repeat("\n")), np.intp, nfiles)
+        routine_rows = np.fromiter(map(bytes.count, routine_text, repeat(b"\n")), np.intp,
+                                   nfiles)
         # the sections passed _PLAIN: '#' is only in headings, and each bin row has two '.'
-        split = _HEADING.split("".join(message_text))
+        split = _HEADING.split(b"".join(message_text))
         bodies = split[2::2]
-        bin_rows = np.fromiter(map(str.count, bodies, repeat(".")), np.intp, len(bodies)) // 2
-        message = _floats("".join(bodies).split()).reshape(-1, 3)
+        bin_rows = np.fromiter(map(bytes.count, bodies, repeat(b".")), np.intp,
+                               len(bodies)) // 2
+        message = _floats(b"".join(bodies).split()).reshape(-1, 3)
         heading_file = np.repeat(np.arange(nfiles), np.fromiter(
-            map(str.count, message_text, repeat("#")), np.intp, nfiles))
+            map(bytes.count, message_text, repeat(b"#")), np.intp, nfiles))
         if len(names) != len(routine) or bin_rows.sum() != len(message) or \
                 len(heading_file) != len(bodies) or routine_rows.sum() != len(routine):
             raise ValueError("plain mpitrace files split unexpectedly")
         # the five totals of every file converted at once, as the other numbers
         totals = _floats([*comm, *elapsed, *user, *system, *rss]).reshape(5, nfiles).T.copy()
-        totals[:, 4] *= [scan._UNIT_MIB[u] for u in unit]
+        units = [u.decode("ascii") for u in unit]
+        totals[:, 4] *= [scan._UNIT_MIB[u] for u in units]
         cols = PlainColumns(
-            rank=np.array(rank, dtype=np.float64), nranks=np.array(nranks, dtype=np.float64),
-            all_comms=[bool(a) for a in all_comms], times=self.times, unit=list(unit),
-            roles=[("+".join(_ROLE_WORD.findall(r)) or None) if r else None for r in roles],
+            # ranks below 2**53 (take): exact as float64
+            rank=np.array(list(map(int, rank)), dtype=np.float64),
+            nranks=np.array(list(map(int, nranks)), dtype=np.float64),
+            all_comms=[bool(a) for a in all_comms], times=self.times, unit=units,
+            roles=[("+".join(_ROLE_WORD.findall(r.decode("ascii"))) or None) if r else None
+                   for r in roles],
             totals=totals, routine_rows=routine_rows, routine_name=names, routine=routine,
-            heading_name=split[1::2], heading_file=heading_file, bin_rows=bin_rows,
+            heading_name=[h.decode("ascii") for h in split[1::2]],
+            heading_file=heading_file, bin_rows=bin_rows,
             message=message,
             message_rows=np.bincount(heading_file, bin_rows, minlength=nfiles).astype(np.intp),
             suspect=np.zeros(nfiles, dtype=bool))
@@ -235,16 +245,18 @@ class Plain:
         return cols
 
 
-def _floats(words: list[str]) -> np.ndarray:
-    """The numbers ``words`` (digits and a '.': the layout's) as float64, converted in
-    Arrow: 2.5x faster than numpy's text reader or ``float`` (a correctly rounded parse,
-    like ``float``: the same values). Words Arrow does not take go through numpy."""
+def _floats(words: list[str] | list[bytes]) -> np.ndarray:
+    """The numbers ``words`` (text or ASCII bytes, digits and a '.': the layout's) as
+    float64, converted in Arrow: 2.5x faster than numpy's text reader or ``float`` (a
+    correctly rounded parse, like ``float``: the same values). Words Arrow does not take go
+    through ``float``."""
     pool = pa.system_memory_pool()   # the C heap, as numpy's: freed, reused by either
+    kind = pa.binary() if words and type(words[0]) is bytes else pa.string()
     try:
-        return pc.cast(pa.array(words, pa.string(), memory_pool=pool), pa.float64(),
+        return pc.cast(pa.array(words, kind, memory_pool=pool), pa.float64(),
                        memory_pool=pool).to_numpy(zero_copy_only=False)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return np.array(words, dtype=np.float64)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return np.array(list(map(float, words)), dtype=np.float64)
 
 
 @dataclass
