@@ -22,18 +22,21 @@ BLOCKS = "\u2588\u258f\u258e\u258d\u258c\u258b\u258a\u2589"
 def _spans_as_python(segments: list[str]) -> None:
     flat = pa.array(segments, pa.large_string())
     shapes = fast._segment_spans(flat)
-    ok, spans, data = shapes.matched, shapes.spans, shapes.data
+    ok, data = shapes.matched, shapes.data
     raw = data.to_pybytes()
     offsets = np.frombuffer(flat.buffers()[1], np.int64)
+    every = np.arange(len(segments))
+    spans = {name: shapes.span(name, every) for name in fast._GROUPS}
     for i, text in enumerate(segments):
         m = rules.TQDM_SEGMENT.fullmatch(text)
         assert bool(ok[i]) == (m is not None), text
         if m is None:
             continue
-        for g, name in enumerate(fast._GROUPS):
-            got = raw[spans[i, 2 * g]:spans[i, 2 * g + 1]].decode()
+        for name in fast._GROUPS:
+            lo, hi = spans[name][0][i], spans[name][1][i]
+            got = raw[lo:hi].decode()
             assert got == (m[name] or ""), (text, name)
-            assert offsets[i] <= spans[i, 2 * g] <= spans[i, 2 * g + 1] <= offsets[i + 1]
+            assert offsets[i] <= lo <= hi <= offsets[i + 1]
 
 
 def _segment(rng: random.Random) -> str:

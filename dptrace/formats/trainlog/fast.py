@@ -264,7 +264,7 @@ class Found:
         # every segment's match, by shape (a line's launcher prefix before its first '\r',
         # with no '[', is one of a few shapes that fail at once)
         shapes = _segment_spans(flat)
-        matched, spans, data = shapes.matched, shapes.spans, shapes.data
+        matched, data = shapes.matched, shapes.data
         # the segments TQDM_SEGMENT does not read: none, or a first one without '[' or keywords
         skipped = (length > 0) & ~matched
         count = np.bincount(parent[skipped], minlength=k)
@@ -278,10 +278,9 @@ class Found:
             good |= (count == 1) & one
         good &= np.bincount(parent[shapes.per_segment(shapes.declined)], minlength=k) == 0
         seg = matched & good[parent]
-        chosen = spans[seg]
-        fields = {name: _slices(data, chosen[:, 2 * i], chosen[:, 2 * i + 1])
-                  for i, name in enumerate(_GROUPS) if name in ("pre", "n", "rate", "post")}
         where = np.flatnonzero(seg)
+        fields = {name: _slices(data, *shapes.span(name, where))
+                  for name in ("pre", "n", "rate", "post")}
         bad = np.zeros(k, dtype=bool)
         # the segment's offset: the line's start plus the characters (and \r) before it
         ends = np.cumsum(length + 1)
@@ -560,13 +559,21 @@ class _Shapes:
     """The segments of a chunk by shape (see :func:`_segment_spans`)."""
 
     def __init__(self, data: Any, which: np.ndarray, matches: list[re.Match[str] | None],
-                 declined: list[bool], spans: np.ndarray) -> None:
+                 declined: list[bool], spans: np.ndarray, starts: np.ndarray) -> None:
         #: the segments' data buffer; the shape of each segment; TQDM_SEGMENT's fullmatch of
         #: each shape (None: none); the shapes that decline their line (:data:`_DECLINE`)
         self.data, self.which, self.matches, self.declined = data, which, matches, declined
-        #: whether each segment matches; the byte (start, end) of each group, per segment
+        #: whether each segment matches
         self.matched = self.at(None, [m is not None for m in matches], bool, False)
-        self.spans = spans
+        #: the byte (start, end) of each group within a segment of each shape (a row per
+        #: shape, and one of zeros for none); where each segment starts in :attr:`data`
+        self.spans, self.starts = spans, starts
+
+    def span(self, group: str, segments: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The byte (start, end) in :attr:`data` of ``group`` of each of ``segments``."""
+        i = 2 * _GROUPS.index(group)
+        shape, at = self.which[segments], self.starts[segments]
+        return self.spans[shape, i] + at, self.spans[shape, i + 1] + at
 
     def at(self, segments: np.ndarray | None, per_shape: list[Any], dtype: Any,
            missing: Any) -> np.ndarray:
@@ -595,7 +602,7 @@ def _segment_spans(flat: pa.Array) -> _Shapes:
     data = flat.buffers()[2]
     if not len(flat):
         return _Shapes(data, np.zeros(0, dtype=np.int64), [], [],
-                       np.zeros((0, width), dtype=np.int64))
+                       np.zeros((1, width), dtype=np.int64), np.zeros(0, dtype=np.int64))
     offsets = _offsets(flat)
     base = int(offsets[0])
     shape = np.frombuffer(data, np.uint8, int(offsets[-1]) - base, base).copy()
@@ -617,7 +624,7 @@ def _segment_spans(flat: pa.Array) -> _Shapes:
             spans = [len(text[:x].encode()) for x in spans]
         table[j] = spans
     declined = [_DECLINE.search(text) is not None for text in values]
-    return _Shapes(data, which, matches, declined, table[which] + offsets[:-1, None])
+    return _Shapes(data, which, matches, declined, table, offsets[:-1])
 
 
 def _plain_route() -> tuple[str, str] | None:
