@@ -20,7 +20,7 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
@@ -213,16 +213,19 @@ class Plain:
         routine = _floats(words).reshape(-1, 3)
         routine_rows = np.fromiter(map(bytes.count, routine_text, repeat(b"\n")), np.intp,
                                    nfiles)
-        # the sections passed _PLAIN: '#' is only in headings, and each bin row has two '.'
+        # the sections passed _PLAIN: '#' is only in headings, three words a bin row
         split = _HEADING.split(b"".join(message_text))
-        bodies = split[2::2]
-        bin_rows = np.fromiter(map(bytes.count, bodies, repeat(b".")), np.intp,
-                               len(bodies)) // 2
-        message = _floats(b"".join(bodies).split()).reshape(-1, 3)
+        # each body's words (three a row): its rows without a count of its bytes
+        words_of = list(map(bytes.split, split[2::2]))
+        nwords = np.fromiter(map(len, words_of), np.intp, len(words_of))
+        bin_rows = nwords // 3
+        message = _floats(list(chain.from_iterable(words_of))).reshape(-1, 3)
+        del words_of
         heading_file = np.repeat(np.arange(nfiles), np.fromiter(
             map(bytes.count, message_text, repeat(b"#")), np.intp, nfiles))
         if len(names) != len(routine) or bin_rows.sum() != len(message) or \
-                len(heading_file) != len(bodies) or routine_rows.sum() != len(routine):
+                len(heading_file) != len(nwords) or routine_rows.sum() != len(routine) or \
+                (nwords % 3).any():
             raise ValueError("plain mpitrace files split unexpectedly")
         # the five totals of every file converted at once, as the other numbers
         totals = _floats([*comm, *elapsed, *user, *system, *rss]).reshape(5, nfiles).T.copy()
