@@ -72,7 +72,7 @@ def summarise(ds: Dataset, folder: str, key: str, *, warmup: float,
 
 
 def summarise_many(parts: Sequence[tuple[Dataset, str, str, float, str]], *, warmup: float,
-                   thresholds: Mapping[str, float],
+                   thresholds: Mapping[str, float], joint: Dataset | None = None,
                    ) -> tuple[dict[str, pd.DataFrame], list[list[dict[str, Any]]]]:
     """:func:`summarise` of several job folders' Datasets, ``(ds, folder, key, parse_s,
     cache)`` each, whose run ids are all distinct, through one analysis context of their
@@ -80,14 +80,17 @@ def summarise_many(parts: Sequence[tuple[Dataset, str, str, float, str]], *, war
     this pays once). Each folder's rows are those :func:`summarise` gives it alone: every
     derived table is per run. ``analysis_s`` is the context's time shared out evenly.
     Gives the fleet tables of all the folders (each conformed once) and, per folder, its
-    fleet rows as dicts (run, status, ...)."""
+    fleet rows as dicts (run, status, ...). ``joint``: that concat, when the caller has it
+    already (the one load the parts were cut from, :mod:`.joint`: the same runs, rows and
+    dtypes)."""
     import time
 
     ids = [r for ds, *_ in parts for r in ds.run_ids]
     if len(ids) != len(set(ids)):
         raise ValueError("summarise_many: run ids must be distinct across the folders")
     t0 = time.perf_counter()
-    ctx = context(Dataset.concat([p[0] for p in parts]), warmup=warmup, thresholds=thresholds)
+    both = joint if joint is not None else Dataset.concat([p[0] for p in parts])
+    ctx = context(both, warmup=warmup, thresholds=thresholds)
     share = (time.perf_counter() - t0) / max(1, len(parts))
     rows: list[dict[str, Any]] = []
     frows: list[dict[str, Any]] = []

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import signal
 import threading
 import time
@@ -104,13 +105,25 @@ class _Read:
     out: dict[str, Any] | None = None      # its own fleet tables (analysed alone)
     rows: list[dict[str, Any]] | None = None   # its fleet rows (analysed with others)
     error: BaseException | None = None
+    joint: _Joint | None = None            # the task's load it was cut from
+
+
+@dataclass
+class _Joint:
+    """One load of several folders (:func:`_load_together`) that every one of them was
+    cut from: their :meth:`Dataset.concat` already made, for their analysis."""
+
+    ds: Any
+    folders: list[str]
 
 
 def run_task(task: Task) -> Done:
     """Do one task (see the module's docstring); the cache holds its batch when it returns.
 
-    Each folder is read on its own (``load`` of the folder, as ``dptrace report FOLDER``
-    reads it, or its cached tables); then the folders whose run ids are distinct are
+    Each folder is read as ``dptrace report FOLDER`` reads it: its cached tables, or its
+    part of one ``load`` of the task's folders (:func:`_load_together`; a folder that part
+    cannot be cut for, and every folder under a per-folder ``timeout``, by a ``load`` of
+    its own); then the folders whose run ids are distinct are
     analysed together, :data:`ANALYSE_TOGETHER` at a time, through one analysis context
     (every derived table is per run, so each folder's rows are those it has alone). A
     folder whose read or analysis fails is its own error row. With a per-folder
@@ -123,8 +136,11 @@ def run_task(task: Task) -> Done:
     cache = Cache(s.cache)
     batch = cache.new_batch()
     stored = _stored(cache, task, s)
-    done = [_read(folder, Entry.of(raw) if raw else None, stored, cache, s)
-            for folder, raw in task.items]
+    done = [_prepare(folder, Entry.of(raw) if raw else None, s) for folder, raw in task.items]
+    if not s.timeout:   # (with a timeout each folder is read under its own timer)
+        _load_together([r for r in done if r.reuse is None], s)
+    for r in done:
+        _read(r, stored, cache, s)
     tables: dict[str, list[pd.DataFrame]] = {}
     derived: dict[str, list[pd.DataFrame]] = {}
     for group_tables in _analyse([r for r in done if r.error is None], s):
@@ -175,10 +191,9 @@ def run_task(task: Task) -> Done:
     return Done([e.as_dict() for e in entries], outcomes)
 
 
-def _read(folder: str, old: Entry | None, stored: Mapping[str, Any], cache: Cache,
-          s: Settings) -> _Read:
-    """One folder's files, key and Dataset: its cached tables when its files are those
-    cached (by content), else parsed. A failure is kept in ``error``."""
+def _prepare(folder: str, old: Entry | None, s: Settings) -> _Read:
+    """One folder's files and their content hashes; ``reuse``: its cache entry when its
+    files are those cached (by content) and the versions unchanged."""
     t0 = time.perf_counter()
     found = discover.files(folder)
     content = discover.hashes(folder, found, old.known_hashes() if old else None)
@@ -188,23 +203,61 @@ def _read(folder: str, old: Entry | None, stored: Mapping[str, Any], cache: Cach
         versions = {k: s.versions.get(k, "") for k in old.formats}
         if discover.folder_key(found, content, versions, s.core) == old.key:
             r.reuse = old
+    return r
+
+
+def _read(r: _Read, stored: Mapping[str, Any], cache: Cache, s: Settings) -> None:
+    """One folder's key and Dataset: its cached tables when ``reuse``, else the part of the
+    task's joint load cut out for it (:func:`_load_together`), else its own load. A failure
+    is kept in ``error``."""
     try:
         with _limit(s.timeout):
             if r.reuse is not None:   # the files are those cached: analyse again only
+                folder = r.folder
                 r.ds = stored[folder] if folder in stored else cache.dataset([r.reuse])
                 r.key, r.fmts, r.parse_s = r.reuse.key, r.reuse.formats, r.reuse.parse_s
                 r.outcome = "analysed"
             else:
-                r.ds, r.parse_s = _load(folder, s)
+                if r.ds is None:
+                    r.ds, r.parse_s = _load(r.folder, s)
                 r.fmts = {str(f): s.versions.get(str(f), "")
                           for f in r.ds.sources["format"].dropna().unique()}
-                r.key = discover.folder_key(found, content, r.fmts, s.core)
-                r.own_tables = _with_keys(r.ds, run_prefix(folder, r.key))
+                r.key = discover.folder_key(r.found, r.content, r.fmts, s.core)
+                r.own_tables = _with_keys(r.ds, run_prefix(r.folder, r.key))
             if s.timeout:   # analysed alone, under the folder's own timer
                 _analyse_alone(r, s)
     except Exception as exc:   # noqa: BLE001  (a folder's failure is its row, never the survey's)
         r.error = exc
-    return r
+
+
+def _load_together(reads: Sequence[_Read], s: Settings) -> None:
+    """Load the job folders of ``reads`` that are directories with one ``load`` (one
+    argument each) and give each folder its part (:func:`.joint.split`: the Dataset
+    ``load(FOLDER)`` gives it) in ``ds``; ``parse_s``: the load's time shared out evenly.
+    A folder the load cannot be cut for, and every folder when the load raises, keeps
+    ``ds`` None: it is loaded alone. (A folder that is a file is always loaded alone: the
+    runs rules group file arguments across the load.)"""
+    from .. import api
+    from . import joint
+
+    dirs = [r for r in reads if os.path.isdir(r.folder)]
+    if len(dirs) < 2:
+        return
+    t0 = time.perf_counter()
+    try:
+        ds = api.load([r.folder for r in dirs], executor="serial",
+                      max_decompressed=s.max_decompressed)
+        parts = joint.split(ds, [r.folder for r in dirs])
+    except Exception:   # noqa: BLE001  (each folder alone: its failure is its row)
+        return
+    share = (time.perf_counter() - t0) / len(dirs)
+    # when every folder was cut out, the load is their concat: analysed as it is
+    whole = _Joint(ds, [r.folder for r in dirs]) if len(parts) == len(dirs) else None
+    del ds
+    for r in dirs:
+        part = parts.get(r.folder)
+        if part is not None:
+            r.ds, r.parse_s, r.joint = part, share, whole
 
 
 def _analyse_alone(r: _Read, s: Settings) -> None:
@@ -223,8 +276,12 @@ def _analyse(read: Sequence[_Read], s: Settings) -> list[dict[str, Any]]:
 
     groups: list[list[_Read]] = []
     taken: list[set[str]] = []
+    joint = _whole_joint(read)
+    if joint is not None:   # the task's load, every folder of it read and not analysed
+        groups.append([r for r in read if r.folder in set(joint.folders)])
+        taken.append({i for r in groups[0] for i in r.ds.run_ids})
     for r in read:
-        if r.out is not None:
+        if r.out is not None or (joint is not None and r.joint is joint):
             continue
         ids = set(r.ds.run_ids)
         for g, seen in zip(groups, taken, strict=True):
@@ -240,7 +297,8 @@ def _analyse(read: Sequence[_Read], s: Settings) -> list[dict[str, Any]]:
         try:
             both = analyse.summarise_many(
                 [(r.ds, r.folder, run_prefix(r.folder, r.key), r.parse_s, r.outcome)
-                 for r in g], warmup=s.warmup, thresholds=s.thresholds)
+                 for r in g], warmup=s.warmup, thresholds=s.thresholds,
+                joint=joint.ds if joint is not None and g is groups[0] else None)
         except Exception:   # noqa: BLE001  (each folder alone: its failure is its row)
             both = None
         if both is not None:
@@ -254,6 +312,18 @@ def _analyse(read: Sequence[_Read], s: Settings) -> list[dict[str, Any]]:
             except Exception as exc:   # noqa: BLE001
                 r.error = exc
     return out
+
+
+def _whole_joint(read: Sequence[_Read]) -> _Joint | None:
+    """The task's joint load when each of its folders is among ``read`` in its order, read
+    from it and not analysed yet (so that the load is their concat), else None."""
+    joint = next((r.joint for r in read if r.joint is not None), None)
+    if joint is None or len(joint.folders) > ANALYSE_TOGETHER:
+        return None
+    mine = [r for r in read if r.joint is joint and r.out is None]
+    if [r.folder for r in mine] != joint.folders:
+        return None
+    return joint
 
 
 def _stored(cache: Cache, task: Task, s: Settings) -> dict[str, Any]:
