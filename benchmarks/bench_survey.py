@@ -4,6 +4,15 @@ engine, and the peak memory of the survey's process and of its workers.
 
     python benchmarks/bench_survey.py --runs 200 --engines serial,processes
     python benchmarks/bench_survey.py --runs 1000 --engines processes --workers 2
+    python benchmarks/bench_survey.py --runs 1000 --engines serial,processes,dask --workers 2
+    python benchmarks/bench_survey.py --runs 10000 --engines processes --workers 2 --warm 3
+
+``dask`` starts a Dask LocalCluster inside the survey (its start is in the cold figure).
+``--warm N`` times N warm surveys after the cold one (the first of them also checks the
+cache: nothing parsed). Run it from a copy of the tree that nobody edits (``git archive
+HEAD | tar -x -C DIR; cd DIR``): the measuring interpreters import ``dptrace`` from the
+working directory, and a warm survey rightly reparses everything when a core module
+changed between the cold and the warm one.
 
 The fleet is made by tests/fixtures/fleet/make_fleet.py (job folders copied from the real
 fixtures, ten kinds in turn: mpitrace + Horovod benchmark logs with a straggler on a known
@@ -60,10 +69,18 @@ def main() -> int:
     p.add_argument("--engines", default="serial,processes", help="comma-separated engines")
     p.add_argument("--workers", type=int, default=None)
     p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--warm", type=int, default=1, help="warm surveys after each cold one")
+    p.add_argument("--kinds", default=None,
+                   help="comma-separated job-folder kinds of make_fleet.KINDS (default: all)")
+    p.add_argument("--mix", choices=("fixtures", "small"), default="fixtures",
+                   help="small: scripts/make_small_fleet.py's fleet (the smallest real logs "
+                   "of each kind, the 1,000-run test's), instead of make_fleet's")
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = p.parse_args()
     sys.path.insert(0, str(MAKER.parent))
+    sys.path.insert(0, str(HERE.parent / "scripts"))
     from make_fleet import make_fleet  # noqa: E402
+    from make_small_fleet import make_small_fleet  # noqa: E402
 
     results = []
     tmp = Path(tempfile.mkdtemp(prefix="bench-survey-"))
@@ -71,15 +88,21 @@ def main() -> int:
         for n in args.runs:
             root = tmp / f"fleet-{n}"
             t = time.perf_counter()
-            make_fleet(root, n)
+            if args.mix == "small":
+                make_small_fleet(root, n)
+            else:
+                make_fleet(root, n, tuple(args.kinds.split(",")) if args.kinds else None)
             print(f"# {n} job folders made in {time.perf_counter() - t:.1f} s", flush=True)
             for engine in args.engines.split(","):
                 cache = tmp / f"cache-{n}-{engine}"
-                for phase in ("cold", "warm"):
+                for phase in ("cold", *["warm"] * args.warm):
                     r = measure(str(root), str(cache), engine, args.workers, args.batch)
                     r.update(runs_asked=n, engine=engine, phase=phase, batch=args.batch,
+                             mix=args.mix,
                              load=os.getloadavg()[0])
                     results.append(r)
+                    if args.json:   # as it goes: a long benchmark stopped keeps its numbers
+                        Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
                     print(f"{n:>6} {engine:<10} {phase:<4} wall {r['wall_s']:7.1f} s  "
                           f"cpu {r['cpu_s']:7.1f} s  peak {r['peak_rss_mib']:6.0f} MiB "
                           f"(workers {r['peak_rss_workers_mib']:.0f} MiB)  parsed "

@@ -1,0 +1,104 @@
+"""dptrace survey at fleet scale (issue 33): a fleet of more than 1,000 runs made from real
+fixtures (scripts/make_small_fleet.py: HF Trainer + DeepSpeed, DeepSpeed, DDP, Megatron,
+torchrun per-rank logs, NCCL logs, Horovod, mpitrace jobs, Horovod timelines, two-job
+folders; stragglers injected on known hosts) surveyed by the serial engine, the process
+pool and a Dask LocalCluster: the three give identical fleet, fleet_findings and
+fleet_ranks tables (timings aside), the repeat offenders named are exactly the injected
+hosts, and a second survey parses nothing and gives the same tables.
+
+One test, on purpose: under pytest-xdist a module's tests may run on two workers, each
+building the module's fixtures; one test pays for the tree and the surveys once. Its cost
+is said in docs/fleet.md (Cost); it is slow-marked (CI runs it once, on its main Python).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dptrace.fleet import summary, survey
+
+pytestmark = pytest.mark.slow
+
+HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location(
+    "make_small_fleet", HERE.parent / "scripts" / "make_small_fleet.py")
+assert _spec is not None and _spec.loader is not None
+make_small_fleet = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("make_small_fleet", make_small_fleet)
+_spec.loader.exec_module(make_small_fleet)
+
+FOLDERS = 1000
+#: what differs between two surveys of the same folders by design: how long each took
+TIMINGS = ("parse_s", "analysis_s")
+
+
+def _canonical(df: pd.DataFrame, ignore: tuple[str, ...] = ()) -> pd.DataFrame:
+    """``df`` without timings (and ``ignore``), rows in run-key order (each run's own rows in their order:
+    tasks complete in any order), values as Python objects, missing as None."""
+    out = df.drop(columns=[c for c in (*TIMINGS, *ignore) if c in df.columns])
+    out = out.assign(_at=range(len(out))).sort_values(["run_key", "_at"], kind="stable")
+    out = out.drop(columns="_at").reset_index(drop=True)
+    return out.astype(object).where(out.notna(), None)
+
+
+def _identical(a: object, b: object, what: str, ignore: tuple[str, ...] = ()) -> None:
+    for name in ("fleet", "findings", "ranks", "job_figures"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert list(x.columns) == list(y.columns), (what, name)
+        assert [str(t) for t in x.dtypes] == [str(t) for t in y.dtypes], (what, name)
+        pd.testing.assert_frame_equal(_canonical(x, ignore), _canonical(y, ignore),
+                                      check_dtype=False,
+                                      obj=f"{what}: {name}")
+
+
+def test_a_thousand_runs_on_three_engines(tmp_path: Path) -> None:
+    made = make_small_fleet.make_small_fleet(tmp_path / "jobs", FOLDERS)
+    kinds = {k for k, _ in made.values()}
+    assert kinds == set(make_small_fleet.KINDS)
+
+    serial = survey(tmp_path / "jobs", cache=tmp_path / "c-serial", engine="serial")
+    f = serial.fleet
+    # every folder is its run(s): one row each, two for a folder with two jobs
+    two = {p for p, (k, _) in made.items() if k == "two_jobs"}
+    assert set(f["path"]) == set(made)
+    counts = f.groupby(f["path"].astype(object)).size()
+    assert (counts[list(two)] == 2).all() and (counts.drop(list(two)) == 1).all()
+    assert len(f) == FOLDERS + len(two) >= 1000
+    assert f["run_key"].is_unique
+    assert set(f["status"]) <= {"ok", "partial"}, f["status"].value_counts()
+    assert serial.stats["parsed"] == FOLDERS and serial.stats["failed"] == 0
+
+    # the stragglers were injected on known hosts: rank 2 of every delayed_r2 copy, on
+    # node-bad-a and node-bad-b in turn; every other host of an MPI profile is one folder's
+    injected = pd.Series([h for _, h in made.values() if h]).value_counts()
+    assert set(injected.index) == set(make_small_fleet.BAD_HOSTS)
+    strag = f[f["path"].isin([p for p, (k, _) in made.items() if k == "mpitrace_straggler"])]
+    assert len(strag) == injected.sum()
+    assert strag["straggler_ranks"].tolist() == ["2"] * len(strag)
+    assert sorted(strag["straggler_hosts"]) == sorted(h for _, h in made.values() if h)
+    rep = summary.repeat_hosts(serial.ranks)
+    assert dict(zip(rep["host"], rep["straggler_runs"], strict=True)) == injected.to_dict()
+    named = {r["host"]: r["straggler_runs"] for r in serial.summary()["repeat_offender_hosts"]}
+    assert named == injected.to_dict()
+
+    # a second survey parses nothing and gives the same tables
+    again = survey(tmp_path / "jobs", cache=tmp_path / "c-serial", engine="serial")
+    assert (again.stats["parsed"], again.stats["analysed"], again.stats["failed"]) == (0, 0, 0)
+    assert again.stats["cached"] == FOLDERS
+    assert set(again.fleet["cache"]) == {"hit"}
+    _identical(serial, again, "warm", ignore=("cache",))
+
+    # the process pool and a Dask LocalCluster (two workers each) give the same tables
+    procs = survey(tmp_path / "jobs", cache=tmp_path / "c-procs", engine="processes",
+                   workers=2)
+    assert procs.stats["parsed"] == FOLDERS
+    _identical(serial, procs, "processes")
+    pytest.importorskip("distributed")
+    dask = survey(tmp_path / "jobs", cache=tmp_path / "c-dask", engine="dask", workers=2)
+    assert dask.stats["parsed"] == FOLDERS
+    _identical(serial, dask, "dask")
