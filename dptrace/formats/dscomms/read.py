@@ -34,7 +34,6 @@ from ...registry import ParseResult
 from ...sources import Source
 from .._problems import note_skipped
 from .._units import MS_TO_S, MS_TO_US, scaled_or_error
-from . import grammar as g
 from .tables import DS_COMMS
 
 #: mpirun --tag-output tags and srun -l labels at the start of a line
@@ -68,6 +67,7 @@ def parse(source: Source) -> ParseResult:
     bad: list[tuple[int, str]] = []
     numbers: list[Problem] = []     # cells that are not numbers of their column
     block: _Block | None = None
+    g: Any = None                       # the pyparsing grammar, imported at the first header
     for i, raw_line in enumerate(lines):
         lineno = i + 1
         if block is None and b"Comm. Op" not in raw_line:
@@ -77,6 +77,8 @@ def parse(source: Source) -> ParseResult:
         line = text[m.end():] if m else text
         body = line.strip()
         if body.startswith("Comm. Op"):
+            if g is None:
+                from . import grammar as g
             if g.parse_line(g.HEADER, body) is not None:
                 block = _Block(len(blocks), lineno)
                 blocks.append(block)
@@ -104,7 +106,7 @@ def parse(source: Source) -> ParseResult:
             if block.op is None:
                 bad.append((lineno, "comms logger row before any op line: skipped"))
                 continue
-            row = _row(block, parsed, body, lineno, name, numbers)
+            row = _row(g, block, parsed, body, lineno, name, numbers)
             if row is not None:
                 rows.append(row)
                 block.rows += 1
@@ -149,7 +151,7 @@ def _close(block: _Block, bad: list[tuple[int, str]]) -> None:
                             f"cut?): the {n} rows under it have no op and are skipped"))
 
 
-def _row(block: _Block, parsed: Any, body: str, lineno: int, name: str,
+def _row(g: Any, block: _Block, parsed: Any, body: str, lineno: int, name: str,
          problems: list[Problem]) -> dict[str, Any] | None:
     """A row, or None (with an error) when its size, the row's key, is not a size."""
     value, unit = parsed["size"][0], parsed["size"][1]
