@@ -116,8 +116,7 @@ def _atheris_finish(fmt: str, proc: subprocess.Popen, runs: int) -> list[str]:
     return []
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("fmt", fuzz.FORMATS)
+@pytest.mark.parametrize("fmt", fuzz.FORMATS)   # slow (tests/conftest.py SLOW) unless a replay
 def test_fuzz(fmt: str, tmp_path: Path) -> None:
     proc, runs = _atheris_start(fmt, tmp_path)
     try:
