@@ -10,6 +10,7 @@ import math
 import re
 from pathlib import Path
 
+import _cache
 import pytest
 from horovod_ticks import negotiations
 
@@ -17,6 +18,7 @@ import dptrace
 from dptrace.reports.evidence import first, locate
 
 FIX = Path(__file__).parent / "fixtures" / "horovod_mpi"
+#: the runs are loaded once per process (tests/_cache.py) and only read here
 SIZES = {"float32": 4, "int64": 8, "float64": 8}
 
 
@@ -50,7 +52,7 @@ def test_latency_bound_horovod_by_hand():
     assert len(small) == 300 * 11
     assert {o[1] for o in small} == {4, 16, 32, 64}
     share = sum(o[2] for o in small) / sum(o[2] for o in ops)
-    ds = dptrace.load(FIX / "small")
+    ds = _cache.load(FIX / "small")
     report = dptrace.report(ds)
     t = report.tables["horovod.small_allreduces"].iloc[0]
     assert (t["responses"], t["small_responses"], t["small_tensors"]) == (4200, 3300, 3300)
@@ -73,7 +75,7 @@ def test_latency_bound_horovod_by_hand():
 
 
 def test_fused_large_gradients_are_quiet():
-    ds = dptrace.load(FIX / "normal")
+    ds = _cache.load(FIX / "normal")
     t = dptrace.report(ds).tables["horovod.small_allreduces"].iloc[0]
     assert t["small_share"] < 0.01
     f = dptrace.findings(ds)
@@ -82,7 +84,7 @@ def test_fused_large_gradients_are_quiet():
     loud = dptrace.findings(ds, thresholds={"small_message_allreduce": 0})
     assert not loud["evidence"].str.startswith("horovod.small_allreduces").any()
     # and the override reaches the Horovod side: above the small run's 81%, it is quiet
-    small = dptrace.load(FIX / "small")
+    small = _cache.load(FIX / "small")
     quiet = dptrace.findings(small, thresholds={"small_message_allreduce": 90})
     assert not quiet["evidence"].str.startswith("horovod.small_allreduces").any()
 
@@ -91,7 +93,7 @@ def test_fused_large_gradients_are_quiet():
 def test_one_run_three_sources(run):
     """The job figure is the printed total; mpitrace's call counts are the profile's own."""
     d = FIX / run
-    ds = dptrace.load(d)
+    ds = _cache.load(d)
     assert set(ds.sources["format"]) == {"mpitrace", "horovod", "trainlog"}
     assert ds.run_ids == [run]
     job = dptrace.report(ds).tables["throughput.job"].iloc[0]
@@ -135,7 +137,7 @@ def test_delayed_rank_named_by_the_timeline_only():
     d = FIX / "delayed_r2"
     compared, last2, later = _last_ready(d / "timeline.json")
     assert (compared, last2, later) == (21, 15, 0)   # read from the file above
-    ds = dptrace.load(d)
+    ds = _cache.load(d)
     f = dptrace.findings(ds)
     assert "negotiation_straggler" not in set(f["kind"])
     unjudged = f[f["kind"] == "unjudged_negotiations"]
