@@ -11,6 +11,7 @@ analysis runs on it through the ordinary context (:class:`dptrace.analyses.Analy
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import statistics
 import time
@@ -194,7 +195,12 @@ class Live:
         self.history.append({(j["run"], j["metric"]): j["value"] for j in job})
         del self.history[:-50]
         del a, found
-        memory.release(sum(len(ds[k]) for k in ds.tables))   # the analysis' temporaries
+        # the analysis' temporaries: pandas' frames left in reference cycles wait for the
+        # collector's oldest generation, seldom run, with their columns (a 300 MB dense log:
+        # 290 MB resident between snapshots without this, 206 MB with it); then their pages
+        # go back to the system
+        gc.collect()
+        memory.release(sum(len(ds[k]) for k in ds.tables))
         return Snapshot(time.time(), now - started, files, job, instances, rows, notes, ds,
                         time.thread_time() - t0, final)
 
