@@ -1,19 +1,21 @@
 """Incremental reading: the training-log and NCCL readers fed the complete lines appended to
 a file, pass after pass, whose tables equal one read of the whole file so far.
 
-The rule: only what the readers themselves do per range of lines happens at each pass; what
-spans the whole file happens again at each snapshot, on rows (never on bytes).
+The rule: at each pass, only what the readers themselves do per range of lines, and the
+join of that range to the ranges before it; a snapshot costs what was appended, not what was
+read (then the ordinary analysis reads every row).
 
 - Training logs (:mod:`dptrace.formats.trainlog.read`): each appended buffer of complete
   lines is scanned as one range (``_scan_range``: what a parallel read does per range of
-  lines), its rows kept with local line numbers (a *part*). A snapshot merges the parts
-  (``_merge``: line numbers shifted by the lines before each part, the same as a parallel
-  read's ranges) and finishes the rows of the whole file (``_finish``: printers, repeats,
-  global steps, phases; ``_split_parts``: runs inside one file). The phase of a tqdm bar
-  without a description comes from the line before it (``_bars_after_setup_lines``): each
-  part is scanned in a buffer that starts with the last line of the part before, so that
-  line is there. The parts are compacted into one at each snapshot (rows in columnar
-  chunks; bytes are never kept).
+  lines) in a buffer that starts with the last line fed (the phase of a tqdm bar without a
+  description comes from the line before it, ``_bars_after_setup_lines``), finished at once
+  (``_finish`` with the join's ``info``, as a parallel read's workers finish their ranges)
+  and joined to the ranges before it by :class:`_Join` (line numbers, global steps, repeats
+  across the cut), whose state spans the file in a few entries per stream. The finished
+  rows are kept as columnar chunks, concatenated into one per table at a snapshot. Where a
+  range cannot be finished on its own (:func:`_finishable`), the file is read again and each
+  snapshot merges the scanned ranges and finishes the whole file (``_merge``, ``_finish``,
+  ``_split_parts``), as one read does.
 - NCCL lines (:mod:`dptrace.formats.nccl.read`): the reader's state (``_Reader``: processes,
   events, lines seen) already spans ranges; each buffer's candidate lines are read into it
   in file order. A snapshot builds the tables from a copy of its processes (building them
