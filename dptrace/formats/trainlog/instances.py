@@ -247,6 +247,9 @@ def steps_and_repeats(df: pd.DataFrame, instance: pd.Series, info: dict | None =
                 if group is not None:   # one file's lines never meet another's
                     lineno = lineno + group[series].astype("float64") * float(1 << 32)
                 repeat[series] = _redrawn(stream[series], lineno, value[series], epoch[series])
+                if info is not None:   # the first line after a cut may repeat the last before
+                    info["series"] = (series, stream[series], lineno, value[series],
+                                      epoch[series])
     repeat[documented] = False
     return new_step, repeat
 
@@ -306,14 +309,16 @@ def _stream_ends(stream: np.ndarray, pos: np.ndarray, first: np.ndarray, down: n
             sp[tails], epoch[pos[tails]], total - sp[tails])
 
 
-def join_streams(parts: Sequence[dict]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def join_streams(parts: Sequence[dict], lines: Sequence[int] | None = None,
+                 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Join the ranges of one table scanned one by one (each range's ``info`` from
     :func:`steps_and_repeats`, in file order) into what one pass over the whole table
     gives: per range, the number to add to each stream's global steps (the completed
     passes of its stream in the ranges before it; 0 where none) and the rows that repeat a
     row of an earlier range (a stream's first row with the step and epoch of its last row
     before the cut; an end-of-run global figure without a step (:data:`COPY_PATTERNS`) equal
-    to an earlier copy; a series's line printed again right after a cut is not found).
+    to an earlier copy; given ``lines``, the newlines before each range, a global series's
+    line printed again right after a cut: see :func:`_redrawn_after_cuts`).
 
     The steps add only to rows with an epoch and only where some stream's count went down
     (as :func:`steps_and_repeats`); ``offsets`` are per stream code of each range."""
@@ -354,7 +359,42 @@ def join_streams(parts: Sequence[dict]) -> tuple[list[np.ndarray], list[np.ndarr
             rows = g[0][dup[at:at + len(g[0])]]
             at += len(g[0])
             repeats[k] = np.union1d(repeats[k], rows)
+    if lines is not None:
+        _redrawn_after_cuts(parts, lines, repeats)
     return offsets, repeats
+
+
+def _redrawn_after_cuts(parts: Sequence[dict], lines: Sequence[int],
+                        repeats: list[np.ndarray]) -> None:
+    """:func:`_redrawn` across the cuts: a range's first line of global series figures
+    repeats when every figure on it is that of its series's last row before the cut,
+    printed on the line right before it (within a range :func:`steps_and_repeats` found the
+    others; a figure's predecessor one line up is in the range before only on this line)."""
+    last: dict[tuple, tuple[float, float, float]] = {}
+    for k, info in enumerate(parts):
+        got = info.get("series")
+        if got is None:
+            continue
+        rows, codes, lineno, value, epoch = got
+        keys = info["keys"]
+        line = lineno + float(lines[k])
+        first = line == line[0]
+        hit, seen = True, set()
+        for i in np.flatnonzero(first).tolist():
+            key = keys[int(codes[i])]
+            prev = last.get(key)
+            hit = hit and key not in seen and prev is not None and prev[0] == line[i] - 1 \
+                and _same_float(prev[1], value[i]) and _same_float(prev[2], epoch[i])
+            seen.add(key)
+        if hit:
+            repeats[k] = np.union1d(repeats[k], rows[first])
+        for i in range(len(rows)):   # each series's last row stays
+            last[keys[int(codes[i])]] = (float(line[i]), float(value[i]), float(epoch[i]))
+
+
+def _same_float(a: float, b: float) -> bool:
+    """Equal, NaN equal to NaN."""
+    return bool(a == b or (a != a and b != b))
 
 
 def _int64(values: np.ndarray, index: pd.Index) -> pd.Series:

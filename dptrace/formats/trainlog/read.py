@@ -475,7 +475,7 @@ def _joined(buf: Any, name: str, parts: list[_Done], problems: list[Problem]) ->
     for table, schema_table in (("throughput", THROUGHPUT), ("train_metrics", TRAIN_METRICS)):
         frames = [p.tables.pop(table) for p in parts]
         infos = [p.info.pop(table) for p in parts]
-        offsets, repeats = instances.join_streams(infos)
+        offsets, repeats = instances.join_streams(infos, lines)
         tables[table] = _join_tables(frames, infos, lines, offsets, repeats, name, schema_table)
         memory.release(len(tables[table]))
     _split_parts(tables, headers)
