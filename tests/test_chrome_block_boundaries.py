@@ -23,6 +23,7 @@ import json
 import re
 from pathlib import Path
 
+import _cache
 import msgspec
 import pandas as pd
 import pytest
@@ -282,7 +283,7 @@ LOAD_CASES = [(TORCH_FIX / "one_step" / "rank0.pt.trace.json", _SMALL + _LARGE),
 
 @pytest.mark.parametrize(("path", "blocks"), LOAD_CASES, ids=[c[0].name for c in LOAD_CASES])
 def test_torch_load_small_blocks_equal_one_block_and_json(path, blocks, monkeypatch):
-    whole = dptrace.load(path)
+    whole = _cache.load(path)   # one block, read once per process (only read: test_torchtrace)
     assert whole.sources["status"].item() == "ok", whole.problems
     doc = json.loads(_bytes(path))
     assert len(whole["torch_events"]) == _kept(doc["traceEvents"])

@@ -66,7 +66,7 @@ _CANON = {"AllReduce": "all_reduce", "Broadcast": "broadcast", "SendRecv": "send
                          ids=[t[0] for t in REAL_TRACES])
 def test_real_traces_rank_world_and_collective_kernels(name, rank, world, backend, kernels):
     path = REAL / name
-    ds = dptrace.load(path)
+    ds = _cache.load(path)   # read only: shared with test_chrome_block_boundaries
     assert ds.sources["format"].item() == "torchtrace"
     assert ds.sources["status"].item() == "ok", ds.problems
     tr = ds["torch_traces"].iloc[0]
