@@ -229,7 +229,8 @@ def source_facts(names: Sequence[str], sources: pd.DataFrame,
     index = {n: i for i, n in enumerate(names)}
     formats: dict[int, frozenset[str]] = {}
     if len(sources) and "format" in sources:
-        for name, fmt in zip(sources["source"].astype(str), sources["format"], strict=True):
+        for name, fmt in zip(sources["source"].astype(str).tolist(), sources["format"].tolist(),
+                             strict=True):
             if isinstance(fmt, str) and name in index:
                 formats[index[name]] = frozenset(f.strip() for f in fmt.split("+"))
     traces: dict[int, jobs.Trace] = {}
