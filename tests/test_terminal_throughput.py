@@ -35,8 +35,11 @@ BAR_BLOCKS = set("▏▎▍▌▋▊▉█")
 
 @cache
 def _report(path: Path) -> model.Report:
-    """The report of ``path``, built once per process (drawing it changes nothing)."""
-    return model.build(dptrace.load(str(path)))
+    """The report of ``path`` with its throughput section only, built once per process
+    (drawing it changes nothing): the findings of every run, half the cost of a whole
+    report here, are read by no test of this module (the section's tables and its text,
+    default and --all, are the whole report's on every log of realdata and the fixtures)."""
+    return model._build(dptrace.load(str(path)), "report", {"throughput"}, {})
 
 
 def throughput_text(path: Path, *, show_all: bool = False) -> str:
