@@ -9,6 +9,7 @@ import io
 import re
 from pathlib import Path
 
+import _cache
 import pytest
 from horovod_ticks import negotiations
 from rich.console import Console
@@ -25,6 +26,7 @@ SYNTH = FIX / "horovod" / "synthetic_v0201_packed.json"
 NORMAL = FIX / "horovod_mpi" / "normal"
 DELAYED = FIX / "horovod_mpi" / "delayed_r2"
 RED = re.compile(r"\x1b\[[0-9;]*31m")
+#: the timelines and runs are loaded once per process (tests/_cache.py) and only read here
 
 
 def _ticks(path: Path) -> tuple[dict[int, int], dict[int, int], int]:
@@ -68,7 +70,7 @@ def test_a_balanced_run_s_start_up_rank_is_not_red():
     (last in >= 50%); start-up is warm-up, so nothing is red and the drawer says why."""
     startup, waited, steady = _ticks(NORMAL / "timeline.json")
     assert (startup[1], sum(startup.values()), steady) == (19, 21, 0)
-    ds = dptrace.load(NORMAL)
+    ds = _cache.load(NORMAL)
     t = horovod_section(ds, {}).tables["stragglers"]
     assert not t["straggler"].any() and (t["steady_compared"] == 0).all()
     row = t[t["rank"] == 1].iloc[0]
@@ -84,7 +86,7 @@ def test_a_balanced_run_s_start_up_rank_is_not_red():
 @pytest.mark.parametrize("path,rank", [(RANK4, 0), (SYNTH, 3)])
 def test_the_steady_state_straggler_is_red_with_the_finding_s_numbers(path, rank):
     _, waited, steady = _ticks(path)
-    ds = dptrace.load(path)
+    ds = _cache.load(path)
     t = horovod_section(ds, {}).tables["stragglers"]
     assert t["straggler"].tolist() == [True] + [False] * (len(t) - 1)
     row = t.iloc[0]
@@ -107,7 +109,7 @@ def test_the_steady_state_straggler_is_red_with_the_finding_s_numbers(path, rank
 def test_marked_ranks_are_the_finding_s_and_its_evidence_row(path):
     """The report's straggler column and its negotiation_straggler findings agree, and each
     finding's evidence resolves to its marked row (the HTML link)."""
-    report = dptrace.report(dptrace.load(path))
+    report = dptrace.report(_cache.load(path))
     t = report.tables["horovod.stragglers"]
     found = report.tables["findings.findings"]
     found = found[found["kind"] == "negotiation_straggler"]
@@ -123,7 +125,7 @@ def test_marked_ranks_are_the_finding_s_and_its_evidence_row(path):
 def test_a_threshold_override_moves_the_mark_with_the_finding():
     """Rank 3 of the synthetic timeline is waited for in 75.3% of the steady state: at 80%
     neither the finding nor the mark remains."""
-    ds = dptrace.load(SYNTH)
+    ds = _cache.load(SYNTH)
     report = dptrace.report(ds, thresholds={"negotiation_straggler": 80})
     assert not report.tables["horovod.stragglers"]["straggler"].any()
     assert "negotiation_straggler" not in set(
