@@ -23,7 +23,6 @@ import numpy as np
 import pandas as pd
 
 from ..dataset import Dataset
-from ..registry import Outcome
 from .follow import Follower, Tail
 
 #: a printer is stopped when it has printed nothing for this many times its usual interval
@@ -39,51 +38,25 @@ MIN_ROWS = 3
 
 def dataset(follower: Follower, final: bool = False) -> Dataset:
     """The Dataset of everything read so far (``final``: lines still without a newline read
-    as the files' ends), by the loader's rules."""
-    from .. import loader, memory, schema
+    as the files' ends), by the loader's rules (:func:`dptrace.loader.assemble`: status,
+    settle, conform, runs, on the incremental readers' tables)."""
+    from .. import loader
     from ..sources import HEAD_BYTES
 
-    problems = list(follower.expand_problems)
-    frames: dict[str, list[pd.DataFrame]] = {}
-    outcomes: dict[int, Any] = {}
-    launchers: dict[str, str] = {}
     tails = [follower.tails[k] for k in follower.order if k in follower.tails]
-    for i, tail in enumerate(tails):
-        src = tail.src
-        got = follower.results(tail, final) if src.unreadable is None else None
-        if got is None:
-            chosen = loader._choose(src, None, outcomes, problems, i)
-            if i not in outcomes:
-                outcomes[i] = loader._Outcome(src, "+".join(p.name for p in chosen) or None,
-                                              None, "empty", 0, "not read yet: still written")
-            src.forget()
-            continue
-        if any(fmt in loader._LOGS for fmt, _ in got):
+    results = [follower.results(t, final) if t.src.unreadable is None else None
+               for t in tails]
+    launchers: dict[str, str] = {}
+    for tail, got in zip(tails, results, strict=True):
+        if got is not None and any(fmt in loader._LOGS for fmt, _ in got):
             seen = _launcher(tail, HEAD_BYTES)
             if seen:
-                launchers[src.name] = seen
-        used = []
-        for fmt, res in got:
-            problems.extend(res.problems)
-            for name, df in res.tables.items():
-                if len(df):
-                    frames.setdefault(name, []).append(df)
-            used.append((fmt, Outcome(src, res.variant, res.rows, list(res.problems))))
-        outcomes[i] = loader.status(src, used, [p for _, o in used for p in o.problems])
-    tables = {
-        name: schema.conform(parts[0] if len(parts) == 1 else schema.concat(parts),
-                             schema.TABLES[name])
-        if name in schema.TABLES else schema.concat(parts)
-        for name, parts in frames.items()
-    }
-    memory.release(sum(len(df) for df in tables.values()))
-    settle = loader._Settle(problems, None)
-    ordered = [settle(outcomes[i]) for i in range(len(tails))]
+                launchers[tail.src.name] = seen
     origins = follower.origins if len(follower.origins) == len(tails) else None
-    return loader._with_runs(tables, loader._sources_frame(ordered),
-                             loader._problems_frame(settle.problems()),
-                             [t.src for t in tails], follower.arguments if origins else None,
-                             origins, launchers)
+    return loader.assemble([t.src for t in tails], results, list(follower.expand_problems),
+                           arguments=follower.arguments if origins else None,
+                           origins=origins, launchers=launchers,
+                           unread="not read yet: still written")
 
 
 def _launcher(tail: Tail, head_bytes: int) -> str | None:
