@@ -258,7 +258,14 @@ def _norm(v: object) -> object:
 
 
 def _rows(df, cols: list[str]) -> list[tuple]:
-    return [tuple(_norm(v) for v in row) for row in df[cols].itertuples(index=False, name=None)]
+    """The rows of ``cols`` as tuples of normalised values, built column by column (a
+    column's ``tolist`` gives the same Python scalars a row iteration does, at a fraction
+    of ``itertuples``' cost: it was 40% of a fuzz run's oracle)."""
+    if not cols:
+        return [()] * len(df)
+    if not len(df):
+        return []
+    return list(zip(*[[_norm(v) for v in df[c].tolist()] for c in cols], strict=True))
 
 
 def line_of(data: bytes, offset: int) -> int:

@@ -9,7 +9,6 @@ run link opening that run's own report (itself a dashboard without errors)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -20,17 +19,11 @@ import pytest
 from dptrace.fleet import html as fleet_html
 
 FIXTURES = Path(__file__).parent / "fixtures"
-CHROMIUM = "/usr/bin/chromium"
 HOSTILE = "job <img src=x onerror=alert(1)>"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
-#: per figure: its id and how many marks plotly drew (bars, scatter points)
-DRAWN_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => [
-  el.id,
-  el.querySelectorAll('.barlayer .trace path[d]:not([d="M0,0Z"])').length
-  + el.querySelectorAll('.scatterlayer .trace .points path[d]').length])"""
+
 
 sys.path.insert(0, str(FIXTURES / "fleet"))
+from browser_visit import chromium, visit  # noqa: E402
 from make_fleet import BAD_HOST, make_fleet  # noqa: E402
 
 
@@ -50,35 +43,20 @@ def fleet_page(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def seen(fleet_page):
-    if not Path(CHROMIUM).exists() and not os.environ.get("CI"):
-        pytest.skip("needs /usr/bin/chromium (apt-get install chromium); CI always runs this")
-    sync_api = pytest.importorskip("playwright.sync_api")
+    """What a reader meets on the fleet page (tests/browser_visit.py), and each run's own
+    report opened from its link."""
     _, page_path = fleet_page
-    out: dict = {"errors": [], "requests": [], "dialogs": [], "reports": {}}
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("console", lambda m: m.type == "error" and out["errors"].append(m.text))
-            page.on("pageerror", lambda e: out["errors"].append(str(e)))
-            page.on("request", lambda r: out["requests"].append(r.url))
-            page.on("dialog", lambda d: (out["dialogs"].append(d.message), d.dismiss()))
-            page.goto(page_path.as_uri(), wait_until="load", timeout=120_000)
-            page.wait_for_timeout(500)
-            out["drawn"] = page.evaluate(DRAWN_JS)
-            out["text"] = page.evaluate("document.body.textContent")
-            out["imgs"] = page.evaluate("document.querySelectorAll('img').length")
-            out["links"] = page.evaluate(
-                "Array.from(document.querySelectorAll('a.report')).map(a => a.href)")
-            for href in sorted(set(out["links"])):     # each run's own report
-                errors: list[str] = []
-                rp = browser.new_page()
-                rp.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
-                rp.goto(href, wait_until="load", timeout=120_000)
-                out["reports"][href] = (errors, rp.title())
-                rp.close()
-        finally:
-            browser.close()
+
+    def more(page, out):
+        out["text"] = page.evaluate("document.body.textContent")
+        out["imgs"] = page.evaluate("document.querySelectorAll('img').length")
+        out["links"] = page.evaluate(
+            "Array.from(document.querySelectorAll('a.report')).map(a => a.href)")
+
+    with chromium() as browser:
+        out = visit(browser, page_path, more, follow=False)
+        out["reports"] = {h: (r["errors"], r["title"]) for h in sorted(set(out["links"]))
+                          for r in [visit(browser, h, follow=False)]}
     return out
 
 
