@@ -8,12 +8,14 @@ hosts, and a second survey parses nothing and gives the same tables.
 
 One test, on purpose: under pytest-xdist a module's tests may run on two workers, each
 building the module's fixtures; one test pays for the tree and the surveys once. Its cost
-is said in docs/fleet.md (Cost); it is slow-marked (CI runs it once, on its main Python).
+is said in docs/fleet.md (Cost); it is slow-marked and opt-in (``DPTRACE_SCALE_TESTS=1``):
+three surveys of 1,000 runs do not fit CI's 15 minutes yet.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -22,7 +24,11 @@ import pytest
 
 from dptrace.fleet import summary, survey
 
-pytestmark = pytest.mark.slow
+#: opt-in (DPTRACE_SCALE_TESTS=1): ~3.3 min of wall on an idle 2-core machine (three surveys of
+#: 1,000 folders), which does not fit CI's 15-minute budget yet (docs/fleet.md, Cost)
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+    os.environ.get("DPTRACE_SCALE_TESTS") != "1",
+    reason="three surveys of 1,000 runs (~3.3 min): set DPTRACE_SCALE_TESTS=1 to run it")]
 
 HERE = Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location(
