@@ -164,6 +164,16 @@ def _load_sources(sources: list[Source], problems: list[Problem],
             outcomes[i] = outcome
         for src in group:
             src.forget()
+    return _finished(frames, outcomes, problems, forced, sources, arguments, origins,
+                     launchers)
+
+
+def _finished(frames: dict[str, list[pd.DataFrame]], outcomes: dict[int, _Outcome],
+              problems: list[Problem], forced: registry.Parser | None,
+              sources: list[Source], arguments: Sequence[runs.Argument] | None,
+              origins: Sequence[int] | None, launchers: dict[str, str]) -> Dataset:
+    """The Dataset of what was parsed: each table's parts conformed once, every source's
+    outcome settled, the sources and problems tables, the runs."""
     tables = {
         # one part (a batch's table): conform gives a fresh frame and index without a concat
         name: schema.conform(parts[0] if len(parts) == 1 else schema.concat(parts),
@@ -575,14 +585,5 @@ def assemble(sources: list[Source],
                     frames.setdefault(name, []).append(df)
             used.append((fmt, registry.Outcome(src, res.variant, res.rows, list(res.problems))))
         outcomes[i] = status(src, used, [p for _, o in used for p in o.problems])
-    tables = {
-        name: schema.conform(parts[0] if len(parts) == 1 else schema.concat(parts),
-                             schema.TABLES[name])
-        if name in schema.TABLES else schema.concat(parts)
-        for name, parts in frames.items()
-    }
-    memory.release(sum(len(df) for df in tables.values()))
-    settle = _Settle(problems, None)
-    ordered = [settle(outcomes[i]) for i in range(len(sources))]
-    return _with_runs(tables, _sources_frame(ordered), _problems_frame(settle.problems()),
-                      sources, arguments, origins, dict(launchers or {}))
+    return _finished(frames, outcomes, problems, None, sources, arguments, origins,
+                     dict(launchers or {}))

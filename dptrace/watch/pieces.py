@@ -343,26 +343,12 @@ def _printed_by(part: Any) -> dict[str, int]:
 
 def _finishable(name: str, tp: pd.DataFrame, tm: pd.DataFrame) -> bool:
     """Whether a part's rows are final once finished on their own and joined
-    (:class:`_Join`): not SambaFlow's instances without a prefix (numbered through the
-    file), steps exact as floats (the joins add them as such). A per-rank file's rank
-    (from its name) is the same in every part."""
-    from ..formats.trainlog import instances
-    from ..formats.trainlog.read import _EXACT, _abs_sum
+    (:class:`_Join`): the reader's rule (:func:`~dptrace.formats.trainlog.read.finishable_alone`).
+    A per-rank file's rank (from its name) is the same in every part, so unlike a parallel
+    read's ranges a per-rank file's parts are finished alone too."""
+    from ..formats.trainlog.read import finishable_alone
 
-    for df in (tp, tm):
-        if not len(df):
-            continue
-        documented = schema.isin(df["pattern"], instances.INSTANCE_PATTERNS)
-        if documented.any() and (documented & df["prefix"].isna().to_numpy()).any():
-            return False
-        step = df["step"]
-        if step.dtype == object:
-            if step.notna().any():
-                return False
-            continue
-        if len(step) and not _abs_sum(step) < _EXACT:
-            return False
-    return True
+    return finishable_alone(tp, tm)
 
 
 def _nan_key(v: float) -> float:

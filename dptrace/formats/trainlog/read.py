@@ -419,9 +419,17 @@ def _pattern_counts(df: pd.DataFrame) -> list[tuple[str, int]]:
 
 
 def _joinable(name: str, tp: pd.DataFrame, tm: pd.DataFrame) -> bool:
-    """Whether the range's tables can be finished in its worker (see :func:`_finish_range`)."""
-    if rank_of_path(name) is not None:
-        return False
+    """Whether the range's tables can be finished in its worker (see :func:`_finish_range`):
+    not a per-rank file's (its rank comes from the name, after the join), and
+    :func:`finishable_alone`."""
+    return rank_of_path(name) is None and finishable_alone(tp, tm)
+
+
+def finishable_alone(tp: pd.DataFrame, tm: pd.DataFrame) -> bool:
+    """Whether a range's rows (its throughput and metric tables) are final once finished on
+    their own and joined to the ranges before them (here, and ``dptrace watch``'s parts):
+    not SambaFlow's instances without a prefix (numbered through the file), steps exact as
+    floats (the joins add them as such)."""
     for df in (tp, tm):
         if not len(df):
             continue
