@@ -381,28 +381,15 @@ class _Join:
         looked at and forgotten)."""
         import numpy as np
 
+        from ..formats.trainlog import instances
+
         if not len(df):
             return df
         keys = info.get("keys", ())
         stream = info.get("stream")
         df["lineno"] = df["lineno"] + lines_before
         state = self.state if commit else dict(self.state)
-        off = np.zeros(len(keys), dtype=np.float64)
-        repeat: list[int] = []
-        if info.get("streams") is not None:
-            for code, row, f_step, f_epoch, l_step, l_epoch, completed in zip(
-                    *(a.tolist() for a in info["streams"]), strict=True):
-                key = keys[code]
-                done = 0.0
-                if key in state:
-                    done, last, last_epoch = state[key]
-                    if f_step < last:
-                        done += last
-                    elif f_step == last and (f_epoch == last_epoch or (
-                            f_epoch != f_epoch and last_epoch != last_epoch)):
-                        repeat.append(row)
-                off[code] = done
-                state[key] = (done + completed, l_step, l_epoch)
+        off, repeat = instances.fold_streams(state, info)
         if stream is not None and off.any():
             add = off.astype(np.int64)[stream]
             add[(df["epoch"].isna() | df["step"].isna()).to_numpy()] = 0

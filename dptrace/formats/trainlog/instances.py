@@ -325,23 +325,7 @@ def join_streams(parts: Sequence[dict], lines: Sequence[int] | None = None,
     state: dict[tuple, tuple[float, float, float]] = {}  # key: (completed, last step, epoch)
     offsets, repeats = [], []
     for info in parts:
-        keys = info.get("keys", ())  # none: a range without rows in this table
-        off = np.zeros(len(keys), dtype=np.float64)
-        rep: list[int] = []
-        if info.get("streams") is not None:
-            for code, row, f_step, f_epoch, l_step, l_epoch, completed in zip(
-                    *(a.tolist() for a in info["streams"]), strict=True):
-                key = keys[code]
-                done = 0.0
-                if key in state:
-                    done, last, last_epoch = state[key]
-                    if f_step < last:  # the count restarted at the cut: a pass ended there
-                        done += last
-                    elif f_step == last and (f_epoch == last_epoch or (
-                            f_epoch != f_epoch and last_epoch != last_epoch)):
-                        rep.append(row)
-                off[code] = done
-                state[key] = (done + completed, l_step, l_epoch)
+        off, rep = fold_streams(state, info)
         offsets.append(off)
         repeats.append(np.asarray(rep, dtype=np.int64))
     # global figures without a step: repeats of an earlier copy anywhere in the file
@@ -362,6 +346,33 @@ def join_streams(parts: Sequence[dict], lines: Sequence[int] | None = None,
     if lines is not None:
         _redrawn_after_cuts(parts, lines, repeats)
     return offsets, repeats
+
+
+def fold_streams(state: dict[tuple, tuple[float, float, float]],
+                 info: dict) -> tuple[np.ndarray, list[int]]:
+    """One range's streams folded into ``state`` (per stream key: the completed passes, the
+    last step and epoch of the ranges before; updated in place): the number to add to each
+    stream's global steps (per stream code of the range) and the rows that repeat the
+    stream's last row before the cut. :func:`join_streams` folds a parallel read's ranges,
+    ``dptrace watch`` the parts of a growing file as they come."""
+    keys = info.get("keys", ())  # none: a range without rows in this table
+    off = np.zeros(len(keys), dtype=np.float64)
+    rep: list[int] = []
+    if info.get("streams") is not None:
+        for code, row, f_step, f_epoch, l_step, l_epoch, completed in zip(
+                *(a.tolist() for a in info["streams"]), strict=True):
+            key = keys[code]
+            done = 0.0
+            if key in state:
+                done, last, last_epoch = state[key]
+                if f_step < last:  # the count restarted at the cut: a pass ended there
+                    done += last
+                elif f_step == last and (f_epoch == last_epoch or (
+                        f_epoch != f_epoch and last_epoch != last_epoch)):
+                    rep.append(row)
+            off[code] = done
+            state[key] = (done + completed, l_step, l_epoch)
+    return off, rep
 
 
 def _redrawn_after_cuts(parts: Sequence[dict], lines: Sequence[int],
