@@ -545,9 +545,10 @@ def finder(buf: Any) -> Iterator[Callable[[bytes, int, int], int]]:
         return
     import numpy as np  # the address of a read-only map (ctypes wants a writable buffer)
     view = np.frombuffer(buf, np.uint8)
-    base = view.ctypes.data
+    base, size = view.ctypes.data, len(view)
 
     def find(needle: bytes, lo: int, hi: int) -> int:
+        lo, hi = max(lo, 0), min(hi, size)   # never past the map (buf.find clamps hi too)
         if hi - lo < len(needle):
             return -1
         at = memmem(base + lo, hi - lo, needle, len(needle))
