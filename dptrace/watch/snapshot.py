@@ -34,6 +34,17 @@ DROP_SHARE = 0.2
 RECENT_REFRESHES = 3
 #: figures printed (recent ones and before them) a drop needs at least
 MIN_ROWS = 3
+#: the ordinary findings (:func:`dptrace.findings.build`, every rule over every row) are
+#: built again at a refresh when the Dataset has at most this many training-log rows, ...
+FINDINGS_ALWAYS_ROWS = 50_000
+#: ... or its training-log rows grew by this share since they were last built, ...
+FINDINGS_GROWTH = 0.25
+#: ... or this many seconds (of the watch's clock) passed since, or another table changed
+#: (see :meth:`Live.ordinary_due`)
+FINDINGS_EVERY_S = 300.0
+#: the tables whose growth alone does not make the ordinary findings due (a training log's:
+#: they grow at every refresh)
+GROWING_TABLES = frozenset({"throughput", "train_metrics"})
 
 
 def dataset(follower: Follower, final: bool = False) -> Dataset:
@@ -93,12 +104,17 @@ class Snapshot:
     dataset: Dataset | None = field(default=None, repr=False)
     cost_s: float = 0.0
     final: bool = False
+    #: ``elapsed_s`` of the refresh whose Dataset the ordinary findings were built from
+    #: (this one's, or an earlier one's: :meth:`Live.ordinary_due`)
+    findings_elapsed_s: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of one refresh (``--jsonl``)."""
         return {"time": self.time, "elapsed_s": round(self.elapsed_s, 3), "final": self.final,
                 "files": self.files, "job": self.job, "instances": self.instances,
                 "findings": self.findings, "notes": self.notes,
+                "findings_elapsed_s": None if self.findings_elapsed_s is None
+                else round(self.findings_elapsed_s, 3),
                 "cost_s": round(self.cost_s, 4)}
 
     def figure(self, metric: str | None = None) -> float | None:
@@ -132,6 +148,9 @@ class Live:
         self.history: list[dict[tuple[str, str], float]] = []
         #: per refresh: {(source, metric): {file: figures printed}} of each job figure's series
         self.sums: list[dict[tuple[str, str], dict[str, int]]] = []
+        #: the ordinary findings last built: (elapsed s, training-log rows, the other
+        #: tables' rows, the rows of the findings)
+        self.ordinary: tuple[float, int, dict[str, int], list[dict[str, Any]]] | None = None
 
     def snapshot(self, follower: Follower, started: float, final: bool = False,
                  now: float | None = None, lock: Any = None,
@@ -156,26 +175,53 @@ class Live:
         a = Analyses(ds, {"warmup": self.warmup, "thresholds": self.thresholds})
         job = _job_rows(a)
         instances = _instance_rows(a, job)
-        found = build_findings(a)
-        rows = [{"kind": str(r.kind), "severity": str(r.severity), "run": _num(r.run),
+        elapsed = now - started
+        growing, others = _table_rows(ds)
+        if self.ordinary_due(elapsed, growing, others, final):
+            found = build_findings(a)
+            self.ordinary = (elapsed, growing, others, [
+                {"kind": str(r.kind), "severity": str(r.severity), "run": _num(r.run),
                  "subject": _num(r.subject), "value": _num(r.value),
                  "threshold": _num(r.threshold), "message": str(r.message)}
-                for r in found.itertuples()]
-        rows = stopped + self._drop(a, job) + rows
+                for r in found.itertuples()])
+            del found
+        assert self.ordinary is not None
+        rows = stopped + self._drop(a, job) + [dict(r) for r in self.ordinary[3]]
         for j in job:
             j["trend"] = [h.get((j["run"], j["metric"])) for h in self.history[-11:]] + \
                 [j["value"]]
         self.history.append({(j["run"], j["metric"]): j["value"] for j in job})
         del self.history[:-50]
-        del a, found
+        del a
         # the analysis' temporaries: pandas' frames left in reference cycles wait for the
         # collector's oldest generation, seldom run, with their columns (a 300 MB dense log:
         # 290 MB resident between snapshots without this, 206 MB with it); then their pages
         # go back to the system
         gc.collect()
         memory.release(sum(len(ds[k]) for k in ds.tables))
-        return Snapshot(time.time(), now - started, files, job, instances, rows, notes, ds,
-                        time.thread_time() - t0, final)
+        return Snapshot(time.time(), elapsed, files, job, instances, rows, notes, ds,
+                        time.thread_time() - t0, final, self.ordinary[0])
+
+    def ordinary_due(self, elapsed: float, growing: int, others: dict[str, int],
+                     final: bool) -> bool:
+        """Whether a refresh builds the ordinary findings (every rule of
+        :func:`dptrace.findings.build` over the whole Dataset: a cost that grows with the rows
+        read) again, or shows those of the refresh they were last built at.
+
+        They are built at the first and the final snapshot; whenever a table other than the
+        training log's (:data:`GROWING_TABLES`) has gained or lost rows or appeared (an NCCL
+        INFO line: the socket-fallback finding within one refresh); while the training-log
+        rows are at most :data:`FINDINGS_ALWAYS_ROWS` (cheap: every refresh); and else once
+        those rows grew by :data:`FINDINGS_GROWTH` since the last build or
+        :data:`FINDINGS_EVERY_S` seconds passed. So over a long job their CPU adds up to a
+        few times one build on the final rows (geometric growth) plus one build per
+        :data:`FINDINGS_EVERY_S`, not one per refresh. The job figure, the per-instance
+        figures and the live findings are made at every refresh."""
+        last = self.ordinary
+        if final or last is None or growing <= FINDINGS_ALWAYS_ROWS or others != last[2]:
+            return True
+        return growing >= (1 + FINDINGS_GROWTH) * last[1] or \
+            elapsed - last[0] >= FINDINGS_EVERY_S
 
     # --- live findings --------------------------------------------------------------------
 
@@ -251,6 +297,18 @@ class Live:
                             f"{j['metric']} = {j['value']:,.4g}: {j['value'] / base:.0%} of "
                             f"the baseline's {base:,.4g}"})
         return out
+
+
+def _table_rows(ds: Dataset) -> tuple[int, dict[str, int]]:
+    """The rows of the training-log tables (:data:`GROWING_TABLES`), and of each other table
+    (and of the runs table: ``"(runs)"``)."""
+    growing, others = 0, {"(runs)": len(ds.runs)}
+    for name in ds.tables:
+        if name in GROWING_TABLES:
+            growing += len(ds[name])
+        else:
+            others[name] = len(ds[name])
+    return growing, others
 
 
 def _who(source: str, prefix: str) -> str:

@@ -557,13 +557,15 @@ class _Rows:
 
     @staticmethod
     def maker(df: pd.DataFrame) -> Callable[[np.ndarray], _Rows]:
-        instance = df["instance"].to_numpy(dtype=object)
-        lineno = df["lineno"].to_numpy(dtype=object)
-        value = df["value"].astype("float64").to_numpy()
-
+        """Each series' :class:`_Rows` from its row positions in ``df``: only the rows of
+        the series asked for are converted (the rows of a global end-of-run figure, a few
+        copies), not an object per row of the whole table."""
         def make(pos: np.ndarray) -> _Rows:
-            return _Rows(partial(df.iloc.__getitem__, pos), instance[pos], lineno[pos],
-                         value[pos])
+            rows = df.iloc[pos]
+            return _Rows(partial(df.iloc.__getitem__, pos),
+                         rows["instance"].to_numpy(dtype=object),
+                         rows["lineno"].to_numpy(dtype=object),
+                         rows["value"].astype("float64").to_numpy())
         return make
 
 
