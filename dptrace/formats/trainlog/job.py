@@ -428,17 +428,23 @@ def _running_step_times(metrics: pd.DataFrame) -> pd.DataFrame:
 def _training(tp: pd.DataFrame) -> pd.DataFrame:
     if tp.empty:
         return tp
-    keep = pd.Series(True, index=tp.index)
+    keep = np.ones(len(tp), dtype=bool)
     if "phase" in tp:
-        keep &= tp["phase"].astype("object").fillna("train") == "train"
+        keep &= _is_train(tp)
     if "repeat" in tp:
-        keep &= ~tp["repeat"].fillna(False).astype(bool)
-    return tp[keep]
+        keep &= ~tp["repeat"].fillna(False).astype(bool).to_numpy(dtype=bool)
+    return tp if keep.all() else tp[keep]
 
 
 def _is_train(df: pd.DataFrame) -> np.ndarray:
-    """The rows of training series (as :func:`_training` keeps them: no phase is training)."""
-    return (df["phase"].astype("object").fillna("train") == "train").to_numpy(dtype=bool)
+    """The rows of training series (as :func:`_training` keeps them: no phase is training);
+    a categorical phase's answer taken per category (no object per row)."""
+    phase = df["phase"]
+    if isinstance(phase.dtype, pd.CategoricalDtype):
+        answers = np.array([bool(v == "train") for v in phase.cat.categories] + [True],
+                           dtype=bool)
+        return answers[phase.cat.codes.to_numpy()]   # code -1 (missing): the last, True
+    return (phase.astype("object").fillna("train") == "train").to_numpy(dtype=bool)
 
 
 def _headline(metric: object) -> int:
