@@ -488,7 +488,8 @@ class _Series:
             return
         ids = thr.group_ids(df, self.cols)
         first = first_rows(ids)
-        values = [_keys(df[c].to_numpy(dtype=object)[first]) for c in self.cols]
+        # (each key column's values at the groups' first rows only: no object per row)
+        values = [_keys(df[c].take(first).to_numpy(dtype=object)) for c in self.cols]
         order = np.argsort(ids, kind="stable")
         cuts = np.cumsum(np.bincount(ids))[:-1]
         for key, pos in zip(zip(*values, strict=True), np.split(order, cuts), strict=True):
