@@ -280,7 +280,8 @@ class Found:
         seg = matched & good[parent]
         where = np.flatnonzero(seg)
         fields = {name: _slices(data, *shapes.span(name, where))
-                  for name in ("pre", "n", "rate", "post")}
+                  for name in ("n", "rate", "post")}
+        fields["pre"] = _slices(data, *shapes.pre_key(where))
         bad = np.zeros(k, dtype=bool)
         # the segment's offset: the line's start plus the characters (and \r) before it
         ends = np.cumsum(length + 1)
@@ -370,7 +371,8 @@ class Found:
 
     def _pre(self, pre: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(own prefix code, -2 for the line's; label code; epoch, NaN for None) of each
-        update, from what precedes its count (:func:`.general._pre_info`, once per text)."""
+        update, from what precedes its count and its bar's percentage (:meth:`_Shapes.pre_key`:
+        :func:`.general._pre_info`, once per text)."""
         values, which = _distinct(pre)
         infos = [_pre_info(v) for v in values]
         own = np.array([-2 if o is None else self.code(o) for o, _, _ in infos] + [-2],
@@ -575,6 +577,16 @@ class _Shapes:
         shape, at = self.which[segments], self.starts[segments]
         return self.spans[shape, i] + at, self.spans[shape, i + 1] + at
 
+    def pre_key(self, segments: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The byte (start, end) in :attr:`data` of the ``pre`` group of each of ``segments``
+        cut before the percentage of its bar (the whole group when it has none): what
+        :func:`.general._pre_info` reads of it (see :func:`_pre_key_end`), the percentage
+        and the bar's glyphs left out (a few texts per bar description, where the whole
+        groups are a few per percent and bar: tens of thousands in a dense log)."""
+        i = 2 * _GROUPS.index("pre")
+        shape, at = self.which[segments], self.starts[segments]
+        return self.spans[shape, i] + at, self.spans[shape, -1] + at
+
     def at(self, segments: np.ndarray | None, per_shape: list[Any], dtype: Any,
            missing: Any) -> np.ndarray:
         """A value per shape (``missing``: of a segment without one) for each of ``segments``
@@ -598,7 +610,7 @@ def _segment_spans(flat: pa.Array) -> _Shapes:
     around them hardly): as the pattern treats all ASCII digits alike, a shape's match is its
     segments' match, with the same groups at the same places. Nothing else is approximated:
     bounds, laziness and classes are Python's."""
-    width = 2 * len(_GROUPS)
+    width = 2 * len(_GROUPS) + 1  # and the end of pre's key (_Shapes.pre_key)
     data = flat.buffers()[2]
     if not len(flat):
         return _Shapes(data, np.zeros(0, dtype=np.int64), [], [],
@@ -620,11 +632,32 @@ def _segment_spans(flat: pa.Array) -> _Shapes:
         if m is None:
             continue
         spans = [max(x, 0) for g in groups for x in m.span(g)]  # -1: took no part, empty
+        spans.append(_pre_key_end(text, *m.span("pre")))
         if not text.isascii():  # characters -> bytes
             spans = [len(text[:x].encode()) for x in spans]
         table[j] = spans
     declined = [_DECLINE.search(text) is not None for text in values]
     return _Shapes(data, which, matches, declined, table, offsets[:-1])
+
+
+def _pre_key_end(text: str, start: int, end: int) -> int:
+    """Where the key of the ``pre`` group ``text[start:end]`` ends: before the digits of the
+    percentage before its last ``%|`` (at ``end`` when it has none; after that ``%|`` when
+    another ``%|`` precedes those digits). :func:`.general._pre_info` gives the key what it
+    gives the group: ``rules._strip_bar`` cuts the group there (the digits before its last
+    ``%|``, ``str.isdigit`` as it looks at them) and the key holds no ``%|`` to cut at; the
+    launcher prefix ``rules.PREFIX`` matches at the start of both ends before those digits
+    (its alternatives end in ``:``, ``]`` or white space, and none takes a digit or a ``%``
+    where the key ends), and a key that is empty, as a group starting with the digits,
+    gives no prefix and no label. The same in a shape as in its segments (digits made
+    ``0`` stay digits, and make or break no ``%|``)."""
+    last = text.rfind("%|", start, end)
+    if last < 0:
+        return end
+    cut = last
+    while cut > start and text[cut - 1].isdigit():
+        cut -= 1
+    return last + 2 if text.rfind("%|", start, cut) >= 0 else cut
 
 
 def _plain_route() -> tuple[str, str] | None:
