@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import registry, runs, store
+from . import registry, runs
 from .dataset import Dataset
 from .errors import DptraceError, Problem
 from .executor import ExecutorArg
@@ -170,9 +170,16 @@ def _dataset(given: Dataset | PathArg | Mapping[str, PathArg]) -> Dataset:
     if isinstance(given, Dataset):
         return given
     if isinstance(given, (str, os.PathLike)) and (
-            Path(os.fsdecode(given)) / store.MANIFEST).is_file():
+            Path(os.fsdecode(given)) / _manifest()).is_file():
         return open(given)
     return load(given)
+
+
+def _manifest() -> str:
+    """The saved Dataset's manifest file name (:mod:`dptrace.store`, imported on use)."""
+    from . import store
+
+    return store.MANIFEST
 
 
 def compare(base: Dataset, candidate: Dataset, *, labels: tuple[str, str] | None = None,

@@ -223,6 +223,37 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _schema() if args.command == "schema" else _formats()
         except BrokenPipeError:
             return _stdout_closed(EXIT_OK)
+    _import_uncollected(args.command, frozen=argv is None)
+    return _command(args)
+
+
+def _import_uncollected(command: str, *, frozen: bool) -> None:
+    """Import what ``command`` needs (pandas, pyarrow, rich's console, the loader, the
+    report's model and terminal face) with the cyclic garbage collector paused, then, in a
+    process of its own (``frozen``: ``dptrace`` on the command line, not ``main(argv)``
+    called by a program), move every object made so far out of the collector's sight
+    (:func:`gc.freeze`): modules, classes and functions live as long as the process, and
+    walking them again and again cost a small report ~50 ms of its ~0.6 s (about 170
+    collections). Cycles made afterwards are collected as usual."""
+    import gc
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        from rich.console import Console  # noqa: F401
+
+        from . import api  # noqa: F401
+        if command != "export":
+            from .reports import model, terminal  # noqa: F401
+    finally:
+        if frozen:
+            gc.freeze()
+        if was:
+            gc.enable()
+
+
+def _command(args: argparse.Namespace) -> int:
+    """``report``, ``compare``, ``scaling`` or ``export``: rich consoles, errors as one line."""
     from rich.console import Console
     from rich.markup import escape
 
@@ -359,13 +390,11 @@ def _checked(args: argparse.Namespace) -> dict[str, float]:
 def _write(args: argparse.Namespace, report: Report, data_code: int, console: Console) -> int:
     """Write the report's faces (HTML and JSON files first, then the terminal or JSON on
     stdout); the exit code (``--fail-on`` applied)."""
-    from .reports import json_report, terminal
-
     code = args._code = _fail_on(data_code, report, args.fail_on)
     # files first: a closed stdout (`| head`) must not cost the dashboard or the JSON file
     if args.html:
         report.to_html(args.html)
-    text = json_report.dumps(report, code) if args.json else ""
+    text = _json_text(report, code) if args.json else ""
     if args.json and args.json != "-":
         with open(args.json, "w", encoding="utf-8") as fh:
             fh.write(text + "\n")
@@ -373,9 +402,18 @@ def _write(args: argparse.Namespace, report: Report, data_code: int, console: Co
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
     else:
+        from .reports import terminal
+
         terminal.render(report, console, show_all=getattr(args, "show_all", False))
         console.file.flush()
     return code
+
+
+def _json_text(report: Report, code: int) -> str:
+    """The JSON report (its module imported only when asked for)."""
+    from .reports import json_report
+
+    return json_report.dumps(report, code)
 
 
 def _fail_on(code: int, report: object, level: str | None) -> int:
@@ -412,16 +450,7 @@ def _load_with_progress(paths: Sequence[object], fmt: str, err: Console,
     PROGRESS_BYTES). The bar counts bytes, so it moves within one large file too: readers
     of large inputs report how far they are (:mod:`dptrace.progress`). The inputs are
     expanded once, for both the bar and the load."""
-    from rich.progress import (
-        BarColumn,
-        Progress,
-        TaskProgressColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
     from . import api, runs
-    from . import progress as byte_progress
     from .sources import resolve_max_decompressed
 
     given = [p if isinstance(p, runs.Argument) else runs.command_line([str(p)])[0]
@@ -432,6 +461,17 @@ def _load_with_progress(paths: Sequence[object], fmt: str, err: Console,
     total = sum(sizes.values())
     if total < PROGRESS_BYTES or not err.is_terminal:
         return api.load_sources(sources, found, fmt, arguments=arguments, origins=origins)
+    # the bar's modules only when a bar is drawn (rich.progress, live, spinner: ~30 ms)
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from . import progress as byte_progress
+
     columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
                TextColumn("{task.fields[files]}"), TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True) as bar:

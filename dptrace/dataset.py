@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -10,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import schema, store
+from . import schema
 from .runs import RUNS
 
 
@@ -125,6 +124,8 @@ class Dataset(Mapping[str, pd.DataFrame]):
         The write is atomic: into a hidden directory beside ``directory``, renamed into
         place when complete. ``directory`` must not exist or be empty; one that holds a
         saved Dataset is replaced with ``overwrite=True``; anything else is an error."""
+        from . import store
+
         return store.save(self._tables, self.sources, self.problems, self._runs, directory,
                           overwrite=overwrite)
 
@@ -134,6 +135,8 @@ class Dataset(Mapping[str, pd.DataFrame]):
         """The Dataset :meth:`save` wrote to ``directory`` (:func:`dptrace.open`).
         ``tables``: read only these parsed tables (sources, problems and runs always);
         ``runs``: only these run ids' rows, as :meth:`run` gives them."""
+        from . import store
+
         stored = store.read(directory, tables=tables, runs=runs)
         return cls(stored.tables, stored.sources, stored.problems, stored.runs)
 
@@ -168,6 +171,8 @@ class Dataset(Mapping[str, pd.DataFrame]):
         return f"<Dataset {len(self.sources)} sources; {tables}; {len(self.problems)} problems>"
 
     def _repr_html_(self) -> str:
+        import html
+
         rows = "".join(
             f"<tr><td>{html.escape(k)}</td><td>{len(v)}</td></tr>" for k, v in self._tables.items()
         )

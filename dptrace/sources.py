@@ -1022,7 +1022,8 @@ def _inflate(path: Path, kind: str, limit: Callable[[], int], st: _State) -> Ite
 
 # --- the decompression limit ----------------------------------------------------------------
 
-_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgtp]?)(i?b)?\s*", re.I)
+#: a size (compiled on first use, by :func:`re.fullmatch`'s cache: most loads never parse one)
+_SIZE = r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgtp]?)(i?b)?\s*"
 
 
 def parse_size(text: str) -> int:
@@ -1031,7 +1032,7 @@ def parse_size(text: str) -> int:
     (:data:`NO_LIMIT`). Raises ValueError for anything else."""
     if text.strip().lower() in ("none", "unlimited", "inf"):
         return NO_LIMIT
-    m = _SIZE.fullmatch(text)
+    m = re.fullmatch(_SIZE, text, re.I)
     if not m:
         raise ValueError(f"{text!r} is not a size (examples: 16G, 512M, 2GiB, 1000000; 0 "
                          "for no limit)")

@@ -19,16 +19,14 @@ file holding only the table it wins.
 
 from __future__ import annotations
 
-import re
-
-from ...registry import Spec, looks_binary
+from ...registry import Spec, lazy_pattern, looks_binary
 from ...sources import Source
 
 #: the column header of log_summary(), at a line start (after an optional launcher prefix)
-HEADER = re.compile(rb"(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+:\s)?\s*Comm\. Op\s+"
+HEADER = lazy_pattern(rb"(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+:\s)?\s*Comm\. Op\s+"
                     rb"Message Size\s+Count\s+Total Latency\(ms\)")
 #: the DeepSpeed config turning the logger on (printed at start, long before the table)
-CONFIG = re.compile(rb'"comms_logger"\s*:\s*\{[^}]{0,200}"enabled"\s*:\s*true')
+CONFIG = lazy_pattern(rb'"comms_logger"\s*:\s*\{[^}]{0,200}"enabled"\s*:\s*true')
 #: the score: between registry.COMPANION_SCORE (0.5) and the training log's 0.6
 SCORE = 0.55
 

@@ -3,20 +3,18 @@
 
 from __future__ import annotations
 
-import re
-
-from ...registry import Spec
+from ...registry import Spec, lazy_pattern
 from ...sources import Source
 
 TABLES = ("hvd_activities", "hvd_tensors", "hvd_ready", "hvd_cycles", "hvd_runs")
 _EVENT_KEYS = rb'"(?:ph|name|pid|tid|ts|cat|args|dur|s|id)"\s*:'
-STARTS_LIKE_EVENTS = re.compile(rb"\s*(?:\xef\xbb\xbf)?\s*(?:\[\s*)*\{\s*" + _EVENT_KEYS)
-_PH_KEY = re.compile(rb'"ph"\s*:\s*"[A-Za-z]"')
-_MARKERS = re.compile(
+STARTS_LIKE_EVENTS = lazy_pattern(rb"\s*(?:\xef\xbb\xbf)?\s*(?:\[\s*)*\{\s*" + _EVENT_KEYS)
+_PH_KEY = lazy_pattern(rb'"ph"\s*:\s*"[A-Za-z]"')
+_MARKERS = lazy_pattern(
     rb'"(?:NEGOTIATE_[A-Z]+|CYCLE_START|(?:ALLREDUCE|ALLGATHER|BROADCAST|REDUCESCATTER|ALLTOALL|'
     rb'ADASUM)|(?:MPI|NCCL|GLOO|CCL)_[A-Z]+|MEMCPY_(?:IN|OUT)_FUSION_BUFFER|WAIT_FOR_DATA)"'
     rb'|"start_time_since_epoch_in_micros"|"name"\s*:\s*"Horovod[A-Z][a-z]+_')
-OBJECT_TRACE = re.compile(rb'\s*\{\s*"(?:schemaVersion|traceEvents|deviceProperties|'
+OBJECT_TRACE = lazy_pattern(rb'\s*\{\s*"(?:schemaVersion|traceEvents|deviceProperties|'
                           rb'displayTimeUnit|otherData|distributedInfo)"')
 
 

@@ -12,13 +12,11 @@ file of MLLOG lines only it wins.
 
 from __future__ import annotations
 
-import re
-
-from ...registry import Spec, looks_binary
+from ...registry import Spec, lazy_pattern, looks_binary
 from ...sources import Source
 
 #: an MLLOG record: the marker, then a JSON object
-SURE = re.compile(rb":::MLLOG\s*\{")
+SURE = lazy_pattern(rb":::MLLOG\s*\{")
 #: the score: between registry.COMPANION_SCORE (0.5) and the training log's 0.6
 SCORE = 0.55
 

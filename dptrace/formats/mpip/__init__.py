@@ -10,14 +10,12 @@ Reports are pasted in user guides and mails, so the format is embeddable.
 
 from __future__ import annotations
 
-import re
-
-from ...registry import Spec, looks_binary
+from ...registry import Spec, lazy_pattern, looks_binary
 from ...sources import Source
 
 #: an mpiP report's own lines at a line start (after a quote mark of a mail or a page):
 #: the ``@ mpiP`` first line or one of its section titles
-SURE = re.compile(rb"(?m)^(?:<[^>\n]*>)*(?:\s*(?:&gt;|>))*\s*(?:@ mpiP\s*$|@--- (?:MPI Time "
+SURE = lazy_pattern(rb"(?m)^(?:<[^>\n]*>)*(?:\s*(?:&gt;|>))*\s*(?:@ mpiP\s*$|@--- (?:MPI Time "
                   rb"\(seconds\)|Task Time Statistics \(seconds\)|Callsites: \d|Aggregate Time "
                   rb"\(top|Callsite Time statistics \())")
 

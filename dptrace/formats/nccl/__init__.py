@@ -10,9 +10,7 @@ embeddable: it runs beside the training log that holds them.
 
 from __future__ import annotations
 
-import re
-
-from ...registry import Spec, looks_binary
+from ...registry import Spec, lazy_pattern, looks_binary
 from ...sources import Source
 
 #: a whole NCCL line (the grammar's ``LINE``; the reader runs it as a plain regular expression
@@ -25,7 +23,7 @@ LINE_PATTERN = (
     r"(?:(?P<stamp>\d+\.\d+) )?(?:(?P<place>[\w./\-]+:\d+) )?"
     r"NCCL (?P<level>INFO|WARN|TRACE|ERROR)(?: (?P<message>.*))?$")
 #: an NCCL line at a line start (after a launcher prefix): 'host:pid:tid [dev] NCCL INFO '
-SURE = re.compile(rb"(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+:\s|\[default\d+\]:|"
+SURE = lazy_pattern(rb"(?m)^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+:\s|\[default\d+\]:|"
                   rb"\[rank\d+\]:\s?)?[A-Za-z0-9][\w.\-]*:\d+:\d+ \[\d+\] "
                   rb"(?:\d+\.\d+ )?(?:[\w./\-]+:\d+ )?NCCL (?:INFO|WARN) ")
 

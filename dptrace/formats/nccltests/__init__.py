@@ -11,9 +11,7 @@ one.
 
 from __future__ import annotations
 
-import re
-
-from ...registry import Spec, looks_binary
+from ...registry import Spec, lazy_pattern, looks_binary
 from ...sources import Source
 
 #: launcher prefixes a line may start with: mpirun --tag-output ``[1,0]<stdout>:``, srun -l
@@ -21,7 +19,7 @@ from ...sources import Source
 _PREFIX = rb"(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+:\s)?"
 #: the header of a test, or its column header: nccl-tests' own lines, never a mere mention
 #: of NCCL in a log
-SURE = re.compile(rb"(?m)^" + _PREFIX + rb"#\s*nThread\s+\d+\s+nGpus\s+\d+\s+minBytes\s+\d+"
+SURE = lazy_pattern(rb"(?m)^" + _PREFIX + rb"#\s*nThread\s+\d+\s+nGpus\s+\d+\s+minBytes\s+\d+"
                   rb"|^" + _PREFIX + rb"#\s+size\s+count\s+type\s+(?:redop\s+)?(?:root\s+)?"
                   rb"time\s+algbw\s+busbw")
 

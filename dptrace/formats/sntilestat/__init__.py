@@ -3,14 +3,12 @@ reader (see :mod:`dptrace.formats.trainlog` for why)."""
 
 from __future__ import annotations
 
-import re
-
-from ...registry import Spec, looks_binary
+from ...registry import Spec, lazy_pattern, looks_binary
 from ...sources import Source
 
-HEADER = re.compile(rb"TILE[ \t]+%idle[ \t]+[^\r\n]*")
+HEADER = lazy_pattern(rb"TILE[ \t]+%idle[ \t]+[^\r\n]*")
 #: a tile row at a line start; a lone CR starts a line too (CR-only listings, old Mac)
-_ROW_AT_LINE_START = re.compile(rb"(?m)(?:^|\r)\s*/XRDU_\d+/RDU_\d+/TILE_\d+\s+\d")
+_ROW_AT_LINE_START = lazy_pattern(rb"(?m)(?:^|\r)\s*/XRDU_\d+/RDU_\d+/TILE_\d+\s+\d")
 
 
 def sniff(source: Source, head: bytes) -> float:

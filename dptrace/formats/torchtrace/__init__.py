@@ -15,19 +15,17 @@ with ``traceEvents`` and Kineto's own keys is surely this format.
 
 from __future__ import annotations
 
-import re
-
-from ...registry import Spec
+from ...registry import Spec, lazy_pattern
 from ...sources import Source
 
 TABLES = ("torch_events", "torch_traces")
 #: a JSON object (after a BOM and blanks) whose keys include traceEvents and one of Kineto's
-_OBJECT = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*\{")
-_KINETO_KEY = re.compile(rb'"(?:schemaVersion|deviceProperties|distributedInfo|'
+_OBJECT = lazy_pattern(rb"\A(?:\xef\xbb\xbf)?\s*\{")
+_KINETO_KEY = lazy_pattern(rb'"(?:schemaVersion|deviceProperties|distributedInfo|'
                          rb'baseTimeNanoseconds)"\s*:')
-_TRACE_EVENTS = re.compile(rb'"traceEvents"\s*:\s*\[')
+_TRACE_EVENTS = lazy_pattern(rb'"traceEvents"\s*:\s*\[')
 #: what Kineto's events hold, for a head that starts with the events (no metadata before)
-_KINETO_EVENT = re.compile(rb'"cat"\s*:\s*"(?:cpu_op|kernel|cuda_runtime|user_annotation|'
+_KINETO_EVENT = lazy_pattern(rb'"cat"\s*:\s*"(?:cpu_op|kernel|cuda_runtime|user_annotation|'
                            rb'gpu_memcpy|gpu_memset|python_function|ac2g)"')
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ...registry import Spec, looks_binary
+from ...registry import Spec, lazy_pattern, looks_binary
 from ...sources import Source
 
 try:  # RE2 finds any of the keywords in one linear pass; stdlib re tries each at every byte
@@ -43,7 +43,7 @@ KEYWORDS: tuple[bytes, ...] = (
 )
 SCAN = _re_engine.compile(b"|".join(KEYWORDS))
 RE_ENGINE = _re_engine
-_NAME_HINT = re.compile(r"(slurm-\d+.*\.(out|err)|\.log|\.out|\.err|std(out|err))(\.|$)", re.I)
+_NAME_HINT = lazy_pattern(r"(slurm-\d+.*\.(out|err)|\.log|\.out|\.err|std(out|err))(\.|$)", re.I)
 
 
 def sniff(source: Source, head: bytes) -> float:

@@ -10,13 +10,13 @@ cut numbers and the tables are :mod:`.read`'s.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ...errors import Problem
+from ...registry import lazy_pattern
 from . import KEYWORDS, rules
 from . import RE_ENGINE as _re_engine
 from . import SCAN as _SCAN
@@ -27,13 +27,13 @@ WINDOW = 1 << 16
 MAX_SEGMENT = 1 << 13
 _COUNT_CHUNK = 1 << 20
 _NP_COUNT_MIN = 1 << 12
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-Za-z]")
+_ANSI = lazy_pattern(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-Za-z]")
 #: launcher prefixes (srun, mpirun, [rankN]:, torchrun roles, bare [N]): see rules.PREFIX
 _PREFIX = rules.PREFIX
 #: the keywords again, for text already decoded (one tqdm update at a time)
-_SCAN_TEXT = re.compile("|".join(k.decode() for k in KEYWORDS))
+_SCAN_TEXT = lazy_pattern("|".join(k.decode() for k in KEYWORDS))
 _PREFIX_START = frozenset(" \t[0123456789")
-_TAG_ANYWHERE = re.compile(r"\[\d+,(\d+)\]<std(?:out|err|diag)>:")
+_TAG_ANYWHERE = lazy_pattern(r"\[\d+,(\d+)\]<std(?:out|err|diag)>:")
 
 
 class _Scanner:
@@ -218,7 +218,7 @@ _NO_NEWLINE = "file does not end with a newline (job killed or file truncated?):
 #: every whole tqdm update of a line: TQDM_SEGMENT anchored at the line start or after a
 #: ``\r``. Nothing in TQDM_SEGMENT crosses a ``\r`` and it ends with ``[^\r]*``, so each
 #: match is the ``fullmatch`` of one ``\r`` segment, with the same groups
-_UPDATES = re.compile(r"(?:^|(?<=\r))" + rules.TQDM_SEGMENT.pattern)
+_UPDATES = lazy_pattern(r"(?:^|(?<=\r))" + rules.TQDM_SEGMENT.pattern)
 assert tuple(_UPDATES.groupindex) == ("pre", "n", "rate", "scale", "unit", "per", "post")
 #: what precedes an update's count -> (its own launcher prefix, bar label, epoch)
 _PRE: dict[str, tuple[str | None, str | None, float | None]] = {}

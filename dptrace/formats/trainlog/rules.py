@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ... import schema
+from ...registry import lazy_pattern
 
 #: a number: '12', '12.', '12.5', '.5', '1e-3'. The digits after the point only follow a point
 #: (not ``\d+\.?\d*``, which splits a run of digits in every way there is: a 1,000-digit
@@ -55,7 +56,7 @@ def _int(x: float) -> int | float:
 #: launcher prefixes: ``srun --label`` (``3: ``), ``mpirun --tag-output`` (``[1,3]<stdout>:``),
 #: PyTorch's ``[rank3]:`` (torchtitan; also ``[rank3] ``: a global rank, like srun's), torchrun
 #: ``--tee`` (``[default3]:``: a local rank, kept as the role) and a bare ``[3] `` rank tag
-PREFIX = re.compile(
+PREFIX = lazy_pattern(
     r"^\s*(?:(?P<srun>\d{1,6}): "
     r"|\[(?P<job>\d+),(?P<rank>\d+)\]<std(?:out|err|diag)>:"
     r"|\[(?P<hvd>\d{1,6})\]<std(?:out|err)>:"  # horovodrun (gloo): '[0]<stdout>:'
@@ -145,7 +146,7 @@ _UNITS = {
 
 # --- SambaFlow -------------------------------------------------------------------------
 
-_SAMBA = re.compile(
+_SAMBA = lazy_pattern(
     r"(?:inner train loop time\s*:\s*(?P<t>" + NUM + r")\s*for\s*(?P<ep>\d+)\s*epochs?,"
     r"\s*number of global steps:\s*(?P<steps>\d+),\s*)?e2e samples_per_sec:\s*(?P<v>" + NUM + ")"
 )
@@ -165,8 +166,8 @@ def sambaflow(text: str, rows: Rows) -> bool:
 
 # --- Python dicts: HF Trainer, SambaNova transformers hook --------------------------------
 
-_DICT = re.compile(r"\{'[^{}]{0,4000}\}")
-_PAIR = re.compile(r"'(\w+)':\s*'?(" + NUM + r"|nan|inf)'?(?=\s*[,}])")
+_DICT = lazy_pattern(r"\{'[^{}]{0,4000}\}")
+_PAIR = lazy_pattern(r"'(\w+)':\s*'?(" + NUM + r"|nan|inf)'?(?=\s*[,}])")
 _DICT_KEYS = ("loss", "learning_rate", "train_runtime", "e2e_train_time", "grad_norm",
               "eval_loss", "train_loss", "final_loss")
 
@@ -222,7 +223,7 @@ def _dict_metric_name(key: str) -> str:
 
 
 # the logger may prefix the line: '[INFO|trainer_pt_utils.py:912] 2021-05-25 ... >>   train_...'
-_HF_TABLE = re.compile(r"(?:^|\s)(?P<k>(?:train_)?\w+_per_second)\s*=\s*(?P<v>" + NUM + r")\s*$")
+_HF_TABLE = lazy_pattern(r"(?:^|\s)(?P<k>(?:train_)?\w+_per_second)\s*=\s*(?P<v>" + NUM + r")\s*$")
 
 
 def hf_metrics_table(text: str, rows: Rows) -> bool:
@@ -236,10 +237,10 @@ def hf_metrics_table(text: str, rows: Rows) -> bool:
 
 # --- DeepSpeed -------------------------------------------------------------------------------
 
-_DS_RATE = re.compile(r"\b(\w*SamplesPerSec)=(" + NUM + ")")
-_DS_STEP = re.compile(r"global_step=(\d+)|\b\d+/(\d+),\s*\w*SamplesPerSec")
-_DS_EPOCH = re.compile(r"\bepoch=(\d+)")
-_DS_FLOPS = re.compile(r"^\s*samples/second:\s*(" + NUM + r")\s*$")
+_DS_RATE = lazy_pattern(r"\b(\w*SamplesPerSec)=(" + NUM + ")")
+_DS_STEP = lazy_pattern(r"global_step=(\d+)|\b\d+/(\d+),\s*\w*SamplesPerSec")
+_DS_EPOCH = lazy_pattern(r"\bepoch=(\d+)")
+_DS_FLOPS = lazy_pattern(r"^\s*samples/second:\s*(" + NUM + r")\s*$")
 
 
 def deepspeed(text: str, rows: Rows) -> bool:
@@ -267,8 +268,8 @@ def deepspeed_flops(text: str, rows: Rows) -> bool:
 
 # --- Megatron-LM / Megatron-DeepSpeed ---------------------------------------------------------
 
-_MEG_ITER = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
-_MEG_FIELD = re.compile(r"([A-Za-z][A-Za-z0-9 ._()/-]{0,60}?)\s*:\s*(" + NUM + r")\s*(?=\||$)")
+_MEG_ITER = lazy_pattern(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
+_MEG_FIELD = lazy_pattern(r"([A-Za-z][A-Za-z0-9 ._()/-]{0,60}?)\s*:\s*(" + NUM + r")\s*(?=\||$)")
 
 
 def megatron(text: str, rows: Rows) -> bool:
@@ -309,11 +310,11 @@ def _meg_name(key: str) -> str:
 # --- nanoGPT and modded-nanogpt: step times ------------------------------------------------
 
 #: nanoGPT train.py: ``iter 10: loss 3.2000, time 35.20ms, mfu 1.20%``
-_NANOGPT = re.compile(r"\biter (\d+): loss (" + NUM + r"), time (" + NUM + r")ms, mfu (" + NUM
+_NANOGPT = lazy_pattern(r"\biter (\d+): loss (" + NUM + r"), time (" + NUM + r")ms, mfu (" + NUM
                       + r")%")
 #: modded-nanogpt: ``step:100/1750 train_time:12345ms step_avg:123.45ms`` (training) and
 #: ``step:1845/1845 val_loss:3.2772 train_time:114005ms step_avg:61.79ms`` (validation)
-_MODDED = re.compile(r"\bstep:(\d+)/\d+ (?:val_loss:(" + NUM + r") )?train_time:(" + NUM +
+_MODDED = lazy_pattern(r"\bstep:(\d+)/\d+ (?:val_loss:(" + NUM + r") )?train_time:(" + NUM +
                      r")ms step_avg:(" + NUM + r")ms")
 
 
@@ -338,12 +339,12 @@ def nanogpt(text: str, rows: Rows) -> bool:
 
 # --- Horovod / tf_cnn_benchmarks synthetic benchmarks -----------------------------------------
 
-_HVD_ITER = re.compile(r"Iter #(\d+):\s*(" + NUM + r")\s*img/sec\s+(per\s+)?(GPU|CPU|\w+)")
-_HVD_MEAN = re.compile(r"Img/sec per (GPU|CPU|\w+):\s*(" + NUM + r")(?:\s*\+-\s*(" + NUM + "))?")
-_HVD_TOTAL = re.compile(r"Total img/sec on (\d+) (GPU|CPU|\w+)\(s\):\s*(" + NUM + r")"
+_HVD_ITER = lazy_pattern(r"Iter #(\d+):\s*(" + NUM + r")\s*img/sec\s+(per\s+)?(GPU|CPU|\w+)")
+_HVD_MEAN = lazy_pattern(r"Img/sec per (GPU|CPU|\w+):\s*(" + NUM + r")(?:\s*\+-\s*(" + NUM + "))?")
+_HVD_TOTAL = lazy_pattern(r"Total img/sec on (\d+) (GPU|CPU|\w+)\(s\):\s*(" + NUM + r")"
                         r"(?:\s*\+-\s*(" + NUM + "))?")
-_TFCNN_STEP = re.compile(r"^\s*(\d+)\s+images/sec:\s*(" + NUM + ")")
-_TFCNN_TOTAL = re.compile(r"^\s*total images/sec:\s*(" + NUM + ")")
+_TFCNN_STEP = lazy_pattern(r"^\s*(\d+)\s+images/sec:\s*(" + NUM + ")")
+_TFCNN_TOTAL = lazy_pattern(r"^\s*total images/sec:\s*(" + NUM + ")")
 
 
 def horovod_benchmark(text: str, rows: Rows) -> bool:
@@ -401,35 +402,35 @@ WORLD_SIZE_FROM: dict[str, str] = {
                 "'--nproc_per_node N --nnodes M'",
 }
 
-_HF_RUN = re.compile(r"\*{3,}\s*Running training\s*\*{3,}")
-_BENCH_RUN = re.compile(r"(?:^|\s)Running benchmark\.\.\.\s*$")
-_HVD_DEVICES = re.compile(r"(?:^|\s)Number of (GPU|CPU)s:\s*(\d+)\s*$")
-_MEG_WORLD = re.compile(r"\busing world size:\s*(\d+)")
-_TASKS = re.compile(r"\bRunning on (\d+) tasks?\b")
+_HF_RUN = lazy_pattern(r"\*{3,}\s*Running training\s*\*{3,}")
+_BENCH_RUN = lazy_pattern(r"(?:^|\s)Running benchmark\.\.\.\s*$")
+_HVD_DEVICES = lazy_pattern(r"(?:^|\s)Number of (GPU|CPU)s:\s*(\d+)\s*$")
+_MEG_WORLD = lazy_pattern(r"\busing world size:\s*(\d+)")
+_TASKS = lazy_pattern(r"\bRunning on (\d+) tasks?\b")
 #: DeepSpeed's launcher (launch.py) and its MPI discovery (comm.py); not its config print
 #: 'world_size ....... N', which is the data-parallel size (1 in a 64-rank 3D-parallel job)
-_DS_WORLD = re.compile(r"\bdist_world_size=(\d+)|Discovered MPI settings of .*?\bworld_size=(\d+)")
+_DS_WORLD = lazy_pattern(r"\bdist_world_size=(\d+)|Discovered MPI settings of .*?\bworld_size=(\d+)")
 #: not LOCAL_WORLD_SIZE, dist_world_size, args.world_size (the lookbehind)
-_ENV_WORLD = re.compile(r"(?<![\w.])(?:(?:OMPI_COMM_)?WORLD_SIZE|world_size|SLURM_NTASKS"
+_ENV_WORLD = lazy_pattern(r"(?<![\w.])(?:(?:OMPI_COMM_)?WORLD_SIZE|world_size|SLURM_NTASKS"
                         r"|SLURM_NPROCS)=(\d+)\b")
-_WORDS_WORLD = re.compile(r"(?<![\w.])(?<!local )world size\s*[:=]\s*(\d+)\b", re.IGNORECASE)
-_NUM_PROCS = re.compile(r"\bNum processes\s*[:=]\s*(\d+)\b")
+_WORDS_WORLD = lazy_pattern(r"(?<![\w.])(?<!local )world size\s*[:=]\s*(\d+)\b", re.IGNORECASE)
+_NUM_PROCS = lazy_pattern(r"\bNum processes\s*[:=]\s*(\d+)\b")
 #: torchrun's elastic agent at LOGLEVEL=INFO (torch 1.9+): its 'Rendezvous complete for
 #: workers. Result:' block lists 'global_world_sizes=[4, 4]' (the job's world for each local
 #: worker; '[defaultN]:' prefixes are local ranks)
-_ELASTIC_WORLD = re.compile(r"\bglobal_world_sizes=\[(\d+)[,\]]")
+_ELASTIC_WORLD = lazy_pattern(r"\bglobal_world_sizes=\[(\d+)[,\]]")
 #: a torchrun / torch.distributed.launch command line: '--nproc_per_node 4 ... --nnodes 16'
 #: (both on the line; an elastic range '--nnodes 1:4' says no world)
-_LAUNCH_PROCS = re.compile(r"--nproc[_-]per[_-]node[= ](\d+)\b")
-_LAUNCH_NODES = re.compile(r"--nnodes[= ](\d+)\b(?!:)")
+_LAUNCH_PROCS = lazy_pattern(r"--nproc[_-]per[_-]node[= ](\d+)\b")
+_LAUNCH_NODES = lazy_pattern(r"--nnodes[= ](\d+)\b(?!:)")
 #: 'Horovod: I am worker 3 of 8.', 'Global Rank: 0 / 16', 'GLOBAL_RANK: 14, MEMBER: 15/16'
 #: (not 'Global Rank: 6 / 15': mlprof prints the last rank there, not the world size);
 #: torch.distributed's 'Rank 9: Completed store-based barrier for key:... with 16 nodes.'
 #: ('nodes' are its processes: the world size)
-_RANK_OF = re.compile(r"\bworker\s+\d+\s+of\s+(\d+)\b|\bMEMBER:\s*\d+/(\d+)\b"
+_RANK_OF = lazy_pattern(r"\bworker\s+\d+\s+of\s+(\d+)\b|\bMEMBER:\s*\d+/(\d+)\b"
                       r"|Completed store-based barrier for key:\S+ with (\d+) nodes")
 #: the HF Trainer's '***** Running training *****' block, one figure a line
-_HF_BATCH = re.compile(r"\b(Instantaneous batch size per device|Total train batch size|Gradient "
+_HF_BATCH = lazy_pattern(r"\b(Instantaneous batch size per device|Total train batch size|Gradient "
                        r"Accumulation steps)\b[^=]{0,60}=\s*(\d[\d,]*)\s*$")
 _HF_KEYS = {"Instantaneous batch size per device": "device", "Total train batch size": "total",
             "Gradient Accumulation steps": "accumulation"}
@@ -488,10 +489,10 @@ def _hf_batch(rows: Rows, key: str, value: float) -> bool:
 #: 'step:  4  loss:  7.62585  grad_norm: 26.6250  memory: 66.91GiB(37.51%)  tps: 10,050
 #: tflops: 314.71  mfu: 13.99%' (torchtitan's metrics logger: tps is tokens per second per
 #: device, as are tflops and mfu)
-_TITAN = re.compile(r"\bstep:\s*(\d+)\s+loss:\s*(" + NUM + r")(?P<rest>.*?)\btps:\s*"
+_TITAN = lazy_pattern(r"\bstep:\s*(\d+)\s+loss:\s*(" + NUM + r")(?P<rest>.*?)\btps:\s*"
                     r"(?P<tps>\d[\d,]*)(?:\s+tflops:\s*(?P<tf>" + NUM + r"))?"
                     r"(?:\s+mfu:\s*(?P<mfu>" + NUM + r")%)?")
-_TITAN_GRAD = re.compile(r"\bgrad_norm:\s*(" + NUM + ")")
+_TITAN_GRAD = lazy_pattern(r"\bgrad_norm:\s*(" + NUM + ")")
 
 
 def torchtitan(text: str, rows: Rows) -> bool:
@@ -513,7 +514,7 @@ def torchtitan(text: str, rows: Rows) -> bool:
 
 # --- Keras TimeHistory (TF official models) ---------------------------------------------------
 
-_KERAS = re.compile(r"TimeHistory:\s*(" + NUM + r")\s*seconds,\s*(" + NUM +
+_KERAS = lazy_pattern(r"TimeHistory:\s*(" + NUM + r")\s*seconds,\s*(" + NUM +
                     r")\s*examples/second between steps (\d+) and (\d+)")
 
 
@@ -532,9 +533,9 @@ def keras(text: str, rows: Rows) -> bool:
 
 #: MXNet's ``mx.callback.Speedometer``, every ``frequent`` batches: ``Epoch[0] Batch [20-40]
 #: \tSpeed: 77689.35 samples/sec\taccuracy=0.001145`` (``Iter[0] Batch [20]`` in MXNet 0.x)
-_SPEEDOMETER = re.compile(r"\b(?:Epoch|Iter)\[(\d+)\]\s*Batch\s*\[\d+(?:-\d+)?\]\s*Speed:\s*("
+_SPEEDOMETER = lazy_pattern(r"\b(?:Epoch|Iter)\[(\d+)\]\s*Batch\s*\[\d+(?:-\d+)?\]\s*Speed:\s*("
                           + NUM + r")\s*samples/sec")
-_SPEEDOMETER_METRIC = re.compile(r"\b([A-Za-z][\w-]*)=(" + NUM + r"|nan)(?=\s|$)")
+_SPEEDOMETER_METRIC = lazy_pattern(r"\b([A-Za-z][\w-]*)=(" + NUM + r"|nan)(?=\s|$)")
 
 
 def mxnet_speedometer(text: str, rows: Rows) -> bool:
@@ -558,19 +559,19 @@ def mxnet_speedometer(text: str, rows: Rows) -> bool:
 
 # the bracket '[elapsed<left, rate unit/s, postfix]' starts with a literal, which re finds fast;
 # the count 'n/total' right before it is read from the end of the preceding text
-_TQDM = re.compile(
+_TQDM = lazy_pattern(
     r"\[(?P<elapsed>\d[\d:]*)(?:<(?P<left>[\d:?]+))?,\s*"
     r"(?:(?P<rate>" + NUM + r")|\?)\s*(?P<scale>[kMGT]?)(?P<unit>[A-Za-z_]{1,30})/"
     r"(?P<per>s|[A-Za-z_]{1,30})(?P<post>[^\]]{0,500})\]"
 )
-_TQDM_COUNT = re.compile(r"(\d+(?:\.\d+)?[kMGT]?)(?:/(?:\d+(?:\.\d+)?[kMGT]?|\?))?[A-Za-z]{0,20}"
+_TQDM_COUNT = lazy_pattern(r"(\d+(?:\.\d+)?[kMGT]?)(?:/(?:\d+(?:\.\d+)?[kMGT]?|\?))?[A-Za-z]{0,20}"
                          r"\s*$")
 _SCALE = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
-_POSTFIX = re.compile(r"(\w+)=(" + NUM + r")(?=[,\]\s]|$)")
-_EPOCH_IN_DESC = re.compile(r"\bEpoch\s+(\d+)")
-_DIGITS = re.compile(r"\d+(?:\.\d+)?")
+_POSTFIX = lazy_pattern(r"(\w+)=(" + NUM + r")(?=[,\]\s]|$)")
+_EPOCH_IN_DESC = lazy_pattern(r"\bEpoch\s+(\d+)")
+_DIGITS = lazy_pattern(r"\d+(?:\.\d+)?")
 #: launcher tags and partial bar blocks left in a bar's description by flattened copies
-_BAR_NOISE = re.compile(r"\[\d+,\d+\]<std\w+>:|\[(?:INFO|WARNING)\]\s*|[\u2580-\u259f]+")
+_BAR_NOISE = lazy_pattern(r"\[\d+,\d+\]<std\w+>:|\[(?:INFO|WARNING)\]\s*|[\u2580-\u259f]+")
 
 
 def tqdm_bar(text: str, rows: Rows) -> bool:
@@ -602,7 +603,7 @@ def _after_bar(text: str, at: int, rows: Rows) -> None:
 
 #: one whole tqdm update (a ``\r``-separated segment): what precedes the count (launcher
 #: prefix, description, percentage and bar), the count, the bracket, and what follows
-TQDM_SEGMENT = re.compile(
+TQDM_SEGMENT = lazy_pattern(
     r"(?P<pre>[^\r]{0,240}?)(?P<n>\d+(?:\.\d+)?[kMGT]?)(?:/(?:\d+(?:\.\d+)?[kMGT]?|\?))?"
     r"[A-Za-z]{0,20}[ \t]*\[\d[\d:]*(?:<[\d:?]+)?,[ \t]*(?:(?P<rate>" + NUM + r")|\?)[ \t]*"
     r"(?P<scale>[kMGT]?)(?P<unit>[A-Za-z_]{1,30})/(?P<per>s|[A-Za-z_]{1,30})(?P<post>[^\]\r]{0,500})"
@@ -685,12 +686,12 @@ def _tqdm_count(n: str) -> int | float:
 #: unsized), ``elapsed • remaining`` (h:mm:ss, ``-:--:--``), ``{speed:.2f}it/s`` (``0.00``
 #: before a speed is known), then the metrics as ``name: value``:
 #: ``Epoch 1/4  ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ 63/63 0:00:01 • 0:00:00 52.68it/s v_num: 1 train_loss: 0.28``
-_RICH = re.compile(
+_RICH = lazy_pattern(
     r"(?P<desc>[^\u2500-\u257f]*?)[\u2500-\u257f]+\s+(?P<n>\d+)/(?:\d+|--)\s+[^\u2022]{1,40}"
     r"\u2022\s*(?:[^\u2022\s]{1,40}?(?:,? [^\u2022\s]{1,20}){0,3}\s+)?(?P<rate>" + NUM
     + r")it/s(?=\s|$)(?P<post>.*)")
-_RICH_METRIC = re.compile(r"([A-Za-z_][\w/.-]*):\s*(" + NUM + r")(?=\s|$)")
-_RICH_EPOCH = re.compile(r"^(\s*Epoch\s+\d+)/\d+")
+_RICH_METRIC = lazy_pattern(r"([A-Za-z_][\w/.-]*):\s*(" + NUM + r")(?=\s|$)")
+_RICH_EPOCH = lazy_pattern(r"^(\s*Epoch\s+\d+)/\d+")
 
 
 def rich_bar(text: str, rows: Rows) -> bool:
@@ -717,23 +718,23 @@ PHASES = schema.PHASES
 #: descriptions of bars that download (checked first: 'Downloading checkpoint shards' is one):
 #: huggingface_hub 'Downloading (…)of-#.safetensors' and 'Fetching # files', transformers
 #: 'Downloading shards', uploads
-_DOWNLOAD_LABEL = re.compile(r"download|upload|\bfetching\b", re.IGNORECASE)
+_DOWNLOAD_LABEL = lazy_pattern(r"download|upload|\bfetching\b", re.IGNORECASE)
 #: descriptions of bars that load or prepare, as tqdm is given them by real tools (the label
 #: has its digits as '#'): transformers 'Loading checkpoint shards' (DeepSpeed-Chat), Graphcore
 #: 'Graph compilation', the datasets library's 'Map (num_proc=#)', 'Filter', 'Generating train
 #: split', 'Resolving data files', 'Extracting data files', 'Computing checksums', 'Saving the
 #: dataset', run_clm's 'Running tokenizer on dataset' and 'Grouping texts in chunks of #'.
 #: Checked before _EVAL_LABEL: 'Generating validation split' and 'Tokenizing test set' load
-_LOAD_LABEL = re.compile(
+_LOAD_LABEL = lazy_pattern(
     r"\bload(?:ing)?\b|checkpoint shards|\bresolving\b|extract"
     r"|\bgenerating \S+ split|^\W*(?:map|filter)\b|tokeni[sz]|pre-?process|grouping texts"
     r"|\bpacking\b|\bsaving\b|creating parquet|checksum|compil|\bconvert", re.IGNORECASE)
 #: evaluation bars: 'Evaluating', 'Evaluation', 'Validation DataLoader #' and 'Sanity Checking
 #: DataLoader #' (Lightning), 'Validating', 'Testing', 'Predicting'
-_EVAL_LABEL = re.compile(r"\b(?:eval\w*|valid\w*|val|test\w*|predict\w*|inference"
+_EVAL_LABEL = lazy_pattern(r"\b(?:eval\w*|valid\w*|val|test\w*|predict\w*|inference"
                          r"|sanity check\w*)\b", re.IGNORECASE)
 #: figures named for evaluation: HF eval_samples_per_second, test_..., predict_...
-_EVAL_NAME = re.compile(r"(?:eval|val|validation|test|predict)_", re.IGNORECASE)
+_EVAL_NAME = lazy_pattern(r"(?:eval|val|validation|test|predict)_", re.IGNORECASE)
 _TRAIN, _EVAL, _LOAD, _DOWNLOAD = (PHASES.index(p) for p in ("train", "eval", "load", "download"))
 #: metrics of bars that move bytes: a download unless the label says otherwise
 _BYTE_METRICS = frozenset({"bytes_per_s"})
@@ -773,14 +774,14 @@ def phases(name: pd.Series, label: pd.Series, metric: pd.Series | None = None) -
 
 # --- loss lines of the Horovod / PyTorch examples and key=value loggers -----------------------
 
-_TF2_EPOCH = re.compile(r"Epoch:\s*(\d+)\s+Loss:\s*(" + NUM + r")\s+Time/epoch:\s*(" + NUM + ")")
-_PT_EXAMPLE = re.compile(r"Train Epoch:\s*(\d+)\s*\[(\d+)/(\d+)\s*\((\d+)%\)\]\s*Loss:\s*(" +
+_TF2_EPOCH = lazy_pattern(r"Epoch:\s*(\d+)\s+Loss:\s*(" + NUM + r")\s+Time/epoch:\s*(" + NUM + ")")
+_PT_EXAMPLE = lazy_pattern(r"Train Epoch:\s*(\d+)\s*\[(\d+)/(\d+)\s*\((\d+)%\)\]\s*Loss:\s*(" +
                          NUM + ")")
-_TOOK = re.compile(r"\bepoch\s+(\d+)\s+took:\s*(" + NUM + r")s")
-_KV = re.compile(r"\b([A-Za-z_]\w*)=(" + NUM + r")(%?)(?=[\s,|;)\]]|$)")
-_LOSS = re.compile(r"\b((?:[A-Za-z]{1,20}[ _])?[Ll]oss)\s*[:=]\s*(" + NUM + r")(?![\w.])")
-_STEP_HINT = re.compile(r"\b(?:step|iter(?:ation)?)\s*[=:#]?\s*(\d+)", re.IGNORECASE)
-_EPOCH_HINT = re.compile(r"\bepoch\s*[=:#]?\s*(\d+)", re.IGNORECASE)
+_TOOK = lazy_pattern(r"\bepoch\s+(\d+)\s+took:\s*(" + NUM + r")s")
+_KV = lazy_pattern(r"\b([A-Za-z_]\w*)=(" + NUM + r")(%?)(?=[\s,|;)\]]|$)")
+_LOSS = lazy_pattern(r"\b((?:[A-Za-z]{1,20}[ _])?[Ll]oss)\s*[:=]\s*(" + NUM + r")(?![\w.])")
+_STEP_HINT = lazy_pattern(r"\b(?:step|iter(?:ation)?)\s*[=:#]?\s*(\d+)", re.IGNORECASE)
+_EPOCH_HINT = lazy_pattern(r"\bepoch\s*[=:#]?\s*(\d+)", re.IGNORECASE)
 
 
 def example_losses(text: str, rows: Rows) -> bool:
@@ -831,27 +832,27 @@ def generic_loss(text: str, rows: Rows) -> bool:
 _UNIT_WORDS = r"(samples|sequences|seqs|images|imgs|img|examples|tokens|toks|tok)"
 #: (a number starts where no digit or point is before it: trying every start inside a run of
 #: digits is quadratic in its length)
-_GENERIC = re.compile(r"(?<![\d.])(" + NUM + r")\s*" + _UNIT_WORDS + r"\s*/\s*(s|sec|second)\b")
+_GENERIC = lazy_pattern(r"(?<![\d.])(" + NUM + r")\s*" + _UNIT_WORDS + r"\s*/\s*(s|sec|second)\b")
 #: the unit before the number: 'samples/sec 2249.7', 'samples/sec(global)=525.3'
-_GENERIC_UNIT_FIRST = re.compile(
+_GENERIC_UNIT_FIRST = lazy_pattern(
     r"(?<![\w/])" + _UNIT_WORDS + r"\s*/\s*(s|sec|second)\b(\s*\([\w ]{1,20}\)|\s*/\s*\w{1,10})?"
     r"\s*([:=])?\s*(" + NUM + r")(?![\w.])")
-_GENERIC_HINT = re.compile(r"(\w+)\s*[:=]\s*$")
+_GENERIC_HINT = lazy_pattern(r"(\w+)\s*[:=]\s*$")
 #: what right after the unit makes the figure a device's ('/rank', '/gpu', ' per GPU', ...)
 #: or the job's ('(global)')
-_AFTER_DEVICE = re.compile(r"^\s*(?:/|\(?per[ _-]?)(?:rank|gpu|device)\b", re.IGNORECASE)
-_AFTER_GLOBAL = re.compile(r"^\s*\(global\)", re.IGNORECASE)
+_AFTER_DEVICE = lazy_pattern(r"^\s*(?:/|\(?per[ _-]?)(?:rank|gpu|device)\b", re.IGNORECASE)
+_AFTER_GLOBAL = lazy_pattern(r"^\s*\(global\)", re.IGNORECASE)
 #: ... or before the number, back to the previous field ('global 3633.1 samples/sec',
 #: 'throughput per GPU: 1816.6 samples/sec')
-_BEFORE_GLOBAL = re.compile(r"\b(?:global|total|aggregate)\b", re.IGNORECASE)
-_BEFORE_DEVICE = re.compile(r"\bper[ _-]?(?:gpu|device|rank)\b", re.IGNORECASE)
-_FIELD_END = re.compile(r".*[,|;\]]", re.DOTALL)
+_BEFORE_GLOBAL = lazy_pattern(r"\b(?:global|total|aggregate)\b", re.IGNORECASE)
+_BEFORE_DEVICE = lazy_pattern(r"\bper[ _-]?(?:gpu|device|rank)\b", re.IGNORECASE)
+_FIELD_END = lazy_pattern(r".*[,|;\]]", re.DOTALL)
 #: a line that states how many processes or devices its figures cover: 'Num of GPUs: 8'
 #: (a DDP benchmark's rank 0: 'Throughput: 4751.982 images/s, Batch size: 16, Num of GPUs: 8,
 #: Total time: 3.502 s'), 'num_gpus=8', 'world size: 8', 'on 8 GPUs', 'on 32 GPU(s)', 'on 2
 #: nodes'. Its figures are the job's (unless their own words say per device); a count of
 #: processes or devices is also the job's world size (nodes are not)
-_STATED_COUNT = re.compile(
+_STATED_COUNT = lazy_pattern(
     r"\b(?:num(?:ber)?[ _]?(?:of[ _])?|n_?)(?:gpus|devices|ranks|workers|processes|replicas)"
     r"\s*[:=]\s*(?P<n>\d+)\b"
     r"|(?<![\w.])(?<!local )world[ _]size\s*[:=]\s*(?P<w>\d+)\b"
