@@ -623,21 +623,43 @@ def _segment_spans(flat: pa.Array) -> _Shapes:
         None, pa.py_buffer(offsets - base), pa.py_buffer(shape)])
     values, which = _distinct(shapes)
     del shapes, shape
-    table = np.zeros((len(values) + 1, width), dtype=np.int64)
-    groups, match = _GROUPS, rules.TQDM_SEGMENT.fullmatch
-    matches: list[re.Match[str] | None] = []
-    for j, text in enumerate(values):
-        m = match(text)
-        matches.append(m)
-        if m is None:
-            continue
-        spans = [max(x, 0) for g in groups for x in m.span(g)]  # -1: took no part, empty
+    seen = _shapes_seen()
+    got = [seen.get(text) or _read_shape(seen, text) for text in values]
+    zero = [0] * width
+    table = np.array([spans or zero for _, spans, _ in got] + [zero], dtype=np.int64)
+    return _Shapes(data, which, [m for m, _, _ in got], [d for _, _, d in got], table,
+                   offsets[:-1])
+
+
+#: a shape's reading: TQDM_SEGMENT's fullmatch (None: none), the byte spans of its groups
+#: and the end of pre's key (None: no match), whether it declines its line
+_ShapeReading = tuple["re.Match[str] | None", "list[int] | None", bool]
+#: the shapes read in this process (a dense log's chunks print the same few thousand), for
+#: the TQDM_SEGMENT they were read with; emptied past :data:`_MAX_SHAPES`
+_SHAPES: dict[str, _ShapeReading] = {}
+_SHAPES_OF: list[Any] = [None]
+_MAX_SHAPES = 1 << 15
+
+
+def _shapes_seen() -> dict[str, _ShapeReading]:
+    """The shapes read so far with the current :data:`.rules.TQDM_SEGMENT`."""
+    if _SHAPES_OF[0] is not rules.TQDM_SEGMENT or len(_SHAPES) > _MAX_SHAPES:
+        _SHAPES.clear()
+        _SHAPES_OF[0] = rules.TQDM_SEGMENT
+    return _SHAPES
+
+
+def _read_shape(seen: dict[str, _ShapeReading], text: str) -> _ShapeReading:
+    """One shape read (see :func:`_segment_spans`) and remembered in ``seen``."""
+    m = rules.TQDM_SEGMENT.fullmatch(text)
+    spans = None
+    if m is not None:
+        spans = [max(x, 0) for g in _GROUPS for x in m.span(g)]  # -1: took no part, empty
         spans.append(_pre_key_end(text, *m.span("pre")))
         if not text.isascii():  # characters -> bytes
             spans = [len(text[:x].encode()) for x in spans]
-        table[j] = spans
-    declined = [_DECLINE.search(text) is not None for text in values]
-    return _Shapes(data, which, matches, declined, table, offsets[:-1])
+    got = seen[text] = (m, spans, _DECLINE.search(text) is not None)
+    return got
 
 
 def _pre_key_end(text: str, start: int, end: int) -> int:
