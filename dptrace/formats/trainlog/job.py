@@ -268,7 +268,9 @@ def _job_figures(tp: pd.DataFrame, world: dict[str, int],
     ``time 35.2ms``, ``dt=``): the mean over the steps after warm-up. Rows come per run in
     run order, the run's headline metric first (samples, sequences, images, then tokens,
     then steps, then the step time)."""
-    train = _training(tp)
+    given = inst is not None and summary is not None
+    # (with the series given, the rows are read only as _Series(train, _ROW_COLS) reads them)
+    train = _training(tp, [*_SERIES_KEYS, *_ROW_COLS] if given else None)
     steps = _step_times(metrics, fraction)
     if train.empty:
         return _with_steps(pd.DataFrame(columns=COLUMNS), steps,
@@ -425,7 +427,10 @@ def _running_step_times(metrics: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=COLUMNS)
 
 
-def _training(tp: pd.DataFrame) -> pd.DataFrame:
+def _training(tp: pd.DataFrame, cols: list[str] | None = None) -> pd.DataFrame:
+    """The training rows of ``tp`` (no phase is training; repeats skipped), with only the
+    columns ``cols`` that it has when given (one take of those: not a copy of every
+    column)."""
     if tp.empty:
         return tp
     keep = np.ones(len(tp), dtype=bool)
@@ -433,6 +438,8 @@ def _training(tp: pd.DataFrame) -> pd.DataFrame:
         keep &= _is_train(tp)
     if "repeat" in tp:
         keep &= ~tp["repeat"].fillna(False).astype(bool).to_numpy(dtype=bool)
+    if cols is not None:
+        tp = tp[[c for c in tp.columns if c in cols]]
     return tp if keep.all() else tp[keep]
 
 
