@@ -283,8 +283,16 @@ def _stream_keys(stream: np.ndarray, columns: Sequence[pd.Series]) -> list[tuple
     """The values (None for null) of ``columns`` that make each stream code 0..k-1: the
     same stream in another range has another code but the same key."""
     at = schema.first_rows(stream)
-    values = [[None if pd.isna(v) else v for v in col.iloc[at].tolist()] for col in columns]
-    return list(zip(*values, strict=True))
+    return list(zip(*(_values_at(col, at) for col in columns), strict=True))
+
+
+def _values_at(col: pd.Series, at: np.ndarray) -> list:
+    """The values (None for null) of ``col`` at the rows ``at``; a categorical's from its
+    codes (no categorical of the rows made to read a few hundred of them)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        cats = [None if pd.isna(v) else v for v in col.cat.categories.tolist()] + [None]
+        return [cats[c] for c in col.cat.codes.to_numpy()[at].tolist()]   # -1: the last
+    return [None if pd.isna(v) else v for v in col.iloc[at].tolist()]
 
 
 #: per stream with steps (rows in the order of the stream codes): code, first row, its step
