@@ -47,7 +47,15 @@ _EPILOG = """exit codes:
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: the commands this module runs itself
+OWN_COMMANDS = ("report", "compare", "scaling", "export", "schema", "formats")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser. ``command``: the word the command line starts with; when
+    it is one of :data:`OWN_COMMANDS`, the feature modules' commands are added by name only
+    (their modules and options are not loaded: ~8 ms; the usage line that names every
+    command is the same)."""
     p = argparse.ArgumentParser(
         prog="dptrace", description="Why does my data-parallel training job run slow?",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -80,8 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     _runs_parsers(sub)
     _export_parser(sub)
-    for module in FEATURE_COMMANDS:
-        _feature(module).add_parser(sub)
+    for module, names in FEATURE_COMMANDS.items():
+        if command in OWN_COMMANDS:
+            for name in names:
+                sub.add_parser(name)
+        else:
+            _feature(module).add_parser(sub)
     sub.add_parser("schema", help="print every table's columns, dtypes, units and meaning")
     sub.add_parser("formats", help="list the input formats dptrace reads")
     return p
@@ -214,7 +226,8 @@ def _feature_of(command: str) -> Any | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(words[0] if words else None).parse_args(argv)
     feature = _feature_of(args.command)
     if feature is not None:
         return int(feature.run(args))

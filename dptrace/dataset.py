@@ -22,7 +22,7 @@ class Dataset(Mapping[str, pd.DataFrame]):
 
     def __init__(self, tables: Mapping[str, pd.DataFrame], sources: pd.DataFrame,
                  problems: pd.DataFrame, runs: pd.DataFrame | None = None) -> None:
-        self._tables = {k: v for k, v in tables.items() if len(v)}
+        self._tables: Mapping[str, pd.DataFrame] = {k: v for k, v in tables.items() if len(v)}
         self.sources = sources
         self.problems = problems
         self._runs = runs
@@ -56,13 +56,20 @@ class Dataset(Mapping[str, pd.DataFrame]):
 
     def by_run(self) -> dict[str, Dataset]:
         """One Dataset per run, by run id, in order. Problems that belong to no run (a path
-        argument that matched nothing) are in none of them."""
+        argument that matched nothing) are in none of them. A run's table is sliced from
+        the whole table when it is first asked for (a run's findings read a few of its
+        tables: slicing every table for each of 1,000 runs cost 1-3 ms a run); which
+        tables a run has rows of is known at once."""
         ids = self.run_ids
-        tables = {k: _split(v, ids) for k, v in self._tables.items()}
+        splits = {k: _Split(v, ids) for k, v in self._tables.items()}
         sources, problems = _split(self.sources, ids), _split(self.problems, ids)
         runs = _split(self.runs, ids)
-        return {r: Dataset({k: parts[r] for k, parts in tables.items()}, sources[r],
-                           problems[r], runs[r]) for r in ids}
+        out = {}
+        for r in ids:
+            part = Dataset({}, sources[r], problems[r], runs[r])
+            part._tables = _RunTables(splits, r)
+            out[r] = part
+        return out
 
     @classmethod
     def concat(cls, datasets: Iterable[Dataset]) -> Dataset:
@@ -197,6 +204,83 @@ def _only(df: pd.DataFrame, run: str) -> pd.DataFrame:
     return df[(df["run"] == run).fillna(False).to_numpy()].reset_index(drop=True)
 
 
+class _Split:
+    """One table's rows by run, for :meth:`Dataset.by_run`: the rows of each run counted at
+    once; the table put in run order (as :func:`_split` does) the first time a run's rows
+    are asked for, and each run's rows a slice of it when asked for."""
+
+    def __init__(self, df: pd.DataFrame, ids: list[str]) -> None:
+        self._df = df
+        self._ids = ids
+        self._parts: dict[str, pd.DataFrame] | None = None
+        self._ordered: tuple[pd.DataFrame, dict[str, tuple[int, int]]] | None = None
+        self._counts: dict[str, int] | None = None
+        run = df["run"] if "run" in df.columns else None
+        if run is None:
+            self._counts = None   # (no run column: every run has the whole table)
+        elif isinstance(run.dtype, pd.CategoricalDtype):
+            codes = run.cat.codes.to_numpy()
+            counts = np.bincount(codes[codes >= 0], minlength=len(run.cat.categories))
+            self._counts = {str(c): int(n) for c, n in zip(run.cat.categories, counts,
+                                                         strict=True)}
+        else:   # (not a loaded table's: split at once, as before)
+            self._parts = _split(df, ids)
+            self._counts = {r: len(p) for r, p in self._parts.items()}
+
+    def rows(self, run: str) -> int:
+        """How many rows of the table belong to ``run``."""
+        return len(self._df) if self._counts is None else self._counts.get(run, 0)
+
+    def part(self, run: str) -> pd.DataFrame:
+        """The rows of ``run``, as :func:`_split` gives them."""
+        if self._parts is not None:
+            return self._parts[run]
+        if self._counts is None:
+            return self._df
+        if self._ordered is None:
+            self._ordered = _ordered(self._df)
+        df, at = self._ordered
+        return df.iloc[slice(*at.get(run, (0, 0)))].reset_index(drop=True)
+
+
+class _RunTables(Mapping[str, pd.DataFrame]):
+    """One run's tables of a Dataset split by :meth:`Dataset.by_run` (those it has rows
+    of), each sliced on first use and kept."""
+
+    def __init__(self, splits: Mapping[str, _Split], run: str) -> None:
+        self._splits = {k: s for k, s in splits.items() if s.rows(run)}
+        self._run = run
+        self._done: dict[str, pd.DataFrame] = {}
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        df = self._done.get(name)
+        if df is None:
+            df = self._done[name] = self._splits[name].part(self._run)
+        return df
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._splits
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._splits)
+
+    def __len__(self) -> int:
+        return len(self._splits)
+
+
+def _ordered(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[int, int]]]:
+    """``df`` (with a categorical ``run`` column) in run order (stably; as it is when it is
+    in that order already) and each run's rows' bounds in it."""
+    run = df["run"]
+    codes = run.cat.codes.to_numpy()
+    if len(codes) > 1 and not (codes[1:] >= codes[:-1]).all():
+        order = np.argsort(codes, kind="stable")
+        df, codes = df.take(order), codes[order]
+    cats = [str(c) for c in run.cat.categories]
+    bounds = np.searchsorted(codes, np.arange(len(cats) + 1), side="left").tolist()
+    return df, {c: (bounds[k], bounds[k + 1]) for k, c in enumerate(cats)}
+
+
 def _split(df: pd.DataFrame, ids: list[str]) -> dict[str, pd.DataFrame]:
     """:func:`_only` of each run of ``ids``: the rows of each run, from one grouping of the
     table (not a scan of the whole table per run: a folder of 1,000 runs). A categorical
@@ -210,13 +294,7 @@ def _split(df: pd.DataFrame, ids: list[str]) -> dict[str, pd.DataFrame]:
         pos = {str(r): p for r, p in groups.items()}
         return {r: (df.take(pos[r]) if r in pos else df.iloc[:0]).reset_index(drop=True)
                 for r in ids}
-    codes = run.cat.codes.to_numpy()
-    if len(codes) > 1 and not (codes[1:] >= codes[:-1]).all():
-        order = np.argsort(codes, kind="stable")
-        df, codes = df.take(order), codes[order]
-    cats = [str(c) for c in run.cat.categories]
-    bounds = np.searchsorted(codes, np.arange(len(cats) + 1), side="left").tolist()
-    at = {c: (bounds[k], bounds[k + 1]) for k, c in enumerate(cats)}
+    df, at = _ordered(df)
     return {r: df.iloc[slice(*at.get(r, (0, 0)))].reset_index(drop=True) for r in ids}
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -436,12 +436,17 @@ def register_facts(*steps: Facts) -> None:
         _FACTS[step.name] = step
 
 
-def facts() -> list[Facts]:
-    """Every format's step, in order (the formats' ``facts`` modules imported on first use)."""
+def facts(tables: Iterable[str] | None = None) -> list[Facts]:
+    """Every registered step, in order (the formats' ``facts`` modules imported on first
+    use). ``tables``: the Dataset's tables; only the formats that read any of them
+    (:func:`dptrace.formats.reading`) have their ``facts`` imported: a format's step reads
+    its own tables and does nothing without them (a training log's report imports no
+    MLPerf, NCCL or mpitrace facts). A step registered already runs in any case."""
     global _FACTS_FOUND
     if not _FACTS_FOUND:
-        _FACTS_FOUND = True
-        formats.import_parts("facts")
+        if tables is None:
+            _FACTS_FOUND = True
+        formats.import_parts("facts", tables)
     return sorted(_FACTS.values(), key=lambda f: f.order)
 
 
@@ -500,7 +505,7 @@ def runs_table(run_of: Mapping[str, str], labels: Mapping[str, str],
         for key in ("job_id", "launcher"):
             rows[child][key] = rows[parent][key]
     per_rank_done = False
-    for step in facts():
+    for step in facts(tables):
         if step.order > PER_RANK_FILES and not per_rank_done:
             _from_rank_files(rows, names_of)
             per_rank_done = True

@@ -138,3 +138,45 @@ def test_job_figures_from_the_reports_tables_equal_those_made_alone() -> None:
         series = jobfig.series_figures(a["throughput.summary"], ds["throughput"], ds.runs,
                                        a.warmup)
         pd.testing.assert_frame_equal(a["throughput.series"], series, check_exact=True)
+
+
+@pytest.mark.parametrize("path", [STRAGGLER, FIX / "trainlog", FIX / "mpitrace", FIX / "nccl"],
+                         ids=lambda p: p.name)
+def test_by_run_slices_on_use_give_each_runs_rows(path: Path) -> None:
+    """``Dataset.by_run`` slices a run's table when it is first asked for: each run's
+    tables (which ones, and their rows), sources, problems and runs are those of
+    :meth:`Dataset.run`, the scan of every table for the run."""
+    ds = dptrace.load(path)
+    parts = ds.by_run()
+    assert list(parts) == ds.run_ids and len(parts) > 1
+    for run, part in parts.items():
+        alone = ds.run(run)
+        assert part.tables == alone.tables
+        assert list(part) == list(alone) and len(part) == len(alone)
+        for name in reversed(alone.tables):   # (asked in another order than listed)
+            pd.testing.assert_frame_equal(part[name], alone[name])
+            assert part[name] is part[name]   # sliced once
+        for got, want in ((part.sources, alone.sources), (part.problems, alone.problems),
+                          (part.runs, alone.runs)):
+            pd.testing.assert_frame_equal(got, want)
+        assert "no_such_table" not in part.tables
+
+
+def test_by_run_of_a_table_without_run_rows_and_an_unsorted_one() -> None:
+    """A table whose ``run`` column is out of run order is put in order once, stably; a run
+    with no rows of a table does not list it; a frame without a ``run`` column is every
+    run's."""
+    ds = dptrace.load(STRAGGLER)
+    ids = ds.run_ids
+    thr_ = ds["throughput"]
+    shuffled = thr_.iloc[np.random.default_rng(0).permutation(len(thr_))]
+    only_first = thr_[thr_["run"] == ids[0]]
+    plain = pd.DataFrame({"x": [1, 2]})
+    mixed = dptrace.Dataset({"throughput": shuffled, "train_metrics": only_first,
+                             "other": plain}, ds.sources, ds.problems, ds.runs)
+    parts = mixed.by_run()
+    for run in ids:
+        want = shuffled[(shuffled["run"] == run).to_numpy()].reset_index(drop=True)
+        pd.testing.assert_frame_equal(parts[run]["throughput"], want)
+        assert ("train_metrics" in parts[run].tables) == (run == ids[0])
+        assert parts[run]["other"] is plain

@@ -78,9 +78,37 @@ def builtin() -> list[str]:
     where = tuple(__path__)
     found = _BUILTIN.get(where)
     if found is None:
-        found = _BUILTIN[where] = sorted(info.name for info in pkgutil.iter_modules(where)
-                                         if info.ispkg and not info.name.startswith("_"))
+        found = _BUILTIN[where] = sorted(_packages(where))
     return list(found)
+
+
+def _packages(where: tuple[str, ...]) -> set[str]:
+    """The packages (a directory with an ``__init__``) directly under the directories
+    ``where`` whose names do not start with ``_``: what ``pkgutil.iter_modules`` lists as
+    packages, without the ``inspect`` module it imports (~15 ms of ``dptrace --help``); a
+    path entry that is not a directory (a zip) is asked through pkgutil."""
+    import os
+    from importlib.machinery import all_suffixes
+
+    inits = {"__init__" + suffix for suffix in all_suffixes()}
+    out: set[str] = set()
+    for path in where:
+        try:
+            names = os.listdir(path)
+        except OSError:
+            out.update(info.name for info in pkgutil.iter_modules([path])
+                       if info.ispkg and not info.name.startswith("_"))
+            continue
+        for name in names:
+            if "." in name or name.startswith("_"):
+                continue
+            try:
+                inner = os.listdir(os.path.join(path, name))
+            except OSError:   # a file, or unreadable: not a package
+                continue
+            if not inits.isdisjoint(inner):
+                out.add(name)
+    return out
 
 
 @lru_cache(maxsize=1)

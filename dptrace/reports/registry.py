@@ -194,8 +194,12 @@ def sections(view: str | None = "report", tables: Iterable[str] | None = None,
 
 
 def section_spec(name: str) -> SectionSpec | None:
-    """The spec registered under ``name``; None for a section nobody registered."""
-    discover()
+    """The spec registered under ``name``; None for a section nobody registered. A
+    report's sections are registered when it is built: every section module is imported
+    only for a name not registered yet (a report's terminal face need not import every
+    format's sections)."""
+    if name not in _SPECS:
+        discover()
     if name not in _SPECS:
         _discover_views(None)
     return _SPECS.get(name)
