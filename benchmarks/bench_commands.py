@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -30,19 +31,23 @@ COMMANDS = {
     "dptrace schema": [sys.executable, "-m", "dptrace.cli", "schema"],
 }
 REFERENCE = "import pandas, pyarrow, rich"
+#: children write and read bytecode, as an installed package has it (PYTHONDONTWRITEBYTECODE
+#: in the caller's environment would compile every changed module in every run)
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def wall(cmd: list[str]) -> float:
     t = time.perf_counter()
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True,
-                   cwd=ROOT)
+                   cwd=ROOT, env=ENV)
     return time.perf_counter() - t
 
 
 def imported(cmd: list[str]) -> list[str]:
     """The heavy top-level modules ``cmd`` imports (its ``-X importtime`` lines)."""
     err = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True, check=True, cwd=ROOT).stderr
+                         stderr=subprocess.PIPE, text=True, check=True, cwd=ROOT,
+                         env=ENV).stderr
     names = {line.rsplit("|", 1)[-1].strip() for line in err.splitlines() if "|" in line}
     return [m for m in HEAVY if m in names]
 
