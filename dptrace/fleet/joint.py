@@ -30,9 +30,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from ..dataset import Dataset
@@ -62,29 +64,138 @@ def _column_owners(df: pd.DataFrame, folders: Mapping[str, str]) -> list[str | N
     return out
 
 
+@dataclass(frozen=True)
+class _Owners:
+    """The folder of each run (``folder_of``), and of each row of ``sources`` and
+    ``problems`` (by position; None: under no folder)."""
+
+    folder_of: dict[str, str]
+    sources: list[str | None]
+    problems: list[str | None]
+
+    def loose(self, name: str) -> list[str | None] | None:
+        """Each row's folder where a table's rows of no run have one (by their source)."""
+        return {"sources": self.sources, "problems": self.problems}.get(name)
+
+
+def _plan(ds: Dataset, folders: Sequence[str]) -> tuple[_Owners, list[str]] | None:
+    """The owners of ``ds``'s rows and the folders that can be cut out, in order (see the
+    module's docstring); None when none can."""
+    by_abs = {os.path.abspath(f): f for f in folders}
+    if len(by_abs) != len(folders):
+        return None
+    owners = _owners(ds, by_abs)
+    if owners is None:
+        return None
+    clash = _clashes(ds, owners, by_abs, folders)
+    keep = [f for f in folders if f not in clash]
+    return (owners, keep) if keep else None
+
+
+def _mine(ds: Dataset, owners: _Owners, folders: Sequence[str]) -> dict[str, list[str]]:
+    """Each folder's run ids, in the load's order."""
+    mine: dict[str, list[str]] = {f: [] for f in folders}
+    for r in ds.run_ids:
+        mine[owners.folder_of[r]].append(r)
+    return mine
+
+
+def _frames(ds: Dataset) -> dict[str, pd.DataFrame]:
+    """Every table of ``ds`` by name, ``sources``, ``problems`` and ``runs`` included."""
+    return {**{n: ds[n] for n in ds.tables}, "sources": ds.sources, "problems": ds.problems,
+            "runs": ds.runs}
+
+
+def _dataset(ds: Dataset, parts: Mapping[str, pd.DataFrame]) -> Dataset:
+    """A Dataset of ``parts`` (cut from ``ds``'s tables of the same names)."""
+    from ..dataset import Dataset
+
+    return Dataset({n: parts[n] for n in ds.tables if n in parts}, parts["sources"],
+                   parts["problems"], parts["runs"])
+
+
 def split(ds: Dataset, folders: Sequence[str]) -> dict[str, Dataset]:
     """Each folder's own Dataset out of ``ds`` (the load of ``folders``, one argument
     each), for the folders it can be cut out for (see the module's docstring); the others
     are missing from the result and must be loaded alone."""
-
-    from ..dataset import Dataset
-
-    by_abs = {os.path.abspath(f): f for f in folders}
-    if len(by_abs) != len(folders):
+    plan = _plan(ds, folders)
+    if plan is None:
         return {}
-    sources = ds.sources
-    runs = ds.runs
-    ids = ds.run_ids
-    # the folder of each run: that of its sources, else of the rows naming a source
-    run_folders: dict[str, set[str | None]] = {r: set() for r in ids}
+    owners, keep = plan
+    mine = _mine(ds, owners, folders)
+    slot = {f: k for k, f in enumerate(keep)}
+    cut: dict[str, dict[str, pd.DataFrame]] = {f: {} for f in keep}
+    for name, df in _frames(ds).items():
+        for f, part in _cut(df, owners.folder_of, slot, mine, owners.loose(name)).items():
+            cut[f][name] = part
+    return {f: _dataset(ds, cut[f]) for f in keep}
+
+
+@dataclass(frozen=True)
+class Together:
+    """The rows of a load that belong to the folders it can cut out, as one Dataset:
+    ``ds`` is what :meth:`Dataset.concat` of those folders' :func:`split` parts gives
+    (their rows folder by folder, each folder's in the load's order; ``run`` categorical
+    over their run ids in that order), made by one ``take`` per table instead of a cut
+    per folder and a concat. ``slots``: per table (``sources``, ``problems`` and ``runs``
+    included) the number of each row's folder in ``folders``; ``runs``: each folder's
+    run ids."""
+
+    ds: Dataset
+    folders: list[str]
+    runs: dict[str, list[str]]
+    slots: dict[str, np.ndarray]
+
+
+def together(ds: Dataset, folders: Sequence[str]) -> Together | None:
+    """The folders of ``folders`` that can be cut out of ``ds`` (their load), and their
+    rows as one Dataset (:class:`Together`); None when none can (or a table without a
+    ``run`` column has rows: whose they are is unknown)."""
+    import numpy as np
+
+    plan = _plan(ds, folders)
+    if plan is None:
+        return None
+    owners, keep = plan
+    frames = _frames(ds)
+    if any(len(df) and "run" not in df.columns for df in frames.values()):
+        return None
+    mine = _mine(ds, owners, folders)
+    slot = {f: k for k, f in enumerate(keep)}
+    kept_runs = [r for f in keep for r in mine[f]]
+    parts: dict[str, pd.DataFrame] = {}
+    slots: dict[str, np.ndarray] = {}
+    for name, df in frames.items():
+        if "run" not in df.columns:
+            parts[name], slots[name] = df, np.zeros(0, dtype=np.int64)
+            continue
+        if not len(df):
+            parts[name], slots[name] = _own_runs(df, df["run"], kept_runs), \
+                np.zeros(0, dtype=np.int64)
+            continue
+        where, codes, cats = _where(df, owners.folder_of, slot, owners.loose(name))
+        order = np.argsort(where, kind="stable")
+        rows = order[int(np.searchsorted(where[order], 0, side="left")):]
+        parts[name] = _take(df, rows, codes, cats, kept_runs)
+        slots[name] = where[rows]
+    return Together(_dataset(ds, parts), keep, {f: mine[f] for f in keep}, slots)
+
+
+def _owners(ds: Dataset, by_abs: Mapping[str, str]) -> _Owners | None:
+    """Which folder each run, source and problem of ``ds`` belongs to; None when one of
+    them is under no folder or a run under two (nothing is cut out then)."""
+    sources, problems = ds.sources, ds.problems
     src_owner = _column_owners(sources, by_abs) if len(sources) else []
+    prob_owner = _column_owners(problems, by_abs) if len(problems) else []
+    # the folder of each run: that of its sources, else of the rows naming a source
+    run_folders: dict[str, set[str | None]] = {r: set() for r in ds.run_ids}
     for run, owner in zip(sources["run"].astype(object).tolist(), src_owner, strict=True):
         if run is None or run != run:
             if owner is None:
-                return {}
+                return None
             continue
         run_folders.setdefault(str(run), set()).add(owner)
-    for r in ids:
+    for r in ds.run_ids:
         if run_folders[r]:
             continue
         for name in ds.tables:   # a run that owns no input: a part of a file of several
@@ -96,30 +207,36 @@ def split(ds: Dataset, folders: Sequence[str]) -> dict[str, Dataset]:
     for r, owners in run_folders.items():
         only = next(iter(owners)) if len(owners) == 1 else None
         if only is None:
-            return {}
+            return None
         folder_of[r] = only
+    for run, owner in zip(problems["run"].astype(object).tolist(), prob_owner, strict=True):
+        if (run is None or run != run) and owner is None:
+            return None
+    return _Owners(folder_of, src_owner, prob_owner)
+
+
+def _clashes(ds: Dataset, owners: _Owners, by_abs: Mapping[str, str],
+             folders: Sequence[str]) -> set[str]:
+    """The folders that must be loaded alone: those a problem of a check across the load's
+    inputs ties to another folder (it names the other folder's input), and those whose run
+    labels or ids meet another folder's (the load renamed one of them ``id#2``)."""
     clash: set[str] = set()
-    if len(ds.problems):
-        p = ds.problems
-        p_owner = _column_owners(p, by_abs)
+    p = ds.problems
+    if len(p):
         spelled = [(f, (f, a)) for a, f in by_abs.items()]
-        for run, owner, text in zip(p["run"].astype(object).tolist(), p_owner,
-                                    p["message"].astype(object).tolist(), strict=True):
-            if (run is None or run != run) and owner is None:
-                return {}
-            # a check across the load's inputs (two traces that claim one rank) that
-            # names another folder's input: neither folder is cut out
+        for owner, text in zip(owners.problems, p["message"].astype(object).tolist(),
+                               strict=True):
             named = {f for f, names in spelled if f != owner
                      and any(n and n + os.sep in str(text) for n in names)}
             if named:
                 clash.update(named)
                 if owner is not None:
                     clash.add(owner)
-    # names that the load's renaming (id#2) may have touched: labels and ids per folder
+    runs = ds.runs
     labels = dict(zip(runs["run"].astype(object).tolist(),
                       runs["label"].astype(object).tolist(), strict=True))
     names: dict[str, set[str]] = {f: set() for f in folders}
-    for r, f in folder_of.items():
+    for r, f in owners.folder_of.items():
         names[f].update({r, str(labels.get(r, r))})
     seen: dict[str, str] = {}
     for f in folders:
@@ -127,27 +244,7 @@ def split(ds: Dataset, folders: Sequence[str]) -> dict[str, Dataset]:
             other = seen.setdefault(n, f)
             if other != f:
                 clash.update((f, other))
-    mine: dict[str, list[str]] = {f: [] for f in folders}
-    for r in ids:
-        mine[folder_of[r]].append(r)
-    keep = [f for f in folders if f not in clash]
-    if not keep:
-        return {}
-    slot = {f: k for k, f in enumerate(keep)}
-    loose = {"sources": src_owner,
-             "problems": _column_owners(ds.problems, by_abs) if len(ds.problems) else []}
-    cut: dict[str, dict[str, pd.DataFrame]] = {f: {} for f in keep}
-    frames = {**{n: ds[n] for n in ds.tables}, "sources": sources, "problems": ds.problems,
-              "runs": runs}
-    for name, df in frames.items():
-        for f, part in _cut(df, folder_of, slot, mine, loose.get(name)).items():
-            cut[f][name] = part
-    out = {}
-    for f in keep:
-        parts = cut[f]
-        out[f] = Dataset({n: parts[n] for n in ds.tables if n in parts}, parts["sources"],
-                         parts["problems"], parts["runs"])
-    return out
+    return clash
 
 
 def _cut(df: pd.DataFrame, folder_of: Mapping[str, str], slot: Mapping[str, int],
@@ -158,13 +255,29 @@ def _cut(df: pd.DataFrame, folder_of: Mapping[str, str], slot: Mapping[str, int]
     the table, then one ``take`` per folder. ``run`` becomes categorical over the folder's
     own run ids, as a load of the folder alone makes it."""
     import numpy as np
-    import pandas as pd
 
     if "run" not in df.columns:
         return dict.fromkeys(slot, df)
     run = df["run"]
     if not len(df):
         return {f: _own_runs(df, run, mine[f]) for f in slot}
+    where, codes, cats = _where(df, folder_of, slot, loose)
+    order = np.argsort(where, kind="stable")
+    bounds = np.searchsorted(where[order], np.arange(len(slot) + 1), side="left")
+    return {f: _take(df, order[bounds[k]:bounds[k + 1]], codes, cats, mine[f])
+            for f, k in slot.items()}
+
+
+def _where(df: pd.DataFrame, folder_of: Mapping[str, str], slot: Mapping[str, int],
+           loose: Sequence[str | None] | None) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The number (``slot``) of the folder of each row of ``df`` (-1: none kept): that of
+    its run, else, for a row of no run where ``loose`` gives each row's folder, that one;
+    and the rows' run codes (-1: no run) with the run of each code. The rows grouped by
+    run code, as :meth:`Dataset.by_run` groups them (dataset._split)."""
+    import numpy as np
+    import pandas as pd
+
+    run = df["run"]
     if isinstance(run.dtype, pd.CategoricalDtype):
         codes = run.cat.codes.to_numpy()
         cats = [str(c) for c in run.cat.categories]
@@ -179,20 +292,24 @@ def _cut(df: pd.DataFrame, folder_of: Mapping[str, str], slot: Mapping[str, int]
         if none.any():
             where = where.copy()
             where[none] = [slot.get(loose[int(i)] or "", -1) for i in np.flatnonzero(none)]
-    order = np.argsort(where, kind="stable")
-    bounds = np.searchsorted(where[order], np.arange(len(slot) + 1), side="left")
-    out = {}
-    for f, k in slot.items():
-        rows = order[bounds[k]:bounds[k + 1]]
-        part = df.take(rows).reset_index(drop=True)
-        if isinstance(run.dtype, pd.CategoricalDtype):
-            own = mine[f]
-            pos = {r: i for i, r in enumerate(own)}
-            remap = np.array([pos.get(c, -1) for c in cats] + [-1], dtype=np.int64)
-            part["run"] = pd.Categorical.from_codes(
-                remap[codes[rows]], categories=pd.Index(own, dtype=run.cat.categories.dtype))
-        out[f] = part
-    return out
+    return where, codes, cats
+
+
+def _take(df: pd.DataFrame, rows: np.ndarray, codes: np.ndarray, cats: Sequence[str],
+          own: Sequence[str]) -> pd.DataFrame:
+    """Rows ``rows`` of ``df``, index from 0; a categorical ``run`` over ``own`` (the runs
+    of those rows, in order) only."""
+    import numpy as np
+    import pandas as pd
+
+    part = df.take(rows).reset_index(drop=True)
+    run = df["run"]
+    if isinstance(run.dtype, pd.CategoricalDtype):
+        pos = {r: i for i, r in enumerate(own)}
+        remap = np.array([pos.get(c, -1) for c in cats] + [-1], dtype=np.int64)
+        part["run"] = pd.Categorical.from_codes(
+            remap[codes[rows]], categories=pd.Index(list(own), dtype=run.cat.categories.dtype))
+    return part
 
 
 def _own_runs(df: pd.DataFrame, run: pd.Series, own: list[str]) -> pd.DataFrame:

@@ -38,6 +38,9 @@ class Settings:
     thresholds: Mapping[str, float] = field(default_factory=dict)
     timeout: float | None = None       # seconds per folder (None: no limit)
     max_decompressed: int | None = None
+    #: False: each folder loaded and analysed on its own (what the joint read and analysis
+    #: of a task's folders must equal: tests/test_fleet_joint_analysis.py)
+    joint: bool = True
 
     def derived_key(self, key: str) -> str:
         """A folder's derived key: its key, the analysis version and the options."""
@@ -105,16 +108,9 @@ class _Read:
     out: dict[str, Any] | None = None      # its own fleet tables (analysed alone)
     rows: list[dict[str, Any]] | None = None   # its fleet rows (analysed with others)
     error: BaseException | None = None
-    joint: _Joint | None = None            # the task's load it was cut from
-
-
-@dataclass
-class _Joint:
-    """One load of several folders (:func:`_load_together`) that every one of them was
-    cut from: their :meth:`Dataset.concat` already made, for their analysis."""
-
-    ds: Any
-    folders: list[str]
+    joint: Any = None       # the task's load it is read from (a joint.Together), not cut
+    slot: int = -1          # its number among the folders of ``joint``
+    table_rows: dict[str, int] | None = None   # its rows per table (read from ``joint``)
 
 
 def run_task(task: Task) -> Done:
@@ -137,13 +133,20 @@ def run_task(task: Task) -> Done:
     batch = cache.new_batch()
     stored = _stored(cache, task, s)
     done = [_prepare(folder, Entry.of(raw) if raw else None, s) for folder, raw in task.items]
-    if not s.timeout:   # (with a timeout each folder is read under its own timer)
-        _load_together([r for r in done if r.reuse is None], s)
+    together = None
+    if not s.timeout and s.joint:   # (with a timeout each folder is read under its timer)
+        together = _load_together([r for r in done if r.reuse is None], s)
     for r in done:
         _read(r, stored, cache, s)
     tables: dict[str, list[pd.DataFrame]] = {}
     derived: dict[str, list[pd.DataFrame]] = {}
-    for group_tables in _analyse([r for r in done if r.error is None], s):
+    if together is not None:
+        together = _keep_together(together, [r for r in done if r.joint is together])
+    if together is not None:
+        for name, df in _joint_tables(together, [r for r in done if r.joint is together]
+                                      ).items():
+            tables.setdefault(name, []).append(df)
+    for group_tables in _analyse([r for r in done if r.error is None], s, together):
         for name, df in group_tables.items():
             derived.setdefault(name, []).append(df)
     entries: list[Entry] = []
@@ -171,8 +174,9 @@ def run_task(task: Task) -> Done:
             fleet_rows = r.out["fleet"][["run", "status"]].astype(object).to_dict("records")
         else:
             fleet_rows = r.rows or []
-        table_rows: dict[str, int] = {}
+        table_rows: dict[str, int] | None = r.table_rows
         if r.own_tables is not None:
+            table_rows = {}
             for name, df in r.own_tables.items():
                 tables.setdefault(name, []).append(df)
                 table_rows[name] = len(df)
@@ -180,8 +184,8 @@ def run_task(task: Task) -> Done:
         reuse = r.reuse
         entries.append(Entry(
             r.folder, r.key, r.files, r.fmts, s.core,
-            batch if r.own_tables is not None else (reuse.tables_batch if reuse else None),
-            table_rows if r.own_tables is not None else (reuse.tables if reuse else {}),
+            batch if table_rows is not None else (reuse.tables_batch if reuse else None),
+            table_rows if table_rows is not None else (reuse.tables if reuse else {}),
             s.derived_key(r.key), batch, [str(row["run"]) for row in fleet_rows],
             status, None, r.parse_s))
         outcomes.append(r.outcome)
@@ -217,6 +221,8 @@ def _read(r: _Read, stored: Mapping[str, Any], cache: Cache, s: Settings) -> Non
                 r.ds = stored[folder] if folder in stored else cache.dataset([r.reuse])
                 r.key, r.fmts, r.parse_s = r.reuse.key, r.reuse.formats, r.reuse.parse_s
                 r.outcome = "analysed"
+            elif r.joint is not None:   # its fmts set by _load_together; its tables: the
+                r.key = discover.folder_key(r.found, r.content, r.fmts, s.core)   # joint's
             else:
                 if r.ds is None:
                     r.ds, r.parse_s = _load(r.folder, s)
@@ -224,40 +230,113 @@ def _read(r: _Read, stored: Mapping[str, Any], cache: Cache, s: Settings) -> Non
                           for f in r.ds.sources["format"].dropna().unique()}
                 r.key = discover.folder_key(r.found, r.content, r.fmts, s.core)
                 r.own_tables = _with_keys(r.ds, run_prefix(r.folder, r.key))
-            if s.timeout:   # analysed alone, under the folder's own timer
+            if s.timeout or not s.joint:   # analysed alone (under the folder's own timer)
                 _analyse_alone(r, s)
     except Exception as exc:   # noqa: BLE001  (a folder's failure is its row, never the survey's)
         r.error = exc
 
 
-def _load_together(reads: Sequence[_Read], s: Settings) -> None:
+def _load_together(reads: Sequence[_Read], s: Settings) -> Any:
     """Load the job folders of ``reads`` that are directories with one ``load`` (one
-    argument each) and give each folder its part (:func:`.joint.split`: the Dataset
-    ``load(FOLDER)`` gives it) in ``ds``; ``parse_s``: the load's time shared out evenly.
-    A folder the load cannot be cut for, and every folder when the load raises, keeps
-    ``ds`` None: it is loaded alone. (A folder that is a file is always loaded alone: the
-    runs rules group file arguments across the load.)"""
+    argument each) and give it (:func:`.joint.together`: the rows of the folders it can
+    be cut for, as one Dataset) to each folder it holds (``joint``, ``slot``; ``fmts``:
+    the formats of its sources; ``parse_s``: the load's time shared out evenly). A folder
+    the load cannot be cut for, and every folder when the load raises, keeps ``joint``
+    None: it is loaded alone. (A folder that is a file is always loaded alone: the runs
+    rules group file arguments across the load.)"""
+    import pandas as pd
+
     from .. import api
     from . import joint
 
     dirs = [r for r in reads if os.path.isdir(r.folder)]
     if len(dirs) < 2:
-        return
+        return None
     t0 = time.perf_counter()
     try:
         ds = api.load([r.folder for r in dirs], executor="serial",
                       max_decompressed=s.max_decompressed)
-        parts = joint.split(ds, [r.folder for r in dirs])
+        together = joint.together(ds, [r.folder for r in dirs])
     except Exception:   # noqa: BLE001  (each folder alone: its failure is its row)
-        return
-    share = (time.perf_counter() - t0) / len(dirs)
-    # when every folder was cut out, the load is their concat: analysed as it is
-    whole = _Joint(ds, [r.folder for r in dirs]) if len(parts) == len(dirs) else None
+        return None
     del ds
+    if together is None:
+        return None
+    share = (time.perf_counter() - t0) / len(dirs)
+    slot = {f: k for k, f in enumerate(together.folders)}
+    fmts: list[dict[str, str]] = [{} for _ in together.folders]
+    sources = together.ds.sources
+    for k, f in zip(together.slots["sources"].tolist(),
+                    sources["format"].astype(object).tolist(), strict=True):
+        if not pd.isna(f):
+            fmts[k].setdefault(str(f), s.versions.get(str(f), ""))
     for r in dirs:
-        part = parts.get(r.folder)
-        if part is not None:
-            r.ds, r.parse_s, r.joint = part, share, whole
+        if r.folder in slot:
+            r.joint, r.slot, r.parse_s = together, slot[r.folder], share
+            r.fmts = fmts[r.slot]
+    return together
+
+
+def _keep_together(together: Any, reads: Sequence[_Read]) -> Any:
+    """``together`` when every folder of it was read from it without an error; else each
+    such folder gets its own part of it (:func:`.joint.split`), and None."""
+    from . import joint
+
+    if all(r.error is None for r in reads):
+        return together
+    parts = joint.split(together.ds, together.folders)
+    for r in reads:
+        r.joint = None
+        if r.error is None:
+            r.ds = parts.get(r.folder)
+            if r.ds is None:
+                r.error = RuntimeError("not cut out of the task's load")
+            else:
+                r.own_tables = _with_keys(r.ds, run_prefix(r.folder, r.key))
+    return None
+
+
+def _joint_tables(together: Any, reads: Sequence[_Read]) -> dict[str, Any]:
+    """Every table of ``together.ds`` with rows (parsed, sources, problems, runs), with
+    its ``run_key`` column as :func:`_with_keys` gives each folder's (``<key>/<run>``,
+    ``<key>/`` for a row of no run); each folder's rows per table in ``table_rows``."""
+    import numpy as np
+    import pandas as pd
+
+    ds = together.ds
+    prefix = [""] * len(together.folders)
+    counts: dict[int, dict[str, int]] = {}
+    for r in reads:
+        prefix[r.slot] = run_prefix(r.folder, r.key)
+        r.table_rows = counts[r.slot] = {}
+    out = {}
+    parts = {**{n: ds[n] for n in ds.tables}, "sources": ds.sources, "problems": ds.problems,
+             "runs": ds.runs}
+    folder_of_run = {run: k for k, f in enumerate(together.folders)
+                     for run in together.runs[f]}
+    pre = np.array(prefix, dtype=object)
+    for name, df in parts.items():
+        if not len(df):
+            continue
+        slots = together.slots[name]
+        run = df["run"]
+        if isinstance(run.dtype, pd.CategoricalDtype):
+            codes = run.cat.codes.to_numpy()
+            cats = [str(c) for c in run.cat.categories]
+        else:
+            codes, uniq = pd.factorize(run.astype(object))
+            cats = [str(c) for c in uniq]
+        of_code = np.array([f"{prefix[folder_of_run[c]]}/{c}" for c in cats] + [""],
+                           dtype=object)
+        keys = of_code[codes]
+        none = codes < 0
+        if none.any():
+            keys[none] = pre[slots[none]] + "/"
+        out[name] = df.assign(**{RUN_KEY: pd.array(keys, dtype="string")})
+        for k, n in enumerate(np.bincount(slots, minlength=len(prefix)).tolist()):
+            if n and k in counts:
+                counts[k][name] = n
+    return out
 
 
 def _analyse_alone(r: _Read, s: Settings) -> None:
@@ -267,21 +346,41 @@ def _analyse_alone(r: _Read, s: Settings) -> None:
                               thresholds=s.thresholds, parse_s=r.parse_s, cache=r.outcome)
 
 
-def _analyse(read: Sequence[_Read], s: Settings) -> list[dict[str, Any]]:
-    """Analyse every folder read and not yet analysed: in groups of folders whose run ids
-    are distinct, each group through one analysis context (its fleet tables returned, one
-    per group; each folder's fleet rows in ``rows``); when a group's analysis fails, each
-    of its folders alone (``out``; its own error then is its own row)."""
+def _analyse(read: Sequence[_Read], s: Settings, together: Any = None,
+             ) -> list[dict[str, Any]]:
+    """Analyse every folder read and not yet analysed: those read from ``together`` (the
+    task's joint load, :func:`_load_together`) through one analysis context of its
+    Dataset; the others in groups of folders whose run ids are distinct, each group
+    through one analysis context (the fleet tables returned, one per group; each
+    folder's fleet rows in ``rows``); when a group's analysis fails, each of its folders
+    alone (``out``; its own error then is its own row)."""
     from . import analyse
 
+    out = []
+    joint = [r for r in read if together is not None and r.joint is together]
+    if joint:
+        try:
+            places = [(analyse.Place(r.folder, run_prefix(r.folder, r.key), r.parse_s, 0.0,
+                                     r.outcome), together.runs[r.folder]) for r in joint]
+            whole, rows = analyse.summarise_together(together.ds, places, warmup=s.warmup,
+                                                     thresholds=s.thresholds)
+        except Exception:   # noqa: BLE001  (each folder cut out of the load, as below)
+            whole = None
+            from .joint import split
+
+            parts = split(together.ds, together.folders)
+            for r in joint:
+                r.joint, r.ds = None, parts.get(r.folder)
+                if r.ds is None:
+                    r.error = RuntimeError("not cut out of the task's load")
+        if whole is not None:
+            out.append(whole)
+            for r in joint:
+                r.rows = [rows[run] for run in together.runs[r.folder]]
     groups: list[list[_Read]] = []
     taken: list[set[str]] = []
-    joint = _whole_joint(read)
-    if joint is not None:   # the task's load, every folder of it read and not analysed
-        groups.append([r for r in read if r.folder in set(joint.folders)])
-        taken.append({i for r in groups[0] for i in r.ds.run_ids})
     for r in read:
-        if r.out is not None or (joint is not None and r.joint is joint):
+        if r.out is not None or r.rows is not None or r.error is not None:
             continue
         ids = set(r.ds.run_ids)
         for g, seen in zip(groups, taken, strict=True):
@@ -292,19 +391,17 @@ def _analyse(read: Sequence[_Read], s: Settings) -> list[dict[str, Any]]:
         else:
             groups.append([r])
             taken.append(set(ids))
-    out = []
     for g in groups:
         try:
             both = analyse.summarise_many(
                 [(r.ds, r.folder, run_prefix(r.folder, r.key), r.parse_s, r.outcome)
-                 for r in g], warmup=s.warmup, thresholds=s.thresholds,
-                joint=joint.ds if joint is not None and g is groups[0] else None)
+                 for r in g], warmup=s.warmup, thresholds=s.thresholds)
         except Exception:   # noqa: BLE001  (each folder alone: its failure is its row)
             both = None
         if both is not None:
             out.append(both[0])
-            for r, rows in zip(g, both[1], strict=True):
-                r.rows = rows
+            for r, folder_rows in zip(g, both[1], strict=True):
+                r.rows = folder_rows
             continue
         for r in g:
             try:
@@ -312,18 +409,6 @@ def _analyse(read: Sequence[_Read], s: Settings) -> list[dict[str, Any]]:
             except Exception as exc:   # noqa: BLE001
                 r.error = exc
     return out
-
-
-def _whole_joint(read: Sequence[_Read]) -> _Joint | None:
-    """The task's joint load when each of its folders is among ``read`` in its order, read
-    from it and not analysed yet (so that the load is their concat), else None."""
-    joint = next((r.joint for r in read if r.joint is not None), None)
-    if joint is None or len(joint.folders) > ANALYSE_TOGETHER:
-        return None
-    mine = [r for r in read if r.joint is joint and r.out is None]
-    if [r.folder for r in mine] != joint.folders:
-        return None
-    return joint
 
 
 def _stored(cache: Cache, task: Task, s: Settings) -> dict[str, Any]:
