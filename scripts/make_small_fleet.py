@@ -23,13 +23,29 @@ must name exactly these as repeat offenders, each with its number of runs
 
 from __future__ import annotations
 
-import functools
+import importlib.util
 import os
-import re
 import sys
 from pathlib import Path
+from types import ModuleType
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+
+
+def _make_fleet() -> ModuleType:
+    """tests/fixtures/fleet/make_fleet.py (its copying of job folders), imported by path."""
+    if "make_fleet" in sys.modules:
+        return sys.modules["make_fleet"]
+    spec = importlib.util.spec_from_file_location("make_fleet",
+                                                  FIXTURES / "fleet" / "make_fleet.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["make_fleet"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+make_fleet = _make_fleet()
 #: the hosts the copies of delayed_r2 put their slow rank 2 on, in turn
 BAD_HOSTS = ("node-bad-a", "node-bad-b")
 #: kind -> the paths (relative to tests/fixtures) copied into each folder of that kind
@@ -54,7 +70,6 @@ CYCLE: tuple[tuple[str, int], ...] = (
     ("hf_deepspeed", 19), ("deepspeed", 14), ("ddp", 13), ("megatron", 4), ("torchrun", 14),
     ("nccl_socket", 12), ("nccl_gdr", 12), ("horovod_tf2", 6), ("mpitrace_straggler", 2),
     ("mpitrace_balanced", 1), ("horovod_timeline", 1), ("two_jobs", 2))
-_HOST_ROW = re.compile(rb"^(\s*(\d+)\s+)vm(?=\s)", re.M)
 
 
 def kinds_in_order(n: int) -> list[str]:
@@ -66,51 +81,17 @@ def kinds_in_order(n: int) -> list[str]:
     return [cycle[order[i % 100]] for i in range(n)]
 
 
-def _host(m: re.Match[bytes], index: int, slow: str | None) -> bytes:
-    """A host row's new name: ``slow`` for rank 2 when given, else the folder's own."""
-    rank = int(m.group(2))
-    name = slow if slow and rank == 2 else f"node-{index:05d}-{rank}"
-    return m.group(1) + name.encode()
-
-
-def _copy(src: Path, dest: Path, index: int, bad: str | None) -> str | None:
-    """Copy ``src`` (a file or a directory's files) under ``dest``; the MPI profiles' host
-    column renamed; gives the host rank 2 of a delayed_r2 copy was put on."""
-    files = sorted(p for p in src.rglob("*") if p.is_file()) if src.is_dir() else [src]
-    put = None
-    for path in files:
-        rel = path.relative_to(src) if src.is_dir() else Path(path.name)
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        data = path.read_bytes()
-        if path.name.startswith("mpi_profile.") and b"MPI timing summary for all ranks" in data:
-            slow = bad if src.name == "delayed_r2" and src.parent.name == "straggler" else None
-            data = _HOST_ROW.sub(functools.partial(_host, index=index, slow=slow), data)
-            put = slow or put
-        target.write_bytes(data)
-    return put
-
-
 def make_small_fleet(dest: str | os.PathLike[str], n: int) -> dict[str, tuple[str, str | None]]:
     """``n`` job folders under ``dest`` (``job-<i>-<kind>``); folder -> (kind, the host a
     straggler was injected on, or None)."""
-    root = Path(dest)
-    root.mkdir(parents=True, exist_ok=True)
-    out: dict[str, tuple[str, str | None]] = {}
-    stragglers = 0
-    for i, kind in enumerate(kinds_in_order(n)):
-        folder = root / f"job-{i:05d}-{kind}"
-        bad = None
-        if kind == "mpitrace_straggler":
-            bad = BAD_HOSTS[stragglers % len(BAD_HOSTS)]
-            stragglers += 1
-        put = None
-        for rel in KINDS[kind]:
-            srcs = sorted(FIXTURES.glob(rel)) if "*" in rel else [FIXTURES / rel]
-            for src in srcs:
-                put = _copy(src, folder, i, bad) or put
-        out[str(folder)] = (kind, put)
-    return out
+    stragglers = iter(range(n))
+
+    def bad(kind: str) -> str | None:   # the straggler copies' hosts, in turn
+        if kind != "mpitrace_straggler":
+            return None
+        return BAD_HOSTS[next(stragglers) % len(BAD_HOSTS)]
+
+    return make_fleet.make_folders(dest, kinds_in_order(n), KINDS, bad)
 
 
 if __name__ == "__main__":

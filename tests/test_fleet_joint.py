@@ -8,22 +8,17 @@ PyTorch traces claiming one rank) are not cut out: they are loaded alone."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from fleet_makers import make_fleet
 
 import dptrace
 from dptrace.fleet import joint
 
 HERE = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("make_fleet",
-                                               HERE / "fixtures" / "fleet" / "make_fleet.py")
-assert _spec is not None and _spec.loader is not None
-make_fleet = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(make_fleet)
 FIX = HERE / "fixtures"
 REAL = HERE.parent.parent / "shared" / "realdata"
 

@@ -7,7 +7,6 @@ survey's failure; an interrupted batch leaves the cache valid."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -16,17 +15,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fleet_makers import make_fleet
 
 import dptrace
 from dptrace.fleet import cache as fcache
 from dptrace.fleet import command, summary, survey, versions, work
 
 HERE = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("make_fleet",
-                                               HERE / "fixtures" / "fleet" / "make_fleet.py")
-assert _spec is not None and _spec.loader is not None
-make_fleet = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(make_fleet)
 
 #: one folder of every kind, and delayed_r2 a second time (the repeat offender needs two)
 KINDS = (*make_fleet.KINDS, "mpitrace_straggler")
