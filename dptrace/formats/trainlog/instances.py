@@ -326,34 +326,94 @@ def join_streams(parts: Sequence[dict], lines: Sequence[int] | None = None,
     row of an earlier range (a stream's first row with the step and epoch of its last row
     before the cut; an end-of-run global figure without a step (:data:`COPY_PATTERNS`) equal
     to an earlier copy; given ``lines``, the newlines before each range, a global series's
-    line printed again right after a cut: see :func:`_redrawn_after_cuts`).
+    line printed again right after a cut). The ranges are folded one after another by one
+    :class:`StreamJoin`.
 
     The steps add only to rows with an epoch and only where some stream's count went down
     (as :func:`steps_and_repeats`); ``offsets`` are per stream code of each range."""
-    state: dict[tuple, tuple[float, float, float]] = {}  # key: (completed, last step, epoch)
+    join = StreamJoin()
     offsets, repeats = [], []
-    for info in parts:
-        off, rep = fold_streams(state, info)
+    for k, info in enumerate(parts):
+        off, rep = join.add(info, None if lines is None else lines[k])
         offsets.append(off)
-        repeats.append(np.asarray(rep, dtype=np.int64))
-    # global figures without a step: repeats of an earlier copy anywhere in the file
-    globs = [(k, info["glob"]) for k, info in enumerate(parts) if info.get("glob") is not None]
-    if len(globs) > 1:
-        ids: dict[tuple, int] = {}
-        streams = np.concatenate([
-            np.asarray([ids.setdefault(parts[k]["keys"][c], len(ids)) for c in g[1].tolist()],
-                       dtype=np.int64) for k, g in globs])
-        value = np.concatenate([g[2] for _, g in globs])
-        epoch = np.concatenate([g[3] for _, g in globs])
-        dup = _duplicated(streams, np.zeros(len(streams), np.int64), value, epoch)
-        at = 0
-        for k, g in globs:
-            rows = g[0][dup[at:at + len(g[0])]]
-            at += len(g[0])
-            repeats[k] = np.union1d(repeats[k], rows)
-    if lines is not None:
-        _redrawn_after_cuts(parts, lines, repeats)
+        repeats.append(rep)
     return offsets, repeats
+
+
+class StreamJoin:
+    """The parts of one table (ranges of a file, or the parts of a growing file that
+    ``dptrace watch`` finishes as they come) joined one after another, in file order, as
+    one pass over the whole table reads them; only what the parts after need is kept (never
+    rows): per stream key the completed passes, last step and epoch (:func:`fold_streams`);
+    the end-of-run global figures without a step seen (:data:`COPY_PATTERNS`: key, value,
+    epoch, each once); per global series without a step, its last row's line, value and
+    epoch (a line whose figures are all those of the line right before it, across a cut,
+    repeats: see :func:`_redrawn`)."""
+
+    def __init__(self) -> None:
+        self.state: dict[tuple, tuple[float, float, float]] = {}
+        #: a number per stream key of the copies (their rows compared as numbers)
+        self._ids: dict[tuple, int] = {}
+        #: the copies seen: key number, value, epoch (each distinct one once)
+        self._copies = (np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+        #: per global series key: its last row's line (of the file), value and epoch
+        self._series: dict[tuple, tuple[float, float, float]] = {}
+
+    def add(self, info: dict, lines_before: int | None = None, commit: bool = True,
+            ) -> tuple[np.ndarray, np.ndarray]:
+        """The next part (``info`` from its :func:`steps_and_repeats`; ``lines_before``: the
+        newlines of the file before it, None to leave the global series' rule out): the
+        number to add to each of its streams' global steps (per stream code) and its rows
+        (sorted) that repeat a row of an earlier part. ``commit``: the join takes the part
+        in (else it is looked at and forgotten: the line being written of a growing file)."""
+        state = self.state if commit else dict(self.state)
+        off, rep = fold_streams(state, info)
+        rows = [np.asarray(rep, dtype=np.int64)]
+        keys = info.get("keys", ())
+        if info.get("glob") is not None:
+            rows.append(self._copies_of(info["glob"], keys, commit))
+        if info.get("series") is not None and lines_before is not None:
+            rows.append(self._redrawn(info["series"], keys, lines_before, commit))
+        return off, np.unique(np.concatenate(rows))
+
+    def _copies_of(self, glob: tuple, keys: Sequence[tuple], commit: bool) -> np.ndarray:
+        """The rows of end-of-run global figures equal (key, value, epoch; NaN equal to
+        NaN) to an earlier one, of this part or one before (:func:`_duplicated`)."""
+        at, codes, value, epoch = glob
+        ids = np.array([self._ids.setdefault(keys[c], len(self._ids)) for c in codes.tolist()],
+                       dtype=np.int64)
+        seen_ids, seen_value, seen_epoch = self._copies
+        before = len(seen_ids)
+        all_ids = np.concatenate([seen_ids, ids])
+        all_value = np.concatenate([seen_value, value])
+        all_epoch = np.concatenate([seen_epoch, epoch])
+        dup = _duplicated(all_ids, np.zeros(len(all_ids), np.int64), all_value, all_epoch)
+        if commit:   # each distinct copy once (those seen before are the first of theirs)
+            self._copies = (all_ids[~dup], all_value[~dup], all_epoch[~dup])
+        return np.asarray(at, dtype=np.int64)[dup[before:]]
+
+    def _redrawn(self, series: tuple, keys: Sequence[tuple], lines_before: int,
+                 commit: bool) -> np.ndarray:
+        """:func:`_redrawn` across the cut: the part's first line of global series figures
+        repeats when every figure on it is that of its series's last row before the cut,
+        printed on the line right before it (within a part :func:`steps_and_repeats` found
+        the others; a figure's predecessor one line up is in the part before only on this
+        line)."""
+        at, codes, lineno, value, epoch = series
+        line = lineno + float(lines_before)
+        first = line == line[0]
+        hit, seen = True, set()
+        for i in np.flatnonzero(first).tolist():
+            key = keys[int(codes[i])]
+            prev = self._series.get(key)
+            hit = hit and key not in seen and prev is not None and prev[0] == line[i] - 1 \
+                and _same_float(prev[1], value[i]) and _same_float(prev[2], epoch[i])
+            seen.add(key)
+        if commit:
+            for i in range(len(at)):   # each series's last row stays
+                self._series[keys[int(codes[i])]] = (float(line[i]), float(value[i]),
+                                                     float(epoch[i]))
+        return np.asarray(at, dtype=np.int64)[first] if hit else np.zeros(0, np.int64)
 
 
 def fold_streams(state: dict[tuple, tuple[float, float, float]],
@@ -361,7 +421,7 @@ def fold_streams(state: dict[tuple, tuple[float, float, float]],
     """One range's streams folded into ``state`` (per stream key: the completed passes, the
     last step and epoch of the ranges before; updated in place): the number to add to each
     stream's global steps (per stream code of the range) and the rows that repeat the
-    stream's last row before the cut. :func:`join_streams` folds a parallel read's ranges,
+    stream's last row before the cut. :class:`StreamJoin` folds a parallel read's ranges,
     ``dptrace watch`` the parts of a growing file as they come."""
     keys = info.get("keys", ())  # none: a range without rows in this table
     off = np.zeros(len(keys), dtype=np.float64)
@@ -381,34 +441,6 @@ def fold_streams(state: dict[tuple, tuple[float, float, float]],
             off[code] = done
             state[key] = (done + completed, l_step, l_epoch)
     return off, rep
-
-
-def _redrawn_after_cuts(parts: Sequence[dict], lines: Sequence[int],
-                        repeats: list[np.ndarray]) -> None:
-    """:func:`_redrawn` across the cuts: a range's first line of global series figures
-    repeats when every figure on it is that of its series's last row before the cut,
-    printed on the line right before it (within a range :func:`steps_and_repeats` found the
-    others; a figure's predecessor one line up is in the range before only on this line)."""
-    last: dict[tuple, tuple[float, float, float]] = {}
-    for k, info in enumerate(parts):
-        got = info.get("series")
-        if got is None:
-            continue
-        rows, codes, lineno, value, epoch = got
-        keys = info["keys"]
-        line = lineno + float(lines[k])
-        first = line == line[0]
-        hit, seen = True, set()
-        for i in np.flatnonzero(first).tolist():
-            key = keys[int(codes[i])]
-            prev = last.get(key)
-            hit = hit and key not in seen and prev is not None and prev[0] == line[i] - 1 \
-                and _same_float(prev[1], value[i]) and _same_float(prev[2], epoch[i])
-            seen.add(key)
-        if hit:
-            repeats[k] = np.union1d(repeats[k], rows[first])
-        for i in range(len(rows)):   # each series's last row stays
-            last[keys[int(codes[i])]] = (float(line[i]), float(value[i]), float(epoch[i]))
 
 
 def _same_float(a: float, b: float) -> bool:
