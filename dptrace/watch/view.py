@@ -42,6 +42,15 @@ def line(snap: Any) -> str:
     return "  ".join(parts)
 
 
+def _findings_age(snap: Any) -> str:
+    """' (ordinary ones as of 40 s ago)' when the ordinary findings shown are an earlier
+    refresh's (:meth:`dptrace.watch.snapshot.Live.ordinary_due`), else ''."""
+    at = getattr(snap, "findings_elapsed_s", None)
+    if at is None or snap.elapsed_s - at < 0.5:
+        return ""
+    return f" (ordinary ones as of {snap.elapsed_s - at:,.0f} s ago)"
+
+
 def trend(values: list[float]) -> str:
     """A sparkline of the job figure over the last refreshes."""
     vals = [v for v in values[-TREND:] if v is not None]
@@ -75,7 +84,8 @@ def render(snap: Any) -> Any:
         inst.add_row(safe(str(r["source"]).rsplit("/", 1)[-1]), safe(str(r["instance"] or "")),
                      r["metric"], _fig(r["value"]), str(r["rows"]),
                      "straggler" if r["straggler"] else "")
-    finds = Table(title="Findings", title_justify="left", show_header=False)
+    finds = Table(title="Findings" + _findings_age(snap), title_justify="left",
+                  show_header=False)
     finds.add_column("severity")
     finds.add_column("message")
     for f in snap.findings:
