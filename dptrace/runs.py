@@ -570,20 +570,26 @@ def distinct(values: pd.Series) -> list:
         return values.cat.categories[seen].tolist()
     if isinstance(values.array, pd.arrays.IntegerArray):
         arr, seen = values.array, np.zeros(_SMALL, dtype=bool)
+        data, mask = arr._data, arr._mask
         for lo in range(0, len(arr), _CHUNK):   # (a load's peak memory is in this step)
-            ints = arr._data[lo:lo + _CHUNK][~arr._mask[lo:lo + _CHUNK]]
-            if not len(ints):
-                continue
-            if ints.min() < 0 or ints.max() >= _SMALL:
+            ints, null = data[lo:lo + _CHUNK], mask[lo:lo + _CHUNK]
+            if null.any():   # copied out only where some are null
+                ints = ints[~null]
+                if not len(ints):
+                    continue
+            least, most = int(ints.min()), int(ints.max())
+            if least < 0 or most >= _SMALL:
                 return [v for v in values.unique().tolist() if not pd.isna(v)]
-            counts = np.bincount(ints)
-            seen[:len(counts)] |= counts > 0
+            if least == most:   # one value in the chunk (one rank's rows)
+                seen[least] = True
+                continue
+            seen[:most + 1] |= np.bincount(ints) > 0
         return np.flatnonzero(seen).tolist()
     return [v for v in values.unique().tolist() if not pd.isna(v)]
 
 
 #: rows of a column looked at at once by :func:`_distinct`, and the integers it counts
-_CHUNK, _SMALL = 1 << 20, 1 << 16
+_CHUNK, _SMALL = 1 << 16, 1 << 16
 
 
 #: the largest world size or node count the runs table takes: a count read from an input
