@@ -164,7 +164,7 @@ class Found:
             return none, none, len(nl)
         line_starts = np.concatenate(([0], nl + 1))
         line_ends = np.append(nl, hi - lo)  # each line's '\n' (or the chunk's end)
-        with_cr = np.unique(np.searchsorted(nl, cr))  # the lines (0-based in the chunk)
+        with_cr = _sorted_unique(np.searchsorted(nl, cr))  # the lines (0-based in the chunk)
         idx = with_cr
         keyword = None
         if len(idx) * _FEW_CR >= len(line_starts):
@@ -279,36 +279,39 @@ class Found:
         good &= np.bincount(parent[shapes.per_segment(shapes.declined)], minlength=k) == 0
         seg = matched & good[parent]
         where = np.flatnonzero(seg)
-        fields = {name: _slices(data, *shapes.span(name, where))
+        chosen = shapes.select(where)
+        fields = {name: _slices(data, *shapes.span_of(name, chosen))
                   for name in ("n", "rate", "post")}
-        fields["pre"] = _slices(data, *shapes.pre_key(where))
+        fields["pre"] = _slices(data, *shapes.pre_key(chosen))
         bad = np.zeros(k, dtype=bool)
         # the segment's offset: the line's start plus the characters (and \r) before it
         ends = np.cumsum(length + 1)
         offset = ends - (length + 1) - (ends - (length + 1))[bounds[:-1]][parent]
         seg_at = starts[parent] + offset
-        rows = self._rows(fields, parent[where], bad, shapes, where)
+        parent_at = parent[where]
+        rows = self._rows(fields, parent_at, bad, shapes, chosen[0])
         if rows is None:
             return good & ~bad
         (keep, metric, value, step, pre, post_rows), _ = rows
         lines_ok = good & ~bad
-        keep &= lines_ok[parent[where]]
+        keep &= lines_ok[parent_at]
         prefix = self._prefixes(text)
         own, label, epoch = pre
-        rows_at = parent[where][keep]
-        pre_prefix = own[keep]
+        kept = np.flatnonzero(keep)   # the rows (one bool subscript each found them again)
+        rows_at = parent_at[kept]
+        pre_prefix = own[kept]
         line_prefix = prefix[rows_at]
         pfx = np.where(pre_prefix >= -1, pre_prefix, line_prefix)  # -2: the line's
         n = len(rows_at)
-        tp = {"prefix": pfx, "lineno": lineno[rows_at], "seg": seg_at[where][keep],
+        tp = {"prefix": pfx, "lineno": lineno[rows_at], "seg": seg_at[where[kept]],
               "pattern": np.full(n, self.code("tqdm"), dtype=np.int32),
-              "metric": metric[keep], "value": value[keep],
+              "metric": metric[kept], "value": value[kept],
               "scope": np.full(n, self.code("instance"), dtype=np.int32),
-              "step": step[keep], "epoch": epoch[keep], "label": label[keep]}
+              "step": step[kept], "epoch": epoch[kept], "label": label[kept]}
         tp["name"] = tp["pattern"]
         self.tp.append(tp)
         seg_of, names, vals = post_rows  # per pair: its segment (index into where), name, value
-        take = keep[seg_of]
+        take = np.flatnonzero(keep[seg_of])
         seg_of, names, vals = seg_of[take], names[take], vals[take]
         if len(seg_of):
             # the segment's row in tp: its position among the kept segments
@@ -320,10 +323,10 @@ class Found:
         return lines_ok
 
     def _rows(self, f: dict[str, pa.Array], line_of: np.ndarray, bad: np.ndarray,
-              shapes: _Shapes, where: np.ndarray) -> tuple[tuple[Any, ...], np.ndarray] | None:
+              shapes: _Shapes, sub: np.ndarray) -> tuple[tuple[Any, ...], np.ndarray] | None:
         """The row of each matched segment (``keep``: it gives one) and its postfix pairs;
-        lines found unfit here are flagged in ``bad``. None: no segments. ``where``: the
-        segments (their shapes in ``shapes``)."""
+        lines found unfit here are flagged in ``bad``. None: no segments. ``sub``: each
+        segment's shape (in ``shapes``)."""
         n = len(f["n"])
         if not n:
             return None
@@ -331,8 +334,6 @@ class Found:
         # shape), whether there is a rate ('?it/s': none), whether the count is plain digits
         kinds = [None if m is None else _unit_of(m["scale"], m["unit"], m["per"])
                  for m in shapes.matches]
-        sub = shapes.which[where]  # each segment's shape (the last + 1: none)
-
         def at(per_shape: list[Any], dtype: Any, missing: Any) -> np.ndarray:
             return np.array(per_shape + [missing], dtype=dtype)[sub]
 
@@ -568,24 +569,36 @@ class _Shapes:
         #: whether each segment matches
         self.matched = self.at(None, [m is not None for m in matches], bool, False)
         #: the byte (start, end) of each group within a segment of each shape (a row per
-        #: shape, and one of zeros for none); where each segment starts in :attr:`data`
-        self.spans, self.starts = spans, starts
+        #: shape, and one of zeros for none), as a contiguous column per group bound (each
+        #: bound of many segments one plain take); where each segment starts in :attr:`data`
+        self.spans, self.starts = np.ascontiguousarray(spans.T), starts
+
+    def select(self, segments: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the shape, where it starts in :attr:`data`) of each of ``segments``: what
+        :meth:`span` and :meth:`pre_key` read, looked up once for all their groups."""
+        return self.which[segments], self.starts[segments]
 
     def span(self, group: str, segments: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The byte (start, end) in :attr:`data` of ``group`` of each of ``segments``."""
-        i = 2 * _GROUPS.index(group)
-        shape, at = self.which[segments], self.starts[segments]
-        return self.spans[shape, i] + at, self.spans[shape, i + 1] + at
+        return self.span_of(group, self.select(segments))
 
-    def pre_key(self, segments: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The byte (start, end) in :attr:`data` of the ``pre`` group of each of ``segments``
-        cut before the percentage of its bar (the whole group when it has none): what
-        :func:`.general._pre_info` reads of it (see :func:`_pre_key_end`), the percentage
-        and the bar's glyphs left out (a few texts per bar description, where the whole
-        groups are a few per percent and bar: tens of thousands in a dense log)."""
+    def span_of(self, group: str, chosen: tuple[np.ndarray, np.ndarray],
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`span` of the segments ``chosen`` (:meth:`select`)."""
+        i = 2 * _GROUPS.index(group)
+        shape, at = chosen
+        return self.spans[i][shape] + at, self.spans[i + 1][shape] + at
+
+    def pre_key(self, chosen: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """The byte (start, end) in :attr:`data` of the ``pre`` group of each segment
+        ``chosen`` (:meth:`select`) cut before the percentage of its bar (the whole group
+        when it has none): what :func:`.general._pre_info` reads of it (see
+        :func:`_pre_key_end`), the percentage and the bar's glyphs left out (a few texts per
+        bar description, where the whole groups are a few per percent and bar: tens of
+        thousands in a dense log)."""
         i = 2 * _GROUPS.index("pre")
-        shape, at = self.which[segments], self.starts[segments]
-        return self.spans[shape, i] + at, self.spans[shape, -1] + at
+        shape, at = chosen
+        return self.spans[i][shape] + at, self.spans[-1][shape] + at
 
     def at(self, segments: np.ndarray | None, per_shape: list[Any], dtype: Any,
            missing: Any) -> np.ndarray:
@@ -813,6 +826,16 @@ def _after_megatron(buf: Any, start: int, end: int) -> np.ndarray:
             out.append([nl + 1, stop + 1])
         pos = buf.find(b"per iteration", nl + 1, end)
     return np.array(out, dtype=np.int64).reshape(-1, 2)
+
+
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique`` of values already in order (each first of its run: no hash, no sort)."""
+    if len(values) < 2:
+        return values
+    first = np.empty(len(values), dtype=bool)
+    first[0] = True
+    np.not_equal(values[1:], values[:-1], out=first[1:])
+    return values[first]
 
 
 def _runs(flags: np.ndarray, starts: np.ndarray, ends: np.ndarray,
