@@ -258,6 +258,8 @@ def _import_uncollected(command: str, *, frozen: bool) -> None:
         from . import api  # noqa: F401
         if command != "export":
             from .reports import model, terminal  # noqa: F401
+    except Exception:   # (a broken install: the command's own import says so, as before)
+        pass
     finally:
         if frozen:
             gc.freeze()

@@ -267,6 +267,10 @@ class _RunTables(Mapping[str, pd.DataFrame]):
     def __len__(self) -> int:
         return len(self._splits)
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickled as a plain dict of the run's own rows (not the whole tables it slices)."""
+        return (dict, (dict(self.items()),))
+
 
 def _ordered(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[int, int]]]:
     """``df`` (with a categorical ``run`` column) in run order (stably; as it is when it is

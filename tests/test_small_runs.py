@@ -180,3 +180,19 @@ def test_by_run_of_a_table_without_run_rows_and_an_unsorted_one() -> None:
         pd.testing.assert_frame_equal(parts[run]["throughput"], want)
         assert ("train_metrics" in parts[run].tables) == (run == ids[0])
         assert parts[run]["other"] is plain
+
+
+def test_a_run_of_by_run_pickles_its_own_rows_only() -> None:
+    """A run's part of ``by_run`` pickles as a Dataset of its own rows (not the whole tables
+    its slices come from), equal to :meth:`Dataset.run`'s."""
+    import pickle
+
+    ds = dptrace.load(STRAGGLER)
+    run = ds.run_ids[0]
+    part = ds.by_run()[run]
+    back = pickle.loads(pickle.dumps(part))
+    alone = ds.run(run)
+    assert back.tables == alone.tables
+    for name in alone.tables:
+        pd.testing.assert_frame_equal(back[name], alone[name])
+    assert len(pickle.dumps(part)) < len(pickle.dumps(ds))
