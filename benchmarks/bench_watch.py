@@ -190,9 +190,11 @@ def main() -> int:
                   f"{os.getloadavg()[0]:5.1f}", flush=True)
 
         final = False
+        built = 0   # refreshes that built the ordinary findings (Live.ordinary_due)
         for snap in w.snapshots():
             snaps += 1
             snap_cpu += snap.cost_s
+            built += getattr(snap, "findings_elapsed_s", None) == snap.elapsed_s
             read = sum(f["read_bytes"] for f in snap.files)
             last_cost, interval, last_sim = snap.cost_s, replay.now - last_sim, replay.now
             final = snap.final
@@ -212,7 +214,8 @@ def main() -> int:
         rows, nbytes, incremental = kept(w)
         print(f"\nreplayed {size / MB:,.0f} MB over {sim:,.0f} simulated s "
               f"({size / MB / sim:.2f} MB/s) in {wall:,.0f} s wall (load {os.getloadavg()[0]:.1f}"
-              f"); {snaps} snapshots; {rows:,} rows kept ({rows / (size / MB):,.0f} per MB, "
+              f"); {snaps} snapshots ({built} built the ordinary findings); "
+              f"{rows:,} rows kept ({rows / (size / MB):,.0f} per MB, "
               f"{nbytes / rows if rows else 0:.0f} bytes each); finished part by part: "
               f"{incremental}; watched file punched: {punch is not None and punch.ok}")
         print(f"watch CPU {cpu:,.1f} s ({w.cpu_s:,.1f} by its own count; snapshots "

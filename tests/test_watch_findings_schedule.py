@@ -33,7 +33,7 @@ def test_the_rule() -> None:
     assert not live.ordinary_due(10.0, grown - 2_000, others, final=False)
     assert live.ordinary_due(snap_mod.FINDINGS_EVERY_S, big + 10, others, final=False)
     assert live.ordinary_due(10.0, big, {**others, "nccl_setup": 3}, final=False)
-    assert live.ordinary_due(10.0, big, {"(runs)": 2}, final=False)  # a run appeared
+    assert live.ordinary_due(10.0, big, {"(runs)": 2}, final=False)  # a run's facts changed
     # a small log: every refresh
     live.ordinary = (0.0, 10, dict(others), [])
     assert live.ordinary_due(1.0, 20, others, final=False)

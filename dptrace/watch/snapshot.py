@@ -150,7 +150,7 @@ class Live:
         self.sums: list[dict[tuple[str, str], dict[str, int]]] = []
         #: the ordinary findings last built: (elapsed s, training-log rows, the other
         #: tables' rows, the rows of the findings)
-        self.ordinary: tuple[float, int, dict[str, int], list[dict[str, Any]]] | None = None
+        self.ordinary: tuple[float, int, dict[str, Any], list[dict[str, Any]]] | None = None
 
     def snapshot(self, follower: Follower, started: float, final: bool = False,
                  now: float | None = None, lock: Any = None,
@@ -202,7 +202,7 @@ class Live:
         return Snapshot(time.time(), elapsed, files, job, instances, rows, notes, ds,
                         time.thread_time() - t0, final, self.ordinary[0])
 
-    def ordinary_due(self, elapsed: float, growing: int, others: dict[str, int],
+    def ordinary_due(self, elapsed: float, growing: int, others: dict[str, Any],
                      final: bool) -> bool:
         """Whether a refresh builds the ordinary findings (every rule of
         :func:`dptrace.findings.build` over the whole Dataset: a cost that grows with the rows
@@ -210,7 +210,8 @@ class Live:
 
         They are built at the first and the final snapshot; whenever a table other than the
         training log's (:data:`GROWING_TABLES`) has gained or lost rows or appeared (an NCCL
-        INFO line: the socket-fallback finding within one refresh); while the training-log
+        INFO line: the socket-fallback finding within one refresh), or a fact of a run
+        changed (a run appeared, its world size was stated); while the training-log
         rows are at most :data:`FINDINGS_ALWAYS_ROWS` (cheap: every refresh); and else once
         those rows grew by :data:`FINDINGS_GROWTH` since the last build or
         :data:`FINDINGS_EVERY_S` seconds passed. So over a long job their CPU adds up to a
@@ -299,10 +300,13 @@ class Live:
         return out
 
 
-def _table_rows(ds: Dataset) -> tuple[int, dict[str, int]]:
-    """The rows of the training-log tables (:data:`GROWING_TABLES`), and of each other table
-    (and of the runs table: ``"(runs)"``)."""
-    growing, others = 0, {"(runs)": len(ds.runs)}
+def _table_rows(ds: Dataset) -> tuple[int, dict[str, Any]]:
+    """The rows of the training-log tables (:data:`GROWING_TABLES`), and of each other
+    table; ``"(runs)"``: the runs table's values (a run's facts: world size, launcher, job
+    id, ... a few values per run), so that a fact learnt makes the findings due."""
+    growing = 0
+    others: dict[str, Any] = {"(runs)": tuple(
+        tuple(str(v) for v in row) for row in ds.runs.itertuples(index=False))}
     for name in ds.tables:
         if name in GROWING_TABLES:
             growing += len(ds[name])
