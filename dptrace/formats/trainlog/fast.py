@@ -387,7 +387,8 @@ class Found:
         """The ``key=value`` pairs of the postfixes (:func:`.rules.postfix_pairs`, once per
         distinct postfix): (segment of each pair, name code, value)."""
         values, which = _distinct(post)
-        found = [rules.postfix_pairs(v) if "=" in v else [] for v in values] + [[]]
+        seen = _postfixes_seen()
+        found = [seen.get(v) or _read_postfix(seen, v) for v in values] + [[]]
         per = np.array([len(f) for f in found], dtype=np.int64)
         names = self.codes([name for f in found for name, _ in f])
         vals = np.array([v for f in found for _, v in f], dtype=np.float64)
@@ -672,6 +673,28 @@ def _read_shape(seen: dict[str, _ShapeReading], text: str) -> _ShapeReading:
         if not text.isascii():  # characters -> bytes
             spans = [len(text[:x].encode()) for x in spans]
     got = seen[text] = (m, spans, _DECLINE.search(text) is not None)
+    return got
+
+
+#: the postfixes read in this process (a dense log's chunks print the same ~1,000: its
+#: losses to three digits), each's (name, value) pairs, for the :func:`.rules.postfix_pairs`
+#: they were read with; emptied past :data:`_MAX_SHAPES`
+_POSTFIXES: dict[str, list[tuple[str, float]]] = {}
+_POSTFIXES_OF: list[Any] = [None]
+
+
+def _postfixes_seen() -> dict[str, list[tuple[str, float]]]:
+    """The postfixes read so far with the current :func:`.rules.postfix_pairs`."""
+    if _POSTFIXES_OF[0] is not rules.postfix_pairs or len(_POSTFIXES) > _MAX_SHAPES:
+        _POSTFIXES.clear()
+        _POSTFIXES_OF[0] = rules.postfix_pairs
+    return _POSTFIXES
+
+
+def _read_postfix(seen: dict[str, list[tuple[str, float]]], post: str,
+                  ) -> list[tuple[str, float]]:
+    """One postfix's pairs (none without a ``=``), remembered in ``seen``."""
+    got = seen[post] = rules.postfix_pairs(post) if "=" in post else []
     return got
 
 
