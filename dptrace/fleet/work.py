@@ -117,13 +117,15 @@ def run_task(task: Task) -> Done:
     """Do one task (see the module's docstring); the cache holds its batch when it returns.
 
     Each folder is read as ``dptrace report FOLDER`` reads it: its cached tables, or its
-    part of one ``load`` of the task's folders (:func:`_load_together`; a folder that part
-    cannot be cut for, and every folder under a per-folder ``timeout``, by a ``load`` of
-    its own); then the folders whose run ids are distinct are
-    analysed together, :data:`ANALYSE_TOGETHER` at a time, through one analysis context
-    (every derived table is per run, so each folder's rows are those it has alone). A
-    folder whose read or analysis fails is its own error row. With a per-folder
-    ``timeout`` every folder is analysed alone under its own timer."""
+    rows of one ``load`` of the task's folders (:func:`_load_together`: the rows of every
+    folder that load can be cut for, one Dataset, cached and analysed as it is), or (a
+    folder it cannot be cut for, every folder under a per-folder ``timeout``) a ``load``
+    of its own. The joint load's folders are analysed through one analysis context; the
+    others, whose run ids are distinct, :data:`ANALYSE_TOGETHER` at a time through one
+    context each (what the fleet reads is per run, so each folder's rows are those it has
+    alone: docs/fleet.md, "One analysis for many folders"). A folder whose read or
+    analysis fails is its own error row. With a per-folder ``timeout``, or
+    ``Settings.joint`` False, every folder is read and analysed alone."""
     import pandas as pd
 
     from .. import schema
