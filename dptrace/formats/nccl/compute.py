@@ -44,8 +44,10 @@ def overview(setup: pd.DataFrame, events: pd.DataFrame, runs: pd.DataFrame | Non
     rows = []
     setup = setup if "run" in setup.columns else setup.assign(run="")
     events = events if "run" in events.columns else events.assign(run="")
-    info = {} if runs is None or runs.empty else {
-        str(r["run"]): r for _, r in runs.iterrows()}
+    info = {} if runs is None or runs.empty else {   # (columns, not iterrows: one value each)
+        str(run): {"nodes": nodes, "world_size": world}
+        for run, nodes, world in zip(runs["run"].tolist(), runs["nodes"].tolist(),
+                                     runs["world_size"].tolist(), strict=True)}
     run_ids = list(dict.fromkeys([*plain(setup["run"]).astype(str).tolist(),
                                   *plain(events["run"]).astype(str).tolist()]))
     for run in run_ids:
