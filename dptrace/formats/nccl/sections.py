@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ... import analyses
 from ...dataset import Dataset
 from ...reports.model import Section
 from ...reports.registry import SectionSpec, register_section
@@ -24,7 +25,7 @@ def build(ds: Dataset, opts: Mapping[str, Any]) -> Section | None:
         "of its channels (via NET/..., P2P, SHM) and whether they use GPUDirect RDMA; then "
         "its warnings, errors and collective timeouts. Often only some processes print: "
         "the counts are of the processes that did.",
-        {"overview": nccl.overview(setup, events, ds.runs),
+        {"overview": analyses.of(ds, opts)["nccl.overview"],   # (the findings' own)
          "processes": nccl.processes(setup),
          "events": events.reset_index(drop=True),
          "settings": env.reset_index(drop=True)},
