@@ -9,57 +9,32 @@ hosts, and a second survey parses nothing and gives the same tables.
 One test, on purpose: under pytest-xdist a module's tests may run on two workers, each
 building the module's fixtures; one test pays for the tree and the surveys once. Its cost
 is said in docs/fleet.md (Cost); it is slow-marked and opt-in (``DPTRACE_SCALE_TESTS=1``):
-three surveys of 1,000 runs do not fit CI's 15 minutes yet.
+its ~190 CPU-s do not fit CI's budget yet.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from fleet_makers import assert_same_tables, make_small_fleet, tables
 
 from dptrace.fleet import summary, survey
 
-#: opt-in (DPTRACE_SCALE_TESTS=1): ~3.3 min of wall on an idle 2-core machine (three surveys of
-#: 1,000 folders), which does not fit CI's 15-minute budget yet (docs/fleet.md, Cost)
+#: opt-in (DPTRACE_SCALE_TESTS=1): three cold surveys of 1,000 folders, ~190 CPU-s with its
+#: workers (~2 min of wall on an idle 2-core machine, 5 min at load 5-6), more than CI's
+#: budget leaves (docs/fleet.md, Cost)
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     os.environ.get("DPTRACE_SCALE_TESTS") != "1",
-    reason="three surveys of 1,000 runs (~3.3 min): set DPTRACE_SCALE_TESTS=1 to run it")]
-
-HERE = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location(
-    "make_small_fleet", HERE.parent / "scripts" / "make_small_fleet.py")
-assert _spec is not None and _spec.loader is not None
-make_small_fleet = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("make_small_fleet", make_small_fleet)
-_spec.loader.exec_module(make_small_fleet)
+    reason="three surveys of 1,000 runs (~190 CPU-s): set DPTRACE_SCALE_TESTS=1 to run it")]
 
 FOLDERS = 1000
-#: what differs between two surveys of the same folders by design: how long each took
-TIMINGS = ("parse_s", "analysis_s")
-
-
-def _canonical(df: pd.DataFrame, ignore: tuple[str, ...] = ()) -> pd.DataFrame:
-    """``df`` without timings (and ``ignore``), rows in run-key order (each run's own rows in their order:
-    tasks complete in any order), values as Python objects, missing as None."""
-    out = df.drop(columns=[c for c in (*TIMINGS, *ignore) if c in df.columns])
-    out = out.assign(_at=range(len(out))).sort_values(["run_key", "_at"], kind="stable")
-    out = out.drop(columns="_at").reset_index(drop=True)
-    return out.astype(object).where(out.notna(), None)
 
 
 def _identical(a: object, b: object, what: str, ignore: tuple[str, ...] = ()) -> None:
-    for name in ("fleet", "findings", "ranks", "job_figures"):
-        x, y = getattr(a, name), getattr(b, name)
-        assert list(x.columns) == list(y.columns), (what, name)
-        assert [str(t) for t in x.dtypes] == [str(t) for t in y.dtypes], (what, name)
-        pd.testing.assert_frame_equal(_canonical(x, ignore), _canonical(y, ignore),
-                                      check_dtype=False,
-                                      obj=f"{what}: {name}")
+    assert_same_tables(tables(a), tables(b), what, ignore)
 
 
 def test_a_thousand_runs_on_three_engines(tmp_path: Path) -> None:
