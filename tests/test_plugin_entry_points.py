@@ -1,0 +1,66 @@
+"""The formats' entry points read from the path's metadata directories
+(:func:`dptrace.formats._entry_points`, which spares a small report importlib.metadata)
+equal what ``importlib.metadata.entry_points(group=...)`` finds on the same path:
+first distribution of a normalised name wins, other groups and comments ignored,
+egg-info directories read, distributions without entry points skipped."""
+
+from __future__ import annotations
+
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+from dptrace import formats
+
+GROUP = formats.ENTRY_POINT_GROUP
+
+
+def _dist(root: Path, dirname: str, text: str | None) -> None:
+    d = root / dirname
+    d.mkdir(parents=True)
+    (d / "METADATA" if dirname.endswith(".dist-info") else d / "PKG-INFO").write_text(
+        f"Metadata-Version: 2.1\nName: {dirname.split('-')[0]}\nVersion: 1.0\n")
+    if text is not None:
+        (d / "entry_points.txt").write_text(text)
+
+
+@pytest.fixture
+def sites(tmp_path, monkeypatch):
+    a, b = tmp_path / "a", tmp_path / "b"
+    _dist(a, "alpha_fmt-1.0.dist-info",
+          f"# a comment\n[console_scripts]\nalpha = alpha:main\n\n[{GROUP}]\n"
+          " alphafmt = alpha_pkg.fmt \n")
+    _dist(a, "Beta.Fmt-2.0.dist-info", f"[{GROUP}]\nbetafmt = beta_pkg:x\n")
+    _dist(a, "nothing-1.0.dist-info", None)
+    _dist(a, "gamma-0.1.egg-info", f"[{GROUP}]\ngammafmt = gamma_pkg\n")
+    # the same distribution (normalised name) later on the path: not read again
+    _dist(b, "beta_fmt-3.0.dist-info", f"[{GROUP}]\nshadowed = beta_old\n")
+    _dist(b, "delta-1.0.dist-info", f"[other]\nx = y\n[{GROUP}]\ndeltafmt = delta_pkg\n")
+    monkeypatch.setattr(sys, "path", [str(a), str(tmp_path / "missing"), str(b)])
+    return a, b
+
+
+def test_equal_to_importlib_metadata(sites):
+    ours = formats._entry_points()
+    assert ours is not None
+    theirs = [(ep.name, ep.value) for ep in entry_points(group=GROUP)]
+    assert sorted(ours) == sorted(theirs)
+    assert ("shadowed", "beta_old") not in ours
+    assert {n for n, _ in ours} == {"alphafmt", "betafmt", "gammafmt", "deltafmt"}
+
+
+def test_a_zip_on_the_path_asks_importlib_metadata(sites, tmp_path, monkeypatch):
+    z = tmp_path / "lib.zip"
+    z.write_bytes(b"PK\x05\x06" + b"\0" * 18)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(z)])
+    assert formats._entry_points() is None
+
+
+def test_the_running_environment(monkeypatch):
+    ours = formats._entry_points()
+    if ours is None:
+        pytest.skip("the path holds what importlib.metadata must read itself")
+    theirs = [(ep.name, ep.value) for ep in entry_points(group=GROUP)]
+    assert sorted(ours) == sorted(theirs)
