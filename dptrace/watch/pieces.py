@@ -351,102 +351,42 @@ def _finishable(name: str, tp: pd.DataFrame, tm: pd.DataFrame) -> bool:
     return finishable_alone(tp, tm)
 
 
-def _nan_key(v: float) -> float:
-    """A float as a key where NaN equals NaN."""
-    return float("-inf") if v != v else v
-
-
 class _Join:
-    """One table's parts joined as they come: what
-    :func:`dptrace.formats.trainlog.instances.join_streams` folds over a parallel read's
-    ranges, kept across passes (the parts before are never looked at again), plus the one
-    rule that fold leaves out: a global series's line printed again right after a cut.
-
-    Per stream key: the sum of its completed passes' last steps, its last step and epoch
-    (a restart at the cut adds the last step; a first row equal to the last is a repeat);
-    the (key, value, epoch) of the end-of-run global figures seen (a later copy repeats);
-    per global series (no step), its last row's line, value and epoch (a line whose figures
-    are all those of the line right before it repeats)."""
+    """One table's parts joined as they come: a
+    :class:`dptrace.formats.trainlog.instances.StreamJoin` kept across passes (what
+    :func:`~dptrace.formats.trainlog.instances.join_streams` folds a parallel read's
+    ranges through: per stream key its completed passes, last step and epoch; the
+    end-of-run global figures seen; each global series's last row), applied to the part's
+    rows: line numbers of the file, global steps, repeats across the cut. The parts before
+    are never looked at again."""
 
     def __init__(self) -> None:
-        self.state: dict[tuple, tuple[float, float, float]] = {}
-        self.copies: set[tuple] = set()
-        self.series: dict[tuple, tuple[int, float, float]] = {}
+        from ..formats.trainlog import instances
+
+        self.join = instances.StreamJoin()
 
     def add(self, df: pd.DataFrame, info: dict[str, Any], lines_before: int,
             commit: bool) -> pd.DataFrame:
         """``df`` (a part's finished table, local line numbers, ``info`` from its finishing)
         as rows of the whole file: line numbers shifted, global steps, repeats across the
-        cut. ``commit``: the join's state takes the part in (else: the line being written,
-        looked at and forgotten)."""
+        cut. ``commit``: the join takes the part in (else: the line being written, looked
+        at and forgotten)."""
         import numpy as np
-
-        from ..formats.trainlog import instances
 
         if not len(df):
             return df
-        keys = info.get("keys", ())
         stream = info.get("stream")
         df["lineno"] = df["lineno"] + lines_before
-        state = self.state if commit else dict(self.state)
-        off, repeat = instances.fold_streams(state, info)
+        off, repeat = self.join.add(info, lines_before, commit)
         if stream is not None and off.any():
             add = off.astype(np.int64)[stream]
             add[(df["epoch"].isna() | df["step"].isna()).to_numpy()] = 0
             df["step"] = df["step"] + add
-        glob = info.get("glob")
-        if glob is not None:
-            rows, codes, value, epoch = glob
-            seen = self.copies if commit else set(self.copies)
-            for r, c, v, e in zip(rows.tolist(), codes.tolist(), value.tolist(),
-                                  epoch.tolist(), strict=True):
-                k = (keys[c], _nan_key(v), _nan_key(e))
-                if k in seen:
-                    repeat.append(r)
-                seen.add(k)
-        if "scope" in df and stream is not None:
-            repeat += self._redrawn(df, keys, stream, commit)
-        if repeat:
+        if len(repeat):
             flags = df["repeat"].to_numpy(dtype=bool, copy=True)
-            flags[np.asarray(repeat, dtype=np.int64)] = True
+            flags[repeat] = True
             df["repeat"] = flags
         return df
-
-    def _redrawn(self, df: pd.DataFrame, keys: Any, stream: Any, commit: bool) -> list[int]:
-        """The rows of the part's first line of global series figures when all of them are
-        those of the line right before it, in the part before (see
-        :func:`dptrace.formats.trainlog.instances._redrawn`); the series' last rows kept."""
-        import numpy as np
-
-        from ..formats.trainlog import instances
-
-        series = (df["step"].isna().to_numpy() & (df["scope"] == "global").to_numpy()
-                  & ~schema.isin(df["pattern"], instances.INSTANCE_PATTERNS)
-                  & ~schema.isin(df["pattern"], instances.COPY_PATTERNS))
-        at = np.flatnonzero(series)
-        if not len(at):
-            return []
-        line = df["lineno"].to_numpy(dtype="int64", na_value=-1)[at]
-        value = df["value"].to_numpy(dtype="float64", na_value=np.nan)[at]
-        epoch = df["epoch"].to_numpy(dtype="float64", na_value=np.nan)[at]
-        codes = stream[at]
-        first = line == line[0]
-        out: list[int] = []
-        hit, seen = True, set()
-        for i in np.flatnonzero(first).tolist():
-            key = keys[int(codes[i])]
-            last = self.series.get(key)
-            hit = hit and key not in seen and last is not None and last[0] == line[i] - 1 \
-                and _nan_key(last[1]) == _nan_key(value[i]) \
-                and _nan_key(last[2]) == _nan_key(epoch[i])
-            seen.add(key)
-        if hit:
-            out = at[first].tolist()
-        if commit:
-            for i in range(len(at)):   # the last row of each series stays
-                self.series[keys[int(codes[i])]] = (int(line[i]), float(value[i]),
-                                                     float(epoch[i]))
-        return out
 
 
 #: the label columns of the scanned rows (strings; categorical from the fast route)
