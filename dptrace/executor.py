@@ -22,12 +22,10 @@ from __future__ import annotations
 
 import contextlib
 import mmap
-import multiprocessing as mp
 import os
 import pickle
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -83,8 +81,7 @@ class Processes:
         with contextlib.ExitStack() as stack:
             where = _ship_dir(stack)
             ship: Callable[[T], Any] = fn if where is None else _Ship(fn, where)
-            pool = stack.enter_context(
-                ProcessPoolExecutor(self.count, mp_context=mp.get_context("fork")))
+            pool = stack.enter_context(_pool(self.count))
             for result in pool.map(ship, items):
                 yield _landed(result)
 
@@ -95,8 +92,7 @@ class Processes:
         stack = contextlib.ExitStack()
         try:
             where = _ship_dir(stack)
-            pool = stack.enter_context(
-                ProcessPoolExecutor(1, mp_context=mp.get_context("fork")))
+            pool = stack.enter_context(_pool(1))
             future = pool.submit(fn if where is None else _Ship(fn, where), item)
         except BaseException:
             stack.close()
@@ -203,6 +199,8 @@ ExecutorArg = Executor | str | int | None
 def can_fork() -> bool:
     """Whether this process can start a forked pool: the platform forks, and this process
     is not daemonic (a Dask worker, a process-pool worker: those may have no children)."""
+    import multiprocessing as mp
+
     return "fork" in mp.get_all_start_methods() and not mp.current_process().daemon
 
 
@@ -231,3 +229,12 @@ def resolve(spec: ExecutorArg = None) -> Executor:
         raise ValueError(f"executor must be 'auto', 'serial', 'processes' or a number of "
                          f"workers, not {spec!r}")
     return spec
+
+
+def _pool(workers: int) -> Any:
+    """A forking process pool of ``workers`` (multiprocessing and concurrent.futures
+    imported here: a report that reads in one process never imports them, ~5-8 ms)."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"))
