@@ -80,12 +80,18 @@ def _same(folders: Sequence[str], tmp: Path, what: str) -> dict[str, Any]:
 
 
 def test_fixture_kinds_joint_equals_alone(tmp_path: Path) -> None:
-    made = make_fleet.make_fleet(tmp_path / "jobs", 2 * len(make_fleet.KINDS))
-    two = tmp_path / "jobs" / "job-99998-two-jobs"   # a Slurm log and another job's profiles
-    two.mkdir()
-    shutil.copy(FIX / "trainlog" / "bigscience_hf_ds_gpt2_base_n4_slurm-1832555.out", two)
-    for src in sorted((FIX / "straggler" / "delayed_r2").glob("mpi_profile.*")):
-        shutil.copy(src, two)
+    # every kind once, and a second PyTorch trace pair (the joint load cannot cut out
+    # either: one claims the other's ranks)
+    kinds = (*make_fleet.KINDS, "torchtrace")
+    made = make_fleet.make_fleet(tmp_path / "jobs", len(kinds), kinds)
+    twos = []
+    for name in ("job-99998-two-jobs", "job-99996-two-jobs"):   # a Slurm log and another
+        two = tmp_path / "jobs" / name                           # job's profiles, twice: the
+        two.mkdir()                                              # same job ids (not cut out)
+        shutil.copy(FIX / "trainlog" / "bigscience_hf_ds_gpt2_base_n4_slurm-1832555.out", two)
+        for src in sorted((FIX / "straggler" / "delayed_r2").glob("mpi_profile.*")):
+            shutil.copy(src, two)
+        twos.append(str(two))
     many = tmp_path / "jobs" / "job-99997-slurm-outputs"   # several jobs' Slurm outputs
     many.mkdir()
     for i, name in enumerate(("bigscience_hf_ds_gpt2_n16_bs4.out",
@@ -94,13 +100,13 @@ def test_fixture_kinds_joint_equals_alone(tmp_path: Path) -> None:
     readme = tmp_path / "jobs" / "job-99999-readme"
     readme.mkdir()
     (readme / "README.md").write_text("notes about a job, no logs\n")
-    folders = [*made, str(two), str(many), str(readme)]
+    folders = [*made, *twos, str(many), str(readme)]
     joint = _same(folders, tmp_path, "fixture kinds")
-    # one joint load; the two copies of a PyTorch trace pair (claiming the same ranks) and
-    # the folders whose job ids meet (hf_deepspeed's copies and the two-job folder) alone
-    assert 1 < joint["loads"] < len(folders) // 2
+    # one joint load; the two copies of a PyTorch trace pair and the two two-job folders
+    # alone (analysed in groups of distinct run ids)
+    assert joint["loads"] == 1 + 2 + 2
     fleet = joint["tables"]["fleet"]
-    assert len(fleet) == len(folders) + 1 + 2   # two jobs; three Slurm outputs
+    assert len(fleet) == len(folders) + 2 + 2   # two jobs, twice; three Slurm outputs
     assert (fleet["findings_warning"] + fleet["findings_critical"]).sum() > 0
 
 
