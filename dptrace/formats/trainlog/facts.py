@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ... import runs
@@ -89,24 +90,33 @@ def _world_sizes(rows: Rows, said: pd.DataFrame) -> None:
         return
     if "rank" in said:  # statements repeated by every rank: one is enough
         said = said.sort_values("lineno", kind="stable")
-    value = said["value"].astype("float64").tolist()
-    run = said["run"].astype(str).tolist()
+    # each (run, size) pair's first row (by position) found at once; only those rows are
+    # read in Python (a dense log states the world size ~80 times a MB)
+    value = said["value"].astype("float64").to_numpy()
+    with np.errstate(invalid="ignore"):
+        whole = np.flatnonzero(np.isfinite(value) & (value > 0) & (np.trunc(value) == value))
+    if not len(whole):
+        return
+    codes = pd.factorize(said["run"])[0][whole]
+    firsts = whole[~pd.DataFrame({"c": codes, "v": value[whole]}).duplicated().to_numpy()]
+    run = said["run"].iloc[firsts].astype(str).tolist()
     sizes: dict[str, set[int]] = {}
     first: dict[tuple[str, int], int] = {}
-    for i, (r, v) in enumerate(zip(run, value, strict=True)):
-        if _whole(v) and v > 0:
-            sizes.setdefault(r, set()).add(int(v))
-            first.setdefault((r, int(v)), i)
-    pattern = said["pattern"].astype(str).tolist()
-    source = said["source"].tolist() if "source" in said else None
-    lineno = said["lineno"].tolist() if "lineno" in said else None
+    for i, r, v in zip(firsts.tolist(), run, value[firsts].tolist(), strict=True):
+        sizes.setdefault(r, set()).add(int(v))
+        first.setdefault((r, int(v)), i)
+    pattern = said["pattern"]
+    source = said.get("source")
+    lineno = said.get("lineno")
     for r, found in sizes.items():
         if len(found) == 1:
             size = next(iter(found))
             i = first[(r, size)]
-            what = _world_size_from().get(pattern[i], pattern[i])
-            where = (f"{os.path.basename(str(source[i]))} line {int(lineno[i])}"
-                     if source is not None and lineno is not None and pd.notna(lineno[i])
+            pat = str(pattern.iloc[i])
+            what = _world_size_from().get(pat, pat)
+            line = lineno.iloc[i] if lineno is not None else None
+            where = (f"{os.path.basename(str(source.iloc[i]))} line {int(line)}"
+                     if source is not None and line is not None and pd.notna(line)
                      else "training log")
             runs.set_world(rows[r], size, f"{what} ({where})")
         elif rows[r]["world_size"] is None:
