@@ -9,7 +9,7 @@ hosts, and a second survey parses nothing and gives the same tables.
 One test, on purpose: under pytest-xdist a module's tests may run on two workers, each
 building the module's fixtures; one test pays for the tree and the surveys once. Its cost
 is said in docs/fleet.md (Cost); it is slow-marked and opt-in (``DPTRACE_SCALE_TESTS=1``):
-its ~190 CPU-s do not fit CI's budget yet.
+its ~160 CPU-s do not fit CI's budget yet.
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from fleet_makers import assert_same_tables, make_small_fleet, tables
 
 from dptrace.fleet import summary, survey
 
-#: opt-in (DPTRACE_SCALE_TESTS=1): three cold surveys of 1,000 folders, ~190 CPU-s with its
-#: workers (~2 min of wall on an idle 2-core machine, 5 min at load 5-6), more than CI's
-#: budget leaves (docs/fleet.md, Cost)
+#: opt-in (DPTRACE_SCALE_TESTS=1): three cold surveys of 1,000 folders, 160 CPU-s with its
+#: workers (107 s of wall on a nearly idle 2-core machine, 299 s at load 5-6), more than
+#: CI's budget leaves (docs/fleet.md, Cost)
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     os.environ.get("DPTRACE_SCALE_TESTS") != "1",
-    reason="three surveys of 1,000 runs (~190 CPU-s): set DPTRACE_SCALE_TESTS=1 to run it")]
+    reason="three surveys of 1,000 runs (~160 CPU-s): set DPTRACE_SCALE_TESTS=1 to run it")]
 
 FOLDERS = 1000
 
