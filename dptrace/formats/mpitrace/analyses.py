@@ -47,9 +47,9 @@ def _message_sizes(a: Analyses) -> pd.DataFrame | None:
 register_derived(
     _raw("mpi_ranks"), _raw("mpi_routines"), _raw("mpi_messages"),
     Derived("communication.ranks", _rank_times, "MPI time per rank (analysis.communication."
-            "rank_times)"),
+            "rank_times)", per_run=True),
     Derived("communication.small_messages", _small_messages, "small Allreduces per job"),
-    Derived("communication.jobs", _jobs, "MPI share per job"),
+    Derived("communication.jobs", _jobs, "MPI share per job", per_run=True),
     Derived("communication.routines", _routines, "MPI routines by time, every one"),
     Derived("communication.message_sizes", _message_sizes, "bytes per collective and bin"),
 )

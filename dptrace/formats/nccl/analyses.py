@@ -14,4 +14,5 @@ def _overview(a: Analyses) -> pd.DataFrame | None:
     return nccl_analysis.overview(a.table("nccl_setup"), a.table("nccl_events"), a.ds.runs)
 
 
-register_derived(Derived("nccl.overview", _overview, "NCCL's choices and events per run"))
+register_derived(Derived("nccl.overview", _overview, "NCCL's choices and events per run",
+                          per_run=True))

@@ -14,4 +14,5 @@ def _ranks(a: Analyses) -> pd.DataFrame | None:
     return tt.rank_comm(a.table("torch_events"), a.table("torch_traces"))
 
 
-register_derived(Derived("torchtrace.ranks", _ranks, "collective time per rank and job"))
+register_derived(Derived("torchtrace.ranks", _ranks, "collective time per rank and job",
+                          per_run=True))
