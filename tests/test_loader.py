@@ -93,7 +93,7 @@ def test_serial_loads_start_no_process(tmp_path, monkeypatch):
         raise AssertionError("a reader started a process pool")
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", refuse)
-    monkeypatch.setattr(executor, "ProcessPoolExecutor", refuse)
+    monkeypatch.setattr(executor, "_pool", refuse)
     monkeypatch.setattr(trainlog, "PARALLEL_BYTES", 1)
     monkeypatch.setattr(_chrome, "PARALLEL_BYTES", 1)
     ds = dptrace.load([FIX / "trainlog" / "dschat_step1_opt1.3b_gbs128.log",
