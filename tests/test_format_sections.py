@@ -92,7 +92,8 @@ def _install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
              files: dict[str, str]) -> None:
     """Put the format package ``name`` (``files``) under dptrace.formats, for one test: the
     format registry, the schema and the section registry find it as they find the others."""
-    sections_registry.discover()   # the built-in sections first (a copy of them is added to)
+    sections_registry.sections(None)   # every built-in section first, the views' too (a copy
+    # of them is added to: a module first imported while the copy is in place registers there)
     pkg = tmp_path / name
     pkg.mkdir()
     for file, text in files.items():

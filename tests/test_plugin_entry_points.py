@@ -7,6 +7,7 @@ egg-info directories read, distributions without entry points skipped."""
 from __future__ import annotations
 
 import sys
+from importlib.machinery import PathFinder
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -39,6 +40,10 @@ def sites(tmp_path, monkeypatch):
     _dist(b, "beta_fmt-3.0.dist-info", f"[{GROUP}]\nshadowed = beta_old\n")
     _dist(b, "delta-1.0.dist-info", f"[other]\nx = y\n[{GROUP}]\ndeltafmt = delta_pkg\n")
     monkeypatch.setattr(sys, "path", [str(a), str(tmp_path / "missing"), str(b)])
+    # the standard finders only (a dependency may have put importlib_metadata's own finder
+    # there, as some do on Python 3.10: then both readers ask it, see the test below)
+    monkeypatch.setattr(sys, "meta_path", [f for f in sys.meta_path if f is PathFinder
+                                           or not hasattr(f, "find_distributions")])
     return a, b
 
 
@@ -55,6 +60,18 @@ def test_a_zip_on_the_path_asks_importlib_metadata(sites, tmp_path, monkeypatch)
     z = tmp_path / "lib.zip"
     z.write_bytes(b"PK\x05\x06" + b"\0" * 18)
     monkeypatch.setattr(sys, "path", [*sys.path, str(z)])
+    assert formats._entry_points() is None
+
+
+def test_a_finder_of_distributions_asks_importlib_metadata(sites, monkeypatch):
+    class Finder:
+        def find_spec(self, *args: object) -> None:
+            return None
+
+        def find_distributions(self, *args: object) -> list[object]:
+            return []
+
+    monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, Finder()])
     assert formats._entry_points() is None
 
 

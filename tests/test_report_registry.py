@@ -30,7 +30,7 @@ def ds() -> Dataset:
 def extra_sections(monkeypatch):
     """Register sections for one test only: the built-in ones found first, then a copy of
     the registry that the test may add to."""
-    registry.discover()
+    registry.sections(None)   # every section module, the views' too (runs: compare, scaling)
     monkeypatch.setattr(registry, "_SPECS", dict(registry._SPECS))
 
 
