@@ -10,7 +10,7 @@ One test, on purpose: under pytest-xdist a module's tests may run on two workers
 building the module's fixtures; one test pays for the tree and the surveys once. Its cost
 is said in docs/fleet.md (Cost); it is slow-marked and opt-in (``DPTRACE_SCALE_TESTS=1``) in
 the README's test command (its ~170 CPU-s would take that command past 8 minutes); CI
-(.ci/run) runs it once, on its own, after the Python 3.10 leg.
+(.ci/run) sets it for the main Python's run of the suite.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dptrace.fleet import summary, survey
 
 #: opt-in (DPTRACE_SCALE_TESTS=1): three cold surveys of 1,000 folders, 160 CPU-s with its
 #: workers (107-115 s of wall on a nearly idle 2-core machine, 299 s at load 5-6): CI
-#: sets it in a step of its own (docs/fleet.md, Cost)
+#: sets it for the main Python's run (docs/fleet.md, Cost)
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     os.environ.get("DPTRACE_SCALE_TESTS") != "1",
     reason="three surveys of 1,000 runs (~160 CPU-s): set DPTRACE_SCALE_TESTS=1 to run it")]
