@@ -275,15 +275,8 @@ def _where(df: pd.DataFrame, folder_of: Mapping[str, str], slot: Mapping[str, in
     and the rows' run codes (-1: no run) with the run of each code. The rows grouped by
     run code, as :meth:`Dataset.by_run` groups them (dataset._split)."""
     import numpy as np
-    import pandas as pd
 
-    run = df["run"]
-    if isinstance(run.dtype, pd.CategoricalDtype):
-        codes = run.cat.codes.to_numpy()
-        cats = [str(c) for c in run.cat.categories]
-    else:
-        codes, uniq = pd.factorize(run.astype(object))
-        cats = [str(c) for c in uniq]
+    codes, cats = run_codes(df["run"])
     of_code = np.array([slot.get(folder_of.get(c, ""), -1) for c in cats] + [-1],
                        dtype=np.int64)
     where = of_code[codes]          # code -1 (no run): the appended -1
@@ -320,3 +313,14 @@ def _own_runs(df: pd.DataFrame, run: pd.Series, own: list[str]) -> pd.DataFrame:
     if isinstance(run.dtype, pd.CategoricalDtype):
         part["run"] = pd.Categorical([], categories=pd.Index(own, dtype=run.cat.categories.dtype))
     return part
+
+
+def run_codes(run: Any) -> tuple[Any, list[str]]:
+    """A run column's codes (-1: no run) and the run of each code, as strings: a
+    categorical's own, else those of ``pd.factorize`` in order of appearance."""
+    import pandas as pd
+
+    if isinstance(run.dtype, pd.CategoricalDtype):
+        return run.cat.codes.to_numpy(), [str(c) for c in run.cat.categories]
+    codes, uniq = pd.factorize(run.astype(object))
+    return codes, [str(c) for c in uniq]

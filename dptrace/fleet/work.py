@@ -305,6 +305,8 @@ def _joint_tables(together: Any, reads: Sequence[_Read]) -> dict[str, Any]:
     import numpy as np
     import pandas as pd
 
+    from . import joint
+
     ds = together.ds
     prefix = [""] * len(together.folders)
     counts: dict[int, dict[str, int]] = {}
@@ -321,13 +323,7 @@ def _joint_tables(together: Any, reads: Sequence[_Read]) -> dict[str, Any]:
         if not len(df):
             continue
         slots = together.slots[name]
-        run = df["run"]
-        if isinstance(run.dtype, pd.CategoricalDtype):
-            codes = run.cat.codes.to_numpy()
-            cats = [str(c) for c in run.cat.categories]
-        else:
-            codes, uniq = pd.factorize(run.astype(object))
-            cats = [str(c) for c in uniq]
+        codes, cats = joint.run_codes(df["run"])
         of_code = np.array([f"{prefix[folder_of_run[c]]}/{c}" for c in cats] + [""],
                            dtype=object)
         keys = of_code[codes]
