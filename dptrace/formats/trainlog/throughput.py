@@ -146,9 +146,7 @@ def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
     ``warm``: :func:`mark_warmup` of ``tp`` with ``fraction``, when the caller has it.
     """
     if tp.empty:
-        return run_first(pd.DataFrame(columns=keys(
-            tp, *SERIES, "instance", "rows", "warmup_rows", "first_step", "last_step",
-            "value_all", "value", "below_median_pct", "straggler", "first_lineno")), tp)
+        return _no_instances(tp)
     tp = phased(tp)
     df = tp.assign(_warm=mark_warmup(tp, fraction) if warm is None else warm)
     df = df.assign(_steady=df["value"].where(~df["_warm"]))
@@ -165,7 +163,24 @@ def per_instance(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
         "value": g["_steady"].mean(),
         "first_lineno": g["lineno"].min(),
     }).reset_index(drop=True)
-    out = pd.concat([df[cols].iloc[first].reset_index(drop=True), stats], axis=1)
+    return _instances_of(df[cols].iloc[first].reset_index(drop=True), stats, tp, straggler)
+
+
+def _no_instances(tp: pd.DataFrame) -> pd.DataFrame:
+    """:func:`per_instance` of an empty table."""
+    return run_first(pd.DataFrame(columns=keys(
+        tp, *SERIES, "instance", "rows", "warmup_rows", "first_step", "last_step",
+        "value_all", "value", "below_median_pct", "straggler", "first_lineno")), tp)
+
+
+def _instances_of(head: pd.DataFrame, stats: pd.DataFrame, tp: pd.DataFrame,
+                  straggler: float) -> pd.DataFrame:
+    """:func:`per_instance`'s table from each group's key columns (``head``: the group's
+    first row, groups in order of first appearance) and its figures (``stats``: ``rows``,
+    ``warmup_rows``, ``first_step``, ``last_step``, ``value_all``, ``value``,
+    ``first_lineno``): the series median, the stragglers, the order. ``tp``: the rows (for
+    the ``run`` column's dtype)."""
+    out = pd.concat([head, stats], axis=1)
     median = _group_median(group_ids(out, keys(out, *SERIES)),
                            out["value"].to_numpy(dtype="float64", na_value=np.nan))
     out["below_median_pct"] = (median - out["value"]) / median * 100.0
@@ -189,6 +204,304 @@ def _group_median(ids: np.ndarray, values: np.ndarray) -> pd.Series:
         known = known[~np.isnan(known)]
         medians[i] = np.median(known) if len(known) else np.nan
     return pd.Series(medians[ids] if len(ids) else np.empty(0))
+
+
+# --- per_instance as a fold: what a growing table costs per row appended -----------------
+
+#: a missing step among a group's compact steps (int32 offsets from its first step)
+_NO_STEP = np.iinfo(np.int32).min
+#: the largest offset from a group's first step the compact steps hold
+_MAX_OFFSET = np.iinfo(np.int32).max
+
+
+class _Buf:
+    """A growing 1-D array: its capacity grows by a quarter (~12% unused on average)."""
+
+    __slots__ = ("arr", "n")
+
+    def __init__(self, dtype: Any, fill: Any = None, n: int = 0) -> None:
+        self.arr = np.empty(n + 16, dtype=dtype)
+        if n:
+            self.arr[:n] = fill
+        self.n = n
+
+    def extend(self, values: np.ndarray) -> None:
+        need = self.n + len(values)
+        if need > len(self.arr):
+            grown = np.empty(max(need, len(self.arr) + len(self.arr) // 4 + 16),
+                             dtype=self.arr.dtype)
+            grown[:self.n] = self.arr[:self.n]
+            self.arr = grown
+        self.arr[self.n:need] = values
+        self.n = need
+
+    def view(self) -> np.ndarray:
+        return self.arr[:self.n]
+
+    def copy(self) -> _Buf:
+        out = _Buf(self.arr.dtype)
+        out.arr, out.n = self.arr[:self.n].copy(), self.n
+        return out
+
+
+class _FoldGroup:
+    """One (series, instance) of :class:`InstanceFold`: its values in row order (float64),
+    its steps (int32 offsets from its first step, :data:`_NO_STEP` where missing; float64
+    once an offset does not fit; none while every step is missing), and the scalars."""
+
+    __slots__ = ("values", "steps", "base", "known", "in_order", "last_known", "first_step",
+                 "last_step", "first_line", "last_line")
+
+    def __init__(self) -> None:
+        self.values = _Buf(np.float64)
+        self.steps: _Buf | None = None
+        self.base = 0.0
+        #: rows with a step; whether every row has one and they never decrease (then the
+        #: warm-up rows are the first ones)
+        self.known, self.in_order = 0, True
+        self.last_known = -np.inf
+        self.first_step, self.last_step, self.first_line = np.nan, np.nan, np.nan
+        self.last_line = -np.inf
+
+    def add(self, value: np.ndarray, step: np.ndarray, line: np.ndarray) -> None:
+        before = self.values.n
+        self.values.extend(value)
+        has = ~np.isnan(step)
+        k = int(has.sum())
+        self.first_line = float(np.fmin(self.first_line, line.min()))
+        self.last_line = float(line[-1])
+        if k < len(step):
+            self.in_order = False
+        if not k:
+            if self.steps is not None:
+                self.steps.extend(np.full(len(step), _NO_STEP if self._compact() else np.nan,
+                                          dtype=self.steps.arr.dtype))
+            return
+        known = step[has]
+        if self.steps is None:
+            self.base = float(known[0])
+            self.steps = _Buf(np.int32, _NO_STEP, before)
+        if self.in_order and (known[0] < self.last_known or bool(np.any(known[1:] < known[:-1]))):
+            self.in_order = False
+        self.last_known = float(known[-1])
+        self.known += k
+        self.first_step = float(np.fmin(self.first_step, known.min()))
+        self.last_step = float(np.fmax(self.last_step, known.max()))
+        if self._compact():
+            off = step - self.base
+            fits = np.abs(off[has]) < _MAX_OFFSET
+            if bool(fits.all()) and bool((np.trunc(off[has]) == off[has]).all()):
+                self.steps.extend(np.where(has, off, _NO_STEP).astype(np.int32))
+                return
+            self._widen()
+        self.steps.extend(step)
+
+    def _compact(self) -> bool:
+        return self.steps is not None and self.steps.arr.dtype == np.int32
+
+    def _widen(self) -> None:
+        """The steps as float64 (an offset beyond int32, or not whole)."""
+        assert self.steps is not None
+        out = _Buf(np.float64)
+        out.extend(self.step_values())
+        self.steps = out
+
+    def step_values(self) -> np.ndarray:
+        """Each row's step as float64 (NaN: missing)."""
+        if self.steps is None:
+            return np.full(self.values.n, np.nan)
+        got = self.steps.view()
+        if not self._compact():
+            return got
+        out = got.astype(np.float64) + self.base
+        out[got == _NO_STEP] = np.nan
+        return out
+
+    def copy(self) -> _FoldGroup:
+        out = _FoldGroup()
+        for name in self.__slots__:
+            setattr(out, name, getattr(self, name))
+        out.values = self.values.copy()
+        out.steps = None if self.steps is None else self.steps.copy()
+        return out
+
+
+_ZEROS = np.zeros(0, dtype=np.intp)
+
+
+def _kahan_mean(values: np.ndarray) -> float:
+    """The mean of ``values`` as a pandas group mean makes it (``groupby(...).mean()``: a
+    Kahan-compensated sum in row order over the known values, over their count; what
+    :func:`per_instance` gives each group), on the array itself."""
+    global _ZEROS
+    if len(_ZEROS) < len(values):
+        _ZEROS = np.zeros(max(len(values), len(_ZEROS) * 2), dtype=np.intp)
+    try:
+        from pandas._libs.groupby import group_mean
+
+        out = np.empty((1, 1), dtype=np.float64)
+        group_mean(out, np.zeros(1, dtype=np.int64),
+                   np.ascontiguousarray(values, dtype=np.float64).reshape(-1, 1),
+                   _ZEROS[:len(values)], min_count=-1, is_datetimelike=False,
+                   mask=None, result_mask=None)
+        return float(out[0, 0])
+    except (ImportError, TypeError):   # (another pandas: its public groupby, the same loop)
+        return float(pd.Series(values, dtype="float64").groupby(
+            _ZEROS[:len(values)]).mean().iloc[0]) if len(values) else float("nan")
+
+
+class InstanceFold:
+    """:func:`per_instance` of a table given in pieces of rows (in table order), kept as a
+    fold: per (series, instance) its values and steps in row order as compact arrays
+    (~13 bytes a row: float64 values, int32 steps from the instance's first step), its row
+    count, first and last step, first line; per series whether any row has a step. The
+    figures (:meth:`figures`) are those :func:`per_instance` makes of the rows so far: the
+    warm-up cut (:func:`mark_warmup`: the first ``max(1, floor(n * fraction))`` of the n
+    rows with a step, by step then row, of an instance with n >= 3; by row in a series
+    without steps) moved as the rows come, and the means as pandas' group mean sums them
+    (:func:`_kahan_mean` over the kept values in row order, without the warm-up rows).
+
+    ``ok``: False once an instance's line numbers went back (the warm-up of a series
+    without steps is by line; the fold reads it by row), a line number is missing, or a
+    piece lacked a column or had other key columns: then the fold does not give the
+    figures."""
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple, _FoldGroup] = {}
+        #: rows with a step per series (the group key without the instance)
+        self.series: dict[tuple, int] = {}
+        self.ok = True
+        self.cols: list[str] | None = None
+
+    def add(self, df: pd.DataFrame, *, copy: bool = False) -> None:
+        """Fold in ``df``, the rows that follow those folded (repeats are skipped, as
+        :func:`per_instance` skips them). ``copy``: the groups ``df`` touches are copied
+        first (a fold made with :meth:`branch`)."""
+        if not self.ok or df.empty:
+            return
+        if any(c not in df for c in (*SERIES, "instance", "step", "value", "lineno")):
+            self.ok = False
+            return
+        tp = phased(df)
+        if tp.empty:
+            return
+        cols = keys(tp, *SERIES, "instance")
+        if self.cols is None:
+            self.cols = cols
+        elif cols != self.cols:
+            self.ok = False
+            return
+        line = tp["lineno"].to_numpy(dtype="float64", na_value=np.nan)
+        if np.isnan(line).any():
+            self.ok = False
+            return
+        ids = group_ids(tp, cols)
+        first = first_rows(ids)
+        values = [[_fold_key(v) for v in tp[c].take(first).to_numpy(dtype=object)]
+                  for c in cols]
+        step = tp["step"].to_numpy(dtype="float64", na_value=np.nan)
+        value = tp["value"].to_numpy(dtype="float64", na_value=np.nan)
+        order = np.argsort(ids, kind="stable")
+        cuts = np.cumsum(np.bincount(ids))[:-1]
+        for key, pos in zip(zip(*values, strict=True), np.split(order, cuts), strict=True):
+            g = self.groups.get(key)
+            if g is None:
+                g = self.groups[key] = _FoldGroup()
+            elif copy:
+                g = self.groups[key] = g.copy()
+            lines = line[pos]
+            if lines[0] < g.last_line or bool(np.any(lines[1:] < lines[:-1])):
+                self.ok = False   # (pos: the group's rows in row order)
+                return
+            known = g.known
+            g.add(value[pos], step[pos], lines)
+            self.series[key[:-1]] = self.series.get(key[:-1], 0) + g.known - known
+
+    def branch(self) -> InstanceFold:
+        """A fold that shares this one's groups until :meth:`add` with ``copy=True``
+        touches them (the line being written, folded for one snapshot and forgotten)."""
+        out = InstanceFold()
+        out.groups, out.series = dict(self.groups), dict(self.series)
+        out.ok, out.cols = self.ok, self.cols
+        return out
+
+    def rows(self) -> int:
+        """The rows folded (repeats skipped)."""
+        return sum(g.values.n for g in self.groups.values())
+
+    def figures(self, fraction: float = WARMUP_FRACTION) -> dict[tuple, tuple]:
+        """Per group key (the :data:`SERIES` values, then the instance; missing values
+        None): (rows, warm-up rows, first step, last step, mean over all rows, mean after
+        warm-up, first line), as :func:`per_instance` makes them."""
+        out = {}
+        for key, g in self.groups.items():
+            values = g.values.view()
+            stepped = self.series.get(key[:-1], 0) > 0
+            n = g.known if stepped else len(values)
+            cut = int(min(n, max(1.0, np.floor(np.float64(n) * fraction)))) if n >= 3 else 0
+            if not cut:
+                steady = values
+            elif not stepped or g.in_order:
+                steady = values[cut:]
+            else:   # the warm-up rows by step, then row (mark_warmup's sort)
+                steps = g.step_values()
+                rows = np.flatnonzero(~np.isnan(steps))
+                warm = rows[np.argsort(steps[rows], kind="stable")[:cut]]
+                steady = values.copy()
+                steady[warm] = np.nan
+            out[key] = (len(values), cut, g.first_step, g.last_step, _kahan_mean(values),
+                        _kahan_mean(steady), g.first_line)
+        return out
+
+
+def _fold_key(v: object) -> object:
+    """A key value as :class:`InstanceFold` holds it: every missing value one (None)."""
+    return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else v
+
+
+def per_instance_folded(tp: pd.DataFrame, figures: Callable[[tuple], tuple | None],
+                        straggler: float = STRAGGLER_THRESHOLD) -> pd.DataFrame | None:
+    """:func:`per_instance` of a table whose groups' figures were folded
+    (:meth:`InstanceFold.figures`): ``tp`` holds at least the first row of each (series,
+    instance) (in the table's order: their order of first appearance is the table's), and
+    ``figures(key)`` gives each group's, by its key without ``run``. None when a group has
+    no figures."""
+    if tp.empty:
+        return _no_instances(tp)
+    tp = phased(tp)
+    cols = keys(tp, *SERIES, "instance")
+    ids = group_ids(tp, cols)
+    first = first_rows(ids)
+    head = tp[cols].iloc[first].reset_index(drop=True)
+    own = [c for c in cols if c != RUN]
+    found = []
+    for key in zip(*([_fold_key(v) for v in head[c].to_numpy(dtype=object)] for c in own),
+                   strict=True):
+        got = figures(key)
+        if got is None:
+            return None
+        found.append(got)
+    names = ["rows", "warmup_rows", "first_step", "last_step", "value_all", "value",
+             "first_lineno"]
+    arrays = list(zip(*found, strict=True)) if found else [()] * len(names)
+    stats = pd.DataFrame({
+        "rows": np.asarray(arrays[0], dtype=np.int64),
+        "warmup_rows": np.asarray(arrays[1], dtype=np.int64),
+        "first_step": _like(arrays[2], tp["step"]),
+        "last_step": _like(arrays[3], tp["step"]),
+        "value_all": np.asarray(arrays[4], dtype=np.float64),
+        "value": np.asarray(arrays[5], dtype=np.float64),
+        "first_lineno": _like(arrays[6], tp["lineno"]),
+    })
+    return _instances_of(head, stats, tp, straggler)
+
+
+def _like(values: tuple, col: pd.Series) -> Any:
+    """``values`` (floats, NaN missing) as the dtype a group minimum of ``col`` has."""
+    v = np.asarray(values, dtype=np.float64)
+    if pd.api.types.is_float_dtype(col.dtype):
+        return v
+    return pd.array(v, dtype="float64").astype(col.dtype)
 
 
 def drift(tp: pd.DataFrame, fraction: float = WARMUP_FRACTION,
