@@ -122,10 +122,13 @@ class Analyses:
     ``a[name]``: the derived table ``name`` (computed on first use, then kept), or None when
     the Dataset has nothing for it; an unknown name is a KeyError. ``a.ds`` is the Dataset,
     ``a.options`` the options (``warmup``, ``thresholds``, and whatever a view adds).
-    Tables handed out are the context's own: a caller that changes one copies it first."""
+    Tables handed out are the context's own: a caller that changes one copies it first.
+    ``tables``: derived tables made elsewhere, by name, handed out as if computed here (the
+    caller vouches that each is what its builder would make of ``ds`` and the options)."""
 
     def __init__(self, ds: Dataset, options: Mapping[str, Any] | None = None,
-                 parent: Analyses | None = None, run: str | None = None) -> None:
+                 parent: Analyses | None = None, run: str | None = None, *,
+                 tables: Mapping[str, pd.DataFrame | None] | None = None) -> None:
         self.ds = ds
         #: the tables the Dataset holds rows of (whose formats' declarations are looked at)
         self._present = tuple(ds.tables)
@@ -133,7 +136,9 @@ class Analyses:
         self.parent, self.run = parent, run
         self.options: dict[str, Any] = {k: v for k, v in (options or {}).items()
                                         if k != "analyses"}
-        self._tables: dict[str, pd.DataFrame | None] = {}
+        #: ``tables``: derived tables the caller made (``dptrace watch`` folds the
+        #: per-instance table as rows come): taken as they are, never computed
+        self._tables: dict[str, pd.DataFrame | None] = dict(tables or {})
         self._busy: set[str] = set()
         self._runs: dict[str, Analyses] | None = None
         #: run-local tables' row positions by run (:meth:`_positions`), found once per table

@@ -59,7 +59,7 @@ def test_between_builds_a_snapshot_shows_the_last_build_and_the_final_one_equals
     dst = tmp_path / DRIFT.name
     clock = [0.0]
     follower = Follower([str(dst)], clock=lambda: clock[0])
-    live = Live()
+    live = Live(datasets=0)   # (each snapshot's whole Dataset: its rows are counted)
     snaps = []
     with open(dst, "ab") as out:
         for piece in _pieces(data, 6):

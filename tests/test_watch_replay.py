@@ -87,7 +87,7 @@ def replay_and_check(tmp_path: Path, pairs: list[tuple[Path, Path]], watched: Pa
     load of its bytes; the snapshots."""
     proc = writer(pairs, seed=seed, rate=rate, max_piece=max_piece, extra=extra)
     # every interval, whatever a snapshot costs (the CPU budget is benchmarks/bench_watch.py's)
-    w = Watch([str(watched)], interval=interval, idle_exit=1.5, cpu_share=1.0)
+    w = Watch([str(watched)], interval=interval, idle_exit=1.5, cpu_share=1.0, datasets=0)
     snaps, checked = [], 0
     try:
         for k, snap in enumerate(w.snapshots()):
@@ -162,7 +162,7 @@ def test_truncated_and_rotated_files_restart_with_a_note(tmp_path: Path) -> None
     data = src.read_bytes()
     log = tmp_path / "train.log"
     log.write_bytes(data[:100_000])
-    w = Watch([str(log)], interval=0.05)
+    w = Watch([str(log)], interval=0.05, datasets=0)
     w.follower.poll()
     first = w.live.snapshot(w.follower, w.started)
     assert first.files[0]["read_bytes"] <= 100_000

@@ -27,15 +27,21 @@ def __getattr__(name: str) -> Any:
 
 def watch(paths: str | Sequence[str], *, interval: float = 5.0, idle_exit: float | None = None,
           baseline: str | None = None, warmup: float = 0.1, job_id: str | None = None,
-          engine: str = "auto") -> Iterator[Snapshot]:
+          engine: str = "auto", datasets: float | None = None) -> Iterator[Snapshot]:
     """Snapshots of the inputs under ``paths`` (files, folders, globs) as they grow: one per
     ``interval`` seconds (more when the analysis costs more: at most about 10% of a core),
     until every input stopped growing for ``idle_exit`` seconds (never when None) or the
     Slurm job ``job_id`` left the queue; the last snapshot (``final``) reads the lines
-    still without a newline as the files' ends, like ``dptrace report``."""
+    still without a newline as the files' ends, like ``dptrace report``.
+
+    Each snapshot's ``dataset`` (the Dataset of what was read, equal to ``dptrace.load`` of
+    those bytes) is built when the ordinary findings are, at the final snapshot, and
+    ``datasets`` seconds after the last one (0: at every snapshot, which costs every row
+    read; None: no more often); else it is None and the job figure comes from the
+    training logs' folds (docs/watch.md, Cost)."""
     from .run import Watch
 
     w = Watch([paths] if isinstance(paths, str) else list(paths), interval=interval,
               idle_exit=idle_exit, baseline=baseline, warmup=warmup, job_id=job_id,
-              engine=engine)
+              engine=engine, datasets=datasets)
     return w.snapshots()

@@ -69,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         w = Watch(args.paths, interval=args.interval, idle_exit=args.idle_exit,
-                  baseline=args.baseline, warmup=args.warmup, job_id=args.job_id)
+                  baseline=args.baseline, warmup=args.warmup, job_id=args.job_id,
+                  datasets=HTML_EVERY if args.html else None)
     except (DptraceError, OSError) as exc:
         print(f"dptrace watch: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -133,7 +134,10 @@ class Faces:
             self.jsonl.write(json.dumps(snap.to_json(), default=str) + "\n")
             self.jsonl.flush()
         now = time.monotonic()
-        if self.args.html and (force or now - self.html_at >= HTML_EVERY):
+        # (the dashboard is the report of a snapshot's whole Dataset: built every
+        # HTML_EVERY s when --html is given, and at the end)
+        if self.args.html and snap.dataset is not None and \
+                (force or now - self.html_at >= HTML_EVERY):
             self.html_at = now
             write_html(snap, self.args.html, self.args.warmup)
 

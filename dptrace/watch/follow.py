@@ -262,6 +262,31 @@ class Follower:
         return out or None
 
 
+    def reduced_results(self, tail: Tail, final: bool = False) -> Any:
+        """:meth:`results` with a training log's tables reduced to the rows a refresh's job
+        figure reads (:meth:`.pieces.TrainlogState.reduced`), as (results, the log's
+        throughput fold or None, the rows per table :meth:`results` would give of the
+        reduced formats); False when a training log of ``tail`` cannot be reduced."""
+        if not tail.formats:
+            return None, None, {}
+        whole = dict(tail.whole[1]) if tail.whole is not None else {}
+        held = tail.pending if final else tail.pending[:held_upto(tail.pending)]
+        out, fold, full = [], None, {}
+        for fmt in tail.formats:
+            state = tail.states.get(fmt)
+            if state is not None and hasattr(state, "reduced"):
+                got = state.reduced(held)
+                if got is None:
+                    return False
+                res, fold, full = got
+                out.append((fmt, res))
+            elif state is not None:
+                out.append((fmt, state.result(held)))
+            elif fmt in whole:
+                out.append((fmt, whole[fmt]))
+        return (out or None), fold, full
+
+
 #: gaps between printings remembered per printer
 MAX_GAPS = 50
 

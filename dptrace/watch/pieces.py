@@ -101,6 +101,19 @@ class TrainlogState:
     prev_line: bytes = b""
     #: the context of the line being written (a snapshot's tail), by global line
     _tail_context: dict[int, str] = field(default_factory=dict)
+    #: incremental: the committed throughput rows folded (``throughput.InstanceFold``: the
+    #: per-instance figures without the rows), or None before the first
+    fold: Any = None
+    #: incremental: the few rows of each table a snapshot's job figure and runs table read
+    #: besides the fold (:meth:`_keep_reduced`), per table
+    reps: dict[str, list[pd.DataFrame]] = field(
+        default_factory=lambda: {"throughput": [], "train_metrics": []})
+    #: the keys whose first row :attr:`reps` holds, per table
+    rep_seen: dict[str, set[tuple]] = field(
+        default_factory=lambda: {"throughput": set(), "train_metrics": set()})
+    #: incremental: the first line of a training row per printer (``read._split_parts``'
+    #: rows: whether a run header splits the file, :func:`_splits`)
+    first_train: dict[Any, int] = field(default_factory=dict)
 
     def feed(self, data: bytes) -> dict[str, int]:
         """Read ``data``: complete lines (it ends with a newline) that follow those fed. The
@@ -189,6 +202,7 @@ class TrainlogState:
         for table, df in out.items():
             if len(df):
                 self.done[table].append(df)
+        self._keep_reduced(out)
         for table in out:
             seen = self.counts[table]
             for pattern, k in counts[table]:
@@ -204,6 +218,10 @@ class TrainlogState:
         fed = b"".join(self.fed) if self.path is None else None
         size = self.fed_bytes
         self.incremental = False
+        self.fold = None
+        self.first_train = {}
+        self.reps = {"throughput": [], "train_metrics": []}
+        self.rep_seen = {"throughput": set(), "train_metrics": set()}
         self.done = {"throughput": [], "train_metrics": []}
         self.joins.clear()
         self.counts = {"throughput": {}, "train_metrics": {}}
@@ -251,7 +269,83 @@ class TrainlogState:
                 tables[table] = frames[0]
             else:
                 tables[table] = schema.conform(read._concat_columns(frames), spec)
-        # as read._variant counts them: throughput's patterns first, then train_metrics'
+        problems, variant = self._meta(extra)
+        headers = list(self.headers) + (extra["headers"] if extra is not None else [])
+        read._split_parts(tables, headers)
+        return ParseResult(tables, problems, variant)
+
+    # --- what a refresh's job figure reads: the fold and a few rows ------------------------
+
+    def _keep_reduced(self, out: dict[str, pd.DataFrame]) -> None:
+        """A committed part's rows folded (:attr:`fold`) and those of them a snapshot's
+        reduced tables keep (:func:`reduced_rows`)."""
+        from ..formats.trainlog import throughput as thr
+
+        if self.fold is None:
+            self.fold = thr.InstanceFold()
+        for table, df in out.items():
+            if not len(df):
+                continue
+            if table == "throughput":
+                self.fold.add(df)
+            _first_training(table, df, self.first_train)
+            keep = reduced_rows(table, df, self.rep_seen[table], self.fold)
+            if keep.any():
+                self.reps[table].append(df[keep])
+            if len(self.reps[table]) > 64:   # (few rows each: one frame now and then)
+                self.reps[table][:] = [_concat(self.reps[table], table)]
+
+    def reduced(self, tail: bytes = b"") -> tuple[ParseResult, Any, dict[str, int]] | None:
+        """What a refresh's job figure reads of the file (the tables :meth:`result` gives, but
+        only the rows :func:`reduced_rows` keeps; and the line being written, ``tail``,
+        whole), the fold of the throughput rows with ``tail``'s folded in (a branch: the
+        fold itself is left as it is), and the rows :meth:`result` would give per table.
+        None when the file is not read part by part, names several runs (run headers: a
+        later one may move earlier rows to another run), or the fold cannot give the
+        figures (an instance's lines going back)."""
+        from ..formats.trainlog import throughput as thr
+        from ..formats.trainlog.tables import THROUGHPUT, TRAIN_METRICS
+
+        if not self.incremental:
+            return None
+        extra = None
+        if tail:
+            self._tail_context = {}
+            part, ctx = self._scan(tail, last=True)
+            extra = self._finish_part(part, ctx, commit=False)
+            if extra is None:
+                return None
+        headers = list(self.headers) + (extra["headers"] if extra is not None else [])
+        if headers:
+            firsts = dict(self.first_train)
+            for table, df in (extra["tables"].items() if extra is not None else ()):
+                _first_training(table, df, firsts)
+            if _splits(headers, firsts):
+                return None
+        fold = self.fold if self.fold is not None else thr.InstanceFold()
+        tables: dict[str, pd.DataFrame] = {}
+        full: dict[str, int] = {}
+        for table, spec in (("throughput", THROUGHPUT), ("train_metrics", TRAIN_METRICS)):
+            # (shallow copies: the concatenation takes the columns out of its frames)
+            frames = [df.copy(deep=False) for df in self.reps[table]]
+            full[table] = sum(len(df) for df in self.done[table])
+            more = extra["tables"][table] if extra is not None else None
+            if more is not None and len(more):
+                frames.append(more)
+                full[table] += len(more)
+                if table == "throughput":
+                    fold = fold.branch()
+                    fold.add(more, copy=True)
+            tables[table] = schema.conform(_concat(frames, table), spec) if frames \
+                else spec.empty()
+        if not fold.ok:
+            return None
+        problems, variant = self._meta(extra)
+        return ParseResult(tables, problems, variant), fold, full
+
+    def _meta(self, extra: dict[str, Any] | None) -> tuple[list[Problem], str | None]:
+        """The problems and the variant (as ``read._variant`` counts them: throughput's
+        patterns first, then train_metrics') of the parts committed and ``extra``."""
         counts: dict[str, int] = {}
         for table in ("throughput", "train_metrics"):
             per = dict(self.counts[table])
@@ -259,14 +353,8 @@ class TrainlogState:
                 per[pattern] = per.get(pattern, 0) + k
             for pattern, k in per.items():
                 counts[pattern] = counts.get(pattern, 0) + k
-        problems = list(self.problems)
-        headers = list(self.headers)
-        if extra is not None:
-            problems += extra["problems"]
-            headers += extra["headers"]
-        variant = "+".join(sorted(counts, key=lambda k: -counts[k])) or None
-        read._split_parts(tables, headers)
-        return ParseResult(tables, problems, variant)
+        problems = list(self.problems) + (extra["problems"] if extra is not None else [])
+        return problems, "+".join(sorted(counts, key=lambda k: -counts[k])) or None
 
     # --- merged and finished at each snapshot ----------------------------------------------
 
@@ -326,6 +414,137 @@ class TrainlogState:
         if self.merged is not None:
             n += len(self.merged[0]) + len(self.merged[1])
         return n
+
+
+#: the columns whose every distinct combination keeps its first row in the reduced tables
+#: (what the runs table's facts, the job figure's inputs and series look at)
+_REDUCED_KEYS = {
+    "throughput": ["source", "instance", "rank", "pattern", "name", "label", "metric",
+                   "scope", "phase", "repeat", "part"],
+    "train_metrics": ["source", "instance", "rank", "pattern", "name", "repeat", "part"],
+}
+#: train_metrics names whose first row of each value is kept (a run's stated world size and
+#: device count, the +- range printed beside a Horovod total)
+_VALUE_NAMES = ("world_size", "devices", "total_img_sec_ci")
+#: train_metrics names whose every row is kept (the step times the job figure averages, the
+#: running average it takes the last of)
+_ALL_NAMES = ("step_time_s", "step_time_avg_s")
+
+
+def reduced_rows(table: str, df: pd.DataFrame, seen: set[tuple], fold: Any) -> Any:
+    """Which rows of ``df`` (a committed part of ``table``, rows that follow those seen) a
+    refresh keeps for its job figure and runs table instead of every row: the first row of
+    each distinct combination of :data:`_REDUCED_KEYS` (``seen``: those kept before; it
+    learns this part's), so each (series, instance) has its first row and every fact the
+    runs table reads of a column's distinct values is there; the first row of each value of
+    :data:`_VALUE_NAMES` (the first statement of a world size, by line, is among them);
+    every row of :data:`_ALL_NAMES`; and every row of a throughput series without a step so
+    far (``fold``: whose series have one), whose rows the job figure reads (an end-of-run
+    figure's copies). The rows kept keep their order, so firsts stay first."""
+    import numpy as np
+
+    from ..formats.trainlog import throughput as thr
+
+    keep = _firsts(df, _REDUCED_KEYS[table], seen, "")
+    if table == "train_metrics":
+        name = df["name"].astype("object")
+        valued = name.isin(_VALUE_NAMES).to_numpy(dtype=bool)
+        if valued.any():
+            pos = np.flatnonzero(valued)
+            sub = df.iloc[pos]
+            keep[pos[_firsts(sub, [*_REDUCED_KEYS[table], "value"], seen, "value")]] = True
+        keep |= name.isin(_ALL_NAMES).to_numpy(dtype=bool)
+        return keep
+    rows = thr.phased(df)   # (the rows without repeats, in order, a phase on each)
+    at = (np.flatnonzero(~df["repeat"].fillna(False).to_numpy(dtype=bool))
+          if len(rows) < len(df) else np.arange(len(df)))
+    if len(rows):
+        cols = thr.SERIES
+        ids = thr.group_ids(rows, cols)
+        first = first_of(ids)
+        keys = list(zip(*([thr._fold_key(v) for v in rows[c].take(first).to_numpy(dtype=object)]
+                          for c in cols), strict=True))
+        unstepped = np.array([fold.series.get(k, 0) == 0 for k in keys], dtype=bool)
+        if unstepped.any():
+            keep[at[unstepped[ids]]] = True
+    return keep
+
+
+def _first_training(table: str, df: pd.DataFrame, firsts: dict[Any, int]) -> None:
+    """``firsts`` (the first line of a training row per printer, the instance; None without
+    one) learns ``df``'s, the rows ``read._split_parts`` counts as training: throughput of
+    the train phase, metrics but the job's shape, no repeats."""
+    import numpy as np
+
+    from ..formats.trainlog.read import _SHAPE_METRICS
+
+    if not len(df):
+        return
+    keep = ~df["repeat"].fillna(False).to_numpy(dtype=bool)
+    if table == "throughput":
+        keep &= (df["phase"] == "train").fillna(False).to_numpy(dtype=bool)
+    else:
+        keep &= ~df["name"].isin(_SHAPE_METRICS).to_numpy(dtype=bool)
+    if not keep.any():
+        return
+    sub = pd.DataFrame({"p": df["instance"].astype("object").to_numpy()[keep],
+                        "l": df["lineno"].to_numpy(dtype="int64", na_value=0)[keep]})
+    for printer, line in sub.groupby("p", dropna=False, sort=False)["l"].min().items():
+        key = None if printer is None or printer != printer else printer
+        firsts[key] = min(int(line), firsts.get(key, np.iinfo(np.int64).max))
+
+
+def _splits(headers: list[Any], firsts: dict[Any, int]) -> bool:
+    """Whether a run header splits the file (``instances.part_starts`` finds a start: a
+    header after training rows, of its printer or, for a printer with none, of any),
+    from the first training line per printer (``firsts``) instead of every row."""
+    if not firsts:
+        return False
+    earliest = min(firsts.values())
+    for prefix, line, _kind in headers:
+        if prefix is not None and prefix in firsts:
+            if firsts[prefix] < line:
+                return True
+        elif earliest < line:
+            return True
+    return False
+
+
+def first_of(ids: Any) -> Any:
+    from ..schema import first_rows
+    return first_rows(ids)
+
+
+def _firsts(df: pd.DataFrame, cols: list[str], seen: set[tuple], tag: str) -> Any:
+    """The rows of ``df`` that are the first of their combination of ``cols`` (those it
+    has) not in ``seen``; ``seen`` learns them (tagged ``tag``)."""
+    import numpy as np
+
+    from ..formats.trainlog import throughput as thr
+
+    cols = [c for c in cols if c in df]
+    ids = thr.group_ids(df, cols)
+    first = first_of(ids)
+    keep = np.zeros(len(df), dtype=bool)
+    values = [[thr._fold_key(v) for v in df[c].take(first).to_numpy(dtype=object)]
+              for c in cols]
+    for pos, key in zip(first.tolist(), zip(*values, strict=True), strict=True):
+        key = (tag, *key)
+        if key not in seen:
+            seen.add(key)
+            keep[pos] = True
+    return keep
+
+
+def _concat(frames: list[pd.DataFrame], table: str) -> pd.DataFrame:
+    """Frames of one table's rows, in order, as one (the readers' own concatenation)."""
+    from ..formats.trainlog.tables import THROUGHPUT, TRAIN_METRICS
+
+    if len(frames) == 1:
+        return frames[0]
+    read = _trainlog()
+    spec = THROUGHPUT if table == "throughput" else TRAIN_METRICS
+    return schema.conform(read._concat_columns(list(frames)), spec)
 
 
 def _printed_by(part: Any) -> dict[str, int]:

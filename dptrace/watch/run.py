@@ -31,7 +31,7 @@ class Watch:
                  idle_exit: float | None = None, baseline: str | None = None,
                  warmup: float = 0.1, job_id: str | None = None, engine: str = "auto",
                  thresholds: dict[str, float] | None = None, cpu_share: float = CPU_SHARE,
-                 poll_thread: bool = True,
+                 poll_thread: bool = True, datasets: float | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.follower = Follower(paths, engine=engine, clock=clock)
@@ -49,7 +49,8 @@ class Watch:
         self._stop = threading.Event()
         self.poll_error: Exception | None = None
         base = load_baseline(baseline) if baseline else None
-        self.live = Live(base, warmup=warmup, thresholds=thresholds, interval=self.interval)
+        self.live = Live(base, warmup=warmup, thresholds=thresholds, interval=self.interval,
+                         datasets=datasets)
         self.started = clock()
         self.job_id = job_id
         self._asked = -1e18

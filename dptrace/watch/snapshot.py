@@ -70,6 +70,84 @@ def dataset(follower: Follower, final: bool = False) -> Dataset:
                            unread="not read yet: still written")
 
 
+@dataclass
+class _Folded:
+    """What a refresh's job figure reads when the training logs' rows are folded
+    (:func:`folded`): the reduced Dataset, the per-instance table, each folded group's
+    values (views taken under the follower's lock) and warm-up rows, the rows of the
+    training-log tables the whole Dataset would hold."""
+
+    ds: Dataset
+    instances: pd.DataFrame | None
+    values: dict[str, dict[tuple, tuple[np.ndarray, int]]]
+    growing: int
+
+
+def folded(follower: Follower, warmup: float, final: bool = False) -> _Folded | None:
+    """The Dataset a refresh's job figure is made from without reading every row: the
+    loader's steps (:func:`dptrace.loader.assemble`: the runs table, its facts) on each
+    training log's reduced tables (:meth:`.pieces.TrainlogState.reduced`: the first row of
+    each distinct key, every row of a series without steps, the step times, the line being
+    written), and the per-instance table from each log's fold
+    (:func:`dptrace.formats.trainlog.throughput.per_instance_folded`); the other formats'
+    tables whole. None when that would not be the report's figure (a log not read part by
+    part or with several runs, an MLPerf log, a job of several inputs or of per-rank files:
+    :func:`dptrace.formats.trainlog.job.takes_given`): then the whole Dataset is analysed."""
+    from .. import loader
+    from ..formats.trainlog import job as jobfig
+    from ..formats.trainlog import throughput as thr
+    from ..sources import HEAD_BYTES
+
+    tails = [follower.tails[k] for k in follower.order if k in follower.tails]
+    results: list[Any] = []
+    folds: dict[str, Any] = {}
+    growing = 0
+    for tail in tails:
+        if tail.src.unreadable is not None:
+            results.append(None)
+            continue
+        got = follower.reduced_results(tail, final)
+        if got is False:
+            return None
+        res, fold, full = got
+        results.append(res)
+        if fold is not None:
+            folds[tail.src.name] = fold
+        for fmt, r in res or ():
+            for name in GROWING_TABLES:
+                if name in r.tables:
+                    growing += full.get(name, len(r.tables[name])) if fmt == "trainlog" \
+                        else len(r.tables[name])
+    launchers: dict[str, str] = {}
+    for tail, res in zip(tails, results, strict=True):
+        if res is not None and any(fmt in loader._LOGS for fmt, _ in res):
+            seen = _launcher(tail, HEAD_BYTES)
+            if seen:
+                launchers[tail.src.name] = seen
+    origins = follower.origins if len(follower.origins) == len(tails) else None
+    ds = loader.assemble([t.src for t in tails], results, list(follower.expand_problems),
+                         arguments=follower.arguments if origins else None,
+                         origins=origins, launchers=launchers,
+                         unread="not read yet: still written")
+    if "mllog" in ds.tables and len(ds["mllog"]):
+        return None
+    inst = None
+    values: dict[str, dict[tuple, tuple[np.ndarray, int]]] = {}
+    if "throughput" in ds.tables and len(ds["throughput"]):
+        tp = ds["throughput"]
+        metrics = ds["train_metrics"] if "train_metrics" in ds.tables else None
+        if not jobfig.takes_given(tp, metrics):
+            return None
+        figs = {name: fold.figures(warmup) for name, fold in folds.items()}
+        inst = thr.per_instance_folded(tp, lambda key: figs.get(key[0], {}).get(key))
+        if inst is None:
+            return None
+        for name, fold in folds.items():
+            values[name] = {key: (g.values.view(), figs[name][key][1])
+                            for key, g in fold.groups.items()}
+    return _Folded(ds, inst, values, growing)
+
+
 def _launcher(tail: Tail, head_bytes: int) -> str | None:
     """:func:`dptrace.runs.launcher_in` of the file's head, kept once the head is whole."""
     from ..runs import launcher_in
@@ -140,14 +218,23 @@ class Live:
 
     def __init__(self, baseline: Dataset | None = None, warmup: float = 0.1,
                  thresholds: dict[str, float] | None = None, interval: float = 5.0,
-                 stopped_factor: float = STOPPED_FACTOR, drop_share: float = DROP_SHARE) -> None:
+                 stopped_factor: float = STOPPED_FACTOR, drop_share: float = DROP_SHARE,
+                 datasets: float | None = None, fold: bool = True) -> None:
         self.warmup, self.thresholds, self.interval = warmup, thresholds or {}, interval
+        #: a snapshot's whole Dataset (``Snapshot.dataset``) is built when the ordinary
+        #: findings are, at the final snapshot, and when this many seconds passed since the
+        #: last one was (0: at every snapshot; None: never else)
+        self.datasets = datasets
+        self._dataset_at = -1e18
+        #: the job figure from the training logs' folds (:func:`folded`) where it is the
+        #: report's; False: from the whole Dataset at every refresh
+        self.fold = fold
         self.stopped_factor, self.drop_share = stopped_factor, drop_share
         self.baseline = _baseline_figures(baseline, warmup) if baseline is not None else {}
         #: per refresh: {(run, metric): value}
         self.history: list[dict[tuple[str, str], float]] = []
         #: per refresh: {(source, metric): {file: figures printed}} of each job figure's series
-        self.sums: list[dict[tuple[str, str], dict[str, int]]] = []
+        self.sums: list[dict[tuple[str, str], dict[Any, int]]] = []
         #: the ordinary findings last built: (elapsed s, training-log rows, the other
         #: tables' rows, the rows of the findings)
         self.ordinary: tuple[float, int, dict[str, Any], list[dict[str, Any]]] | None = None
@@ -163,21 +250,48 @@ class Live:
         from ..findings import build as build_findings
 
         t0 = time.thread_time()
+        options = {"warmup": self.warmup, "thresholds": self.thresholds}
+        ds: Dataset | None
+        a: Analyses | None
         with lock if lock is not None else contextlib.nullcontext():
             now = clock() if now is None else now
-            ds = dataset(follower, final)
+            elapsed = now - started
+            fast = folded(follower, self.warmup, final) if self.fold else None
+            if fast is not None:
+                growing, others = fast.growing, _table_rows(fast.ds)[1]
+                due = self.ordinary_due(elapsed, growing, others, final)
+                whole = due or (self.datasets is not None
+                                and elapsed - self._dataset_at >= self.datasets)
+                ds = dataset(follower, final) if whole else None
+            else:
+                ds = dataset(follower, final)
+                growing, others = _table_rows(ds)
+                due = self.ordinary_due(elapsed, growing, others, final)
+            if ds is not None:
+                self._dataset_at = elapsed
             stopped = self._stopped(follower, now)
             files = [{"file": t.name, "read_bytes": t.read_bytes, "size_bytes": t.size,
                       "formats": list(t.formats or ()),
                       "idle_s": round(now - t.last_growth, 1)}
                      for t in (follower.tails[k] for k in follower.order if k in follower.tails)]
             notes = list(follower.notes)
-        a = Analyses(ds, {"warmup": self.warmup, "thresholds": self.thresholds})
-        job = _job_rows(a)
-        instances = _instance_rows(a, job)
-        elapsed = now - started
-        growing, others = _table_rows(ds)
-        if self.ordinary_due(elapsed, growing, others, final):
+        if fast is not None:
+            given = {"throughput.instances": fast.instances} if fast.instances is not None \
+                else {}
+            a = Analyses(fast.ds, options, tables=given)
+            job = _job_rows(a)
+            instances = _instance_rows(a, job)
+            drops = self._drop_folded(fast.values, job)
+            del a, fast
+            a = Analyses(ds, options) if due and ds is not None else None
+        else:
+            assert ds is not None
+            a = Analyses(ds, options)
+            job = _job_rows(a)
+            instances = _instance_rows(a, job)
+            drops = self._drop(a, job)
+        if due:
+            assert a is not None
             found = build_findings(a)
             self.ordinary = (elapsed, growing, others, [
                 {"kind": str(r.kind), "severity": str(r.severity), "run": _num(r.run),
@@ -186,7 +300,7 @@ class Live:
                 for r in found.itertuples()])
             del found
         assert self.ordinary is not None
-        rows = stopped + self._drop(a, job) + [dict(r) for r in self.ordinary[3]]
+        rows = stopped + drops + [dict(r) for r in self.ordinary[3]]
         for j in job:
             j["trend"] = [h.get((j["run"], j["metric"])) for h in self.history[-11:]] + \
                 [j["value"]]
@@ -198,7 +312,7 @@ class Live:
         # 290 MB resident between snapshots without this, 206 MB with it); then their pages
         # go back to the system
         gc.collect()
-        memory.release(sum(len(ds[k]) for k in ds.tables))
+        memory.release(sum(len(ds[k]) for k in ds.tables) if ds is not None else 0)
         return Snapshot(time.time(), elapsed, files, job, instances, rows, notes, ds,
                         time.thread_time() - t0, final, self.ordinary[0])
 
@@ -281,14 +395,55 @@ class Live:
                 continue
             mean, ref = float(value[new].mean()), float(np.median(value[before]))
             if ref > 0 and mean < (1 - self.drop_share) * ref:
-                out.append({"kind": "live_throughput_drop", "severity": "warning",
-                            "run": j["run"], "subject": j["metric"], "value": mean,
-                            "threshold": ref, "message":
-                            f"{j['metric']} fell to {mean / ref:.0%} of the run's steady "
-                            f"state: {mean:,.4g} over the last {int(new.sum())} figures "
-                            f"printed, against {ref:,.4g} before"})
+                out.append(self._drop_row(j, mean, ref, int(new.sum())))
         self.sums.append(marks)
         del self.sums[:-RECENT_REFRESHES - 1]
+        return out + self._below_baseline(job)
+
+    def _drop_folded(self, values: dict[str, dict[tuple, tuple[np.ndarray, int]]],
+                     job: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """:meth:`_drop` from the folds (:func:`folded`): a series' figures are those of its
+        instances (training rows of its file, metric, pattern and name), each in its order;
+        the steady ones are each instance's after its warm-up cut (the job figure's), the
+        recent ones those after the instance's count :data:`RECENT_REFRESHES` refreshes ago.
+        It reads the kept values of the job figures' series only (8 bytes a row; the median
+        of the steady ones before is a pass over them)."""
+        out = []
+        marks: dict[tuple[str, str], dict[Any, int]] = {}
+        old = self.sums[-RECENT_REFRESHES] if len(self.sums) >= RECENT_REFRESHES else None
+        for j in job:
+            key = (j["source"] or "", j["metric"])
+            groups = [(k, v, cut) for k, (v, cut) in values.get(str(j["source"]), {}).items()
+                      if k[4] == j["metric"] and k[6] == "train"
+                      and (j.get("pattern") is None or k[1] == str(j["pattern"]))
+                      and (j.get("name") is None or k[2] == str(j["name"]))]
+            if not groups:
+                continue
+            marks[key] = {k: len(v) for k, v, _ in groups}
+            if old is None or key not in old:
+                continue
+            seen = old[key]
+            new = np.concatenate([v[max(seen.get(k, 0), cut):] for k, v, cut in groups])
+            before = np.concatenate([v[cut:max(seen.get(k, 0), cut)] for k, v, cut in groups])
+            new, before = new[~np.isnan(new)], before[~np.isnan(before)]
+            if len(new) < MIN_ROWS or len(before) < MIN_ROWS:
+                continue
+            mean, ref = float(new.mean()), float(np.median(before))
+            if ref > 0 and mean < (1 - self.drop_share) * ref:
+                out.append(self._drop_row(j, mean, ref, len(new)))
+        self.sums.append(marks)
+        del self.sums[:-RECENT_REFRESHES - 1]
+        return out + self._below_baseline(job)
+
+    def _drop_row(self, j: dict[str, Any], mean: float, ref: float, n: int) -> dict[str, Any]:
+        return {"kind": "live_throughput_drop", "severity": "warning", "run": j["run"],
+                "subject": j["metric"], "value": mean, "threshold": ref, "message":
+                f"{j['metric']} fell to {mean / ref:.0%} of the run's steady state: "
+                f"{mean:,.4g} over the last {n} figures printed, against {ref:,.4g} before"}
+
+    def _below_baseline(self, job: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The job figures 20% or more below the baseline's."""
+        out = []
         for j in job:
             base = self.baseline.get(j["metric"])
             if base and j["value"] is not None and j["value"] < (1 - self.drop_share) * base:

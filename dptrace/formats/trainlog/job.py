@@ -147,6 +147,22 @@ def job_figures(tp: pd.DataFrame, runs: pd.DataFrame | None = None,
     return _with_steps(out, pd.DataFrame(columns=COLUMNS), tp if RUN in tp else out)
 
 
+def takes_given(tp: pd.DataFrame, metrics: pd.DataFrame | None = None) -> bool:
+    """Whether :func:`job_figures` makes the figures of ``tp`` (with ``run``; no MLPerf log)
+    from the ``inst`` and ``summary`` it is given: every run is one input and no per-rank
+    file is renamed to its directory. It then reads of ``tp`` only the first row of each
+    (series, instance), each (run, source)'s first row, and every row of a series without
+    a step (an end-of-run figure's copies, :func:`_global_value`); of ``metrics`` each
+    (run, source)'s first row and the ``step_time_s``, ``step_time_avg_s`` and first
+    ``total_img_sec_ci`` rows. (``dptrace watch`` hands it tables of those rows only.)"""
+    if RUN not in tp or _by_input(tp) is not tp or _by_input(metrics) is not metrics:
+        return False
+    inputs: dict[str, set[str]] = {}
+    for run, source in [*_pairs(tp), *_pairs(metrics)]:
+        inputs.setdefault(run, set()).add(_group_of(source))
+    return not any(len(g) > 1 for g in inputs.values())
+
+
 def _by_input(df: pd.DataFrame | None) -> pd.DataFrame | None:
     """``df`` with each per-rank file's ``source`` replaced by its layout's directory, so
     that one kind of line printed to every rank's file is one series, its printers the
