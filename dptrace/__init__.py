@@ -16,9 +16,12 @@ rich: the public names load on first use, so ``dptrace --help`` starts at once):
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import importlib
 import sys
 import types
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from . import formats as _formats
@@ -68,19 +71,28 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from .watch import watch as watch
 
 
-def _import_uncollected(module: str) -> types.ModuleType:
-    """``module`` imported with the cyclic collector paused: importing pandas and pyarrow
-    allocates enough container objects for ~150 collections (~0.05 of ~0.4 CPU-s), none of
-    which can free anything; the collector is enabled again after (if it was)."""
-    import gc
-
+@contextlib.contextmanager
+def collector_paused(*, freeze: bool = False) -> Iterator[None]:
+    """The cyclic garbage collector paused while the block runs (imports: importing pandas
+    and pyarrow allocates enough container objects for ~150 collections, ~0.05 of ~0.4
+    CPU-s, none of which can free anything), enabled again after if it was; with
+    ``freeze``, every object made so far is then moved out of the collector's sight
+    (:func:`gc.freeze`: for a process of its own, whose modules live as long as it does)."""
     was = gc.isenabled()
     gc.disable()
     try:
-        return importlib.import_module(module, __name__)
+        yield
     finally:
+        if freeze:
+            gc.freeze()
         if was:
             gc.enable()
+
+
+def _import_uncollected(module: str) -> types.ModuleType:
+    """``module`` imported with the cyclic collector paused (:func:`collector_paused`)."""
+    with collector_paused():
+        return importlib.import_module(module, __name__)
 
 
 def __getattr__(name: str) -> Any:

@@ -248,23 +248,17 @@ def _import_uncollected(command: str, *, frozen: bool) -> None:
     (:func:`gc.freeze`): modules, classes and functions live as long as the process, and
     walking them again and again cost a small report ~50 ms of its ~0.6 s (about 170
     collections). Cycles made afterwards are collected as usual."""
-    import gc
+    from . import collector_paused
 
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        from rich.console import Console  # noqa: F401
+    with collector_paused(freeze=frozen):
+        try:
+            from rich.console import Console  # noqa: F401
 
-        from . import api  # noqa: F401
-        if command != "export":
-            from .reports import model, terminal  # noqa: F401
-    except Exception:   # (a broken install: the command's own import says so, as before)
-        pass
-    finally:
-        if frozen:
-            gc.freeze()
-        if was:
-            gc.enable()
+            from . import api  # noqa: F401
+            if command != "export":
+                from .reports import model, terminal  # noqa: F401
+        except Exception:   # (a broken install: the command's own import says so, as before)
+            pass
 
 
 def _command(args: argparse.Namespace) -> int:
