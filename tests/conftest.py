@@ -30,6 +30,9 @@ SLOW: dict[tuple[str, str | None], str] = {
     # surveys of fleets copied from the real fixtures (each folder read and analysed); the
     # cache and engines' logic runs everywhere in test_fleet_engines' quick tests
     ("test_fleet_survey", None): "surveys of fleets of real fixtures, minutes",
+    # the joint analysis of a task's folders against each folder's own (100 folders, 13 real
+    # ones): a property of dptrace's code, ~1 CPU-minute; test_fleet_joint's cuts run everywhere
+    ("test_fleet_joint_analysis", None): "joint and per-folder analyses of fleets, a minute",
     # replays against the wall clock (a rank that stops, a throughput that drops); the
     # incremental reading's equality with one read runs everywhere (test_watch_pieces/_replay)
     ("test_watch_live", None): "live replays that wait out real intervals",
