@@ -119,10 +119,12 @@ class Replay:
         self.write_s += time.process_time() - t
 
 
-def kept(w: Any) -> tuple[int, int, bool]:
-    """Rows the watch's training-log readers keep, the bytes of their columns, and whether
-    every file is still finished part by part."""
-    rows = nbytes = 0
+def kept(w: Any) -> tuple[int, int, bool, int, int]:
+    """Rows the watch's training-log readers keep, the bytes of their columns, whether
+    every file is still finished part by part, the bytes of the throughput folds' arrays
+    (values and steps, with their unused capacity) and the rows of the reduced tables a
+    refresh assembles (pieces.TrainlogState.reps)."""
+    rows = nbytes = fold = reps = 0
     incremental = True
     for tail in w.follower.tails.values():
         for state in tail.states.values():
@@ -133,7 +135,12 @@ def kept(w: Any) -> tuple[int, int, bool]:
             for chunks in state.done.values():
                 nbytes += sum(int(df.memory_usage(index=False, deep=True).sum())
                               for df in chunks)
-    return rows, nbytes, incremental
+            if getattr(state, "fold", None) is not None:
+                for g in state.fold.groups.values():
+                    fold += g.values.arr.nbytes + (g.steps.arr.nbytes if g.steps else 0)
+            reps += sum(len(df) for chunks in getattr(state, "reps", {}).values()
+                        for df in chunks)
+    return rows, nbytes, incremental, fold, reps
 
 
 def main() -> int:
@@ -177,22 +184,27 @@ def main() -> int:
         snaps, snap_cpu, next_mark = 0, 0.0, every
         last_sim, last_cost, interval = 0.0, 0.0, 0.0
         print(f"{'sim s':>7} {'MB read':>9} {'rows kept':>10} {'kept MB':>8} "
+              f"{'fold MB':>7} {'reps':>7} "
               f"{'RSS MB':>7} {'peak MB':>8} {'snap CPU s':>10} {'refresh s':>9} "
-              f"{'ms/MB':>6} {'share':>6} {'load':>5}", flush=True)
+              f"{'ms/MB':>6} {'share':>6} {'folded':>6} {'wall s':>7} {'load':>5}", flush=True)
 
         def mark(read: float) -> None:
-            rows, nbytes, _ = kept(w)
+            rows, nbytes, _, fold, reps = kept(w)
             cpu = time.process_time() - cpu0 - replay.write_s   # the watch's, so far
             print(f"{replay.now:7.0f} {read / MB:9.0f} {rows:10,} {nbytes / MB:8.1f} "
+                  f"{fold / MB:7.1f} {reps:7,} "
                   f"{rss_mb():7.0f} {peak_mb():8.0f} {last_cost:10.2f} {interval:9.0f} "
                   f"{cpu / max(read / MB, 1e-9) * 1000:6.0f} "
                   f"{cpu / max(replay.ended or replay.now, 1e-9):6.1%} "
+                  f"{folds}/{snaps} {time.time() - wall0:7.0f} "
                   f"{os.getloadavg()[0]:5.1f}", flush=True)
 
         final = False
         built = 0   # refreshes that built the ordinary findings (Live.ordinary_due)
+        folds = 0   # refreshes whose job figure came from the folds (Snapshot.folded)
         for snap in w.snapshots():
             snaps += 1
+            folds += bool(getattr(snap, "folded", False))
             snap_cpu += snap.cost_s
             built += getattr(snap, "findings_elapsed_s", None) == snap.elapsed_s
             read = sum(f["read_bytes"] for f in snap.files)
@@ -211,10 +223,12 @@ def main() -> int:
             gen.wait()
         sim = replay.ended or replay.now   # the job's length: the idle end is not counted
         size = replay.written
-        rows, nbytes, incremental = kept(w)
+        rows, nbytes, incremental, fold, reps = kept(w)
         print(f"\nreplayed {size / MB:,.0f} MB over {sim:,.0f} simulated s "
               f"({size / MB / sim:.2f} MB/s) in {wall:,.0f} s wall (load {os.getloadavg()[0]:.1f}"
-              f"); {snaps} snapshots ({built} built the ordinary findings); "
+              f"); {snaps} snapshots ({built} built the ordinary findings, {folds} took the "
+              f"job figure from the folds); fold {fold / MB:,.1f} MB "
+              f"({fold / rows if rows else 0:.1f} bytes a row), {reps:,} rows reduced; "
               f"{rows:,} rows kept ({rows / (size / MB):,.0f} per MB, "
               f"{nbytes / rows if rows else 0:.0f} bytes each); finished part by part: "
               f"{incremental}; watched file punched: {punch is not None and punch.ok}")

@@ -88,9 +88,11 @@ def main() -> int:
                 peak = tracemalloc.get_traced_memory()[1] / MB if traced else 0.0
                 if traced:
                     tracemalloc.stop()
-                ds = snap.dataset
-                rows = sum(len(ds[k]) for k in ds.tables) if ds is not None else 0
-                del snap, ds
+                # the training-log rows read (a refresh's Dataset is built only when the
+                # findings are due: the rows are counted where they are kept)
+                rows = sum(st.rows() for t in follower.tails.values()
+                           for st in t.states.values() if hasattr(st, "rows"))
+                del snap
                 gc.collect()
                 return cpu, peak, rows
 

@@ -686,9 +686,12 @@ class NcclState:
         from ..numbers import note
 
         r = self.reader
-        if tail:
+        found = read._candidates(tail, 0, len(tail)) if tail else None
+        if found is not None and len(found.ids):
+            # (a copy of the reader only for a tail with NCCL lines: the reader holds every
+            # distinct line read, and a tqdm bar being redrawn is a tail at most refreshes)
             r = copy.deepcopy(r)
-            read._read(r, read._candidates(tail, 0, len(tail)), self.first)
+            read._read(r, found, self.first)
         problems: list[Problem] = []
         name = self.name
         file_rank = rank_of_path(name)
