@@ -666,8 +666,9 @@ def _merge(parts: list[_Part], problems: list[Problem],
     offset, tps, tms = 0, [], []
     headers: list[_Header] = []
     for tp, tm, probs, newlines, heads in parts:
-        tp["lineno"] += offset
-        tm["lineno"] += offset
+        if offset:   # (the first range's numbers stand: a small log's one range)
+            tp["lineno"] += offset
+            tm["lineno"] += offset
         problems.extend(Problem(p.source, p.message, None if p.line is None else p.line + offset,
                                 p.severity) for p in probs)
         headers.extend((pre, line + offset, kind) for pre, line, kind in heads)
@@ -706,10 +707,10 @@ def _categorical(s: pd.Series) -> bool:
 def _tidy_categories(df: pd.DataFrame) -> pd.DataFrame:
     """Categorical columns with only the values they hold, sorted: the categories pandas
     gives strings made categorical (what the schema makes of the general engine's)."""
-    for col in df:
+    for col, dtype in zip(df.columns.tolist(), df.dtypes.tolist(), strict=True):
+        if not isinstance(dtype, pd.CategoricalDtype):   # (its dtype, not the column: a
+            continue                                     # lookup of each is ~15 us)
         s = df[col]
-        if not _categorical(s):
-            continue
         cats = s.cat.categories
         codes = s.cat.codes.to_numpy()
         used = np.flatnonzero(schema.code_counts(codes, len(cats)))
@@ -789,7 +790,10 @@ def _bare(tp: pd.DataFrame) -> pd.DataFrame:
     """The rows of bars without a description."""
     if tp.empty or "label" not in tp:
         return tp.iloc[:0]
-    return tp[(tp["pattern"] == "tqdm") & tp["label"].isna()]
+    bare = schema.isin(tp["pattern"], ("tqdm",))
+    if not bare.any():   # (no bar: no mask of the labels, no copy of the rows)
+        return tp.iloc[:0]
+    return tp[bare & tp["label"].isna().to_numpy(dtype=bool)]
 
 
 def _bare_lines(tp: pd.DataFrame) -> int:
@@ -923,6 +927,12 @@ def _variant_of_codes(patterns: list[pd.Series]) -> str | None:
     the strings gives (in order of first appearance, then stably by count, descending)."""
     counts: dict[str, int] = {}
     for s in patterns:
+        if not _categorical(s) and len(s) <= _COUNT_IN_PYTHON:
+            for k in s.tolist():   # a small log's few rows: counted in Python (~0.5 ms less)
+                if k is None or k is pd.NA or (isinstance(k, float) and k != k):
+                    continue
+                counts[str(k)] = counts.get(str(k), 0) + 1
+            continue
         if not _categorical(s):  # in order of first appearance (pandas 2's value_counts
             # orders ties by hash: the engines would disagree on a tie)
             per = s.value_counts(sort=False)
@@ -937,6 +947,10 @@ def _variant_of_codes(patterns: list[pd.Series]) -> str | None:
             counts[name] = counts.get(name, 0) + int(per_code[code])
     names = sorted(counts, key=lambda k: -counts[k])  # stable: ties keep their order
     return "+".join(names) or None
+
+
+#: a column of patterns up to this many rows is counted in Python (:func:`_variant_of_codes`)
+_COUNT_IN_PYTHON = 50_000
 
 
 # --- many small logs at once ------------------------------------------------------------------
