@@ -48,8 +48,17 @@ register_derived(
     _raw("mpi_ranks"), _raw("mpi_routines"), _raw("mpi_messages"),
     Derived("communication.ranks", _rank_times, "MPI time per rank (analysis.communication."
             "rank_times)", per_run=True),
+    # not run-local to the last bit: a run's sums of small Allreduces in the whole table
+    # differ from its own in the last place (mpitrace's alcfws_theta_knl32: 694.2420000000001
+    # s against 694.242 s; the finding's value would change)
     Derived("communication.small_messages", _small_messages, "small Allreduces per job"),
     Derived("communication.jobs", _jobs, "MPI share per job", per_run=True),
+    # not run-local: a run with routine rows but no rank rows (mpitrace's README example:
+    # its mpi_routines without mpi_ranks) has none alone (_profiled), rows in the whole
     Derived("communication.routines", _routines, "MPI routines by time, every one"),
-    Derived("communication.message_sizes", _message_sizes, "bytes per collective and bin"),
+    Derived("communication.message_sizes", _message_sizes, "bytes per collective and bin",
+            per_run=True),
 )
+# run-local (per_run): message_sizes groups by the run first (analysis.keys) and sorts
+# within it; a run's rows of the whole table equal, to the last bit, the table of the run
+# alone on every realdata and fixture folder of several runs (tests/test_cost_per_run.py)
