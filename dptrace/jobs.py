@@ -69,8 +69,11 @@ class Facts:
     #: sources that are a process's own output with rows of its own (a training or MLPerf
     #: log's figures, losses): main units; None: by format alone (:data:`MAIN_FORMATS`)
     mains: frozenset[int] | None = None
-    worlds: Callable[[], Mapping[int, frozenset[int]]] | None = None
-    _worlds: Mapping[int, frozenset[int]] | None = None
+    #: the world sizes the sources asked for state (a join asks of a few sources: each
+    #: one's are those its rows alone state, so only theirs are computed)
+    worlds: Callable[[Sequence[int]], Mapping[int, frozenset[int]]] | None = None
+    _worlds: dict[int, frozenset[int]] = field(default_factory=dict)
+    _asked: set[int] = field(default_factory=set)
 
     def is_main(self, i: int) -> bool:
         """Source ``i`` is a process's own output (a main unit)."""
@@ -82,8 +85,10 @@ class Facts:
         """The world sizes the sources ``members`` state (empty: none stated)."""
         if self.worlds is None:
             return frozenset()
-        if self._worlds is None:
-            self._worlds = self.worlds()
+        new = [i for i in dict.fromkeys(members) if i not in self._asked]
+        if new:
+            self._worlds.update(self.worlds(new))
+            self._asked.update(new)
         out: set[int] = set()
         for i in members:
             out |= self._worlds.get(i, frozenset())

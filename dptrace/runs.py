@@ -243,8 +243,8 @@ def source_facts(names: Sequence[str], sources: pd.DataFrame,
             traces[i] = jobs.Trace(_int_or_none(r.rank), _int_or_none(r.world_size),
                                    _float_or_none(r.first_us), _float_or_none(r.last_us))
 
-    def worlds() -> dict[int, frozenset[int]]:
-        return _stated_worlds(names, sources, tables)
+    def worlds(members: Sequence[int]) -> dict[int, frozenset[int]]:
+        return _stated_worlds(names, sources, tables, members)
 
     return jobs.Facts(formats, traces, worlds=worlds, mains=_own_rows(index, tables))
 
@@ -287,23 +287,41 @@ _INFERRED = ("ranks ", "per-rank files", "MLPerf :::MLLOG lines of ranks")
 
 
 def _stated_worlds(names: Sequence[str], sources: pd.DataFrame,
-                   tables: Mapping[str, pd.DataFrame]) -> dict[int, frozenset[int]]:
+                   tables: Mapping[str, pd.DataFrame],
+                   members: Sequence[int] | None = None) -> dict[int, frozenset[int]]:
     """Per source index, the world size its content states (:func:`runs_table` with each
-    source a run of its own)."""
+    source a run of its own). ``members``: only these sources' (the facts are found run by
+    run, so a source's are those of its rows alone; the rows of the others are left out
+    first: a join asks of two or three sources of a task's hundreds)."""
     if not names:
         return {}
-    own = {n: n for n in names}
-    order = list(dict.fromkeys(names))
+    if members is not None:
+        wanted = {names[i] for i in members}
+        if len(wanted) < len(set(names)):
+            tables = {k: _of_sources(v, wanted) for k, v in tables.items()}
+            sources = _of_sources(sources, wanted)
+            names = [n if n in wanted else "" for n in names]   # (indices kept)
+    own = {n: n for n in names if n}
+    order = list(dict.fromkeys(n for n in names if n))
     per = {k: add_run(v, own, order) for k, v in tables.items() if "source" in v.columns}
     src = add_run(sources, own, order) if "source" in sources.columns else sources
     table = runs_table(own, {n: n for n in order}, per, src)
-    index = {n: i for i, n in enumerate(names)}
+    index = {n: i for i, n in enumerate(names) if n}
     out: dict[int, frozenset[int]] = {}
     for run, w, why in zip(table["run"].astype(str), table["world_size"],
                            table["world_size_from"], strict=True):
         if pd.notna(w) and not str(why).startswith(_INFERRED) and run in index:
             out[index[run]] = frozenset({int(w)})
     return out
+
+
+def _of_sources(df: pd.DataFrame, wanted: set[str]) -> pd.DataFrame:
+    """The rows of ``df`` whose ``source`` is one of ``wanted`` (``df`` itself when every
+    row's is, or it has no ``source`` column)."""
+    if "source" not in df.columns or not len(df):
+        return df
+    keep = schema.isin(df["source"], wanted)
+    return df if keep.all() else df[keep].reset_index(drop=True)
 
 
 def add_run(df: pd.DataFrame, run_of: Mapping[str, str], order: Sequence[str]) -> pd.DataFrame:
