@@ -25,6 +25,15 @@ environment: an installed package has its ``.pyc``), after one untimed report of
 
 Targets (issue 32): one small log's report at most 1.6x the reference; 1,000 runs at most
 15x one run's report.
+
+``--fleet N`` (issue 33: the cost of a small run in a survey): instead, ``N`` folders of the
+small fleet (scripts/make_small_fleet.py: real fixtures' job folders of every kind), each
+in one warm process (one folder of each kind read first, untimed): per folder, the CPU of
+``dptrace.load``, of the analysis (the context's derived tables a survey reads) and of the
+findings, by kind and in all, against ``pandas.read_csv`` of the same files (each line one
+text field) in the same process: the reference. ``--survey``: also a serial cold ``dptrace
+survey`` of the N folders (a fresh interpreter, imports excluded). With ``--before DIR``
+both trees, alternated ``--repeat`` times; the best of each is kept.
 """
 
 from __future__ import annotations
@@ -95,6 +104,127 @@ def make_folder(log: Path, n: int, base: Path) -> Path:
     return folder
 
 
+#: the child of ``--fleet``: per folder, CPU of read_csv (the reference), load, analysis,
+#: findings; one JSON line of sums by kind
+FLEET = r"""
+import glob, importlib, json, os, sys, time
+import pandas as pd
+import dptrace
+from dptrace.analyses import Analyses
+findings = importlib.import_module("dptrace.findings")
+folders = sorted(glob.glob(os.path.join(sys.argv[1], "job-*")))
+TABLES = ("throughput.job", "communication.jobs", "nccl.overview", "throughput.instances",
+          "communication.ranks", "torchtrace.ranks")
+
+def files(folder):
+    return sorted(p for p in glob.glob(os.path.join(folder, "**"), recursive=True)
+                  if os.path.isfile(p))
+
+def one(folder):
+    c0 = time.process_time()
+    for path in files(folder):   # each line one text field: the bytes read into a frame
+        try:
+            pd.read_csv(path, sep="\x1f", header=None, quoting=3, dtype=str,
+                        on_bad_lines="skip", encoding_errors="replace", engine="c")
+        except pd.errors.EmptyDataError:   # (an empty file)
+            pass
+    c1 = time.process_time()
+    ds = dptrace.load(folder, executor="serial")
+    c2 = time.process_time()
+    a = Analyses(ds, {"warmup": 0.1, "thresholds": {}, "view": "report"})
+    for name in TABLES:
+        a.get(name)
+    c3 = time.process_time()
+    findings.build(a)
+    c4 = time.process_time()
+    return [c1 - c0, c2 - c1, c3 - c2, c4 - c3, len(ds.run_ids)]
+
+kind = lambda f: os.path.basename(f).split("-", 2)[2]
+seen = set()
+for f in folders:   # untimed: one of each kind (modules imported, caches warm)
+    if kind(f) not in seen:
+        seen.add(kind(f))
+        one(f)
+out = {}
+for f in folders:
+    got = one(f)
+    row = out.setdefault(kind(f), [0] * 6)
+    row[0] += 1
+    for k, v in enumerate(got):
+        row[k + 1] += v
+print(json.dumps(out))
+"""
+#: the child of ``--survey``: a serial cold survey's CPU, imports excluded
+SURVEY = r"""
+import json, sys, time
+from dptrace.fleet import survey
+c0 = time.process_time()
+f = survey(sys.argv[1], cache=sys.argv[2], engine="serial")
+print(json.dumps({"cpu": time.process_time() - c0, "runs": len(f.fleet)}))
+"""
+FLEET_COLS = ("reference", "load", "analysis", "findings")
+
+
+def fleet(a: argparse.Namespace) -> None:
+    """``--fleet N``: see the module's docstring."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from make_small_fleet import make_small_fleet
+
+    trees: list[tuple[str, Path | None]] = [("", None)]
+    if a.before is not None:
+        trees.insert(0, ("before", a.before.resolve()))
+    res: dict[str, object] = {"folders": a.fleet, "load_average": os.getloadavg()[0]}
+    best: dict[str, dict[str, list[float]]] = {}
+    surveys: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="dptrace-small-fleet-") as tmp:
+        jobs = Path(tmp) / "jobs"
+        make_small_fleet(jobs, a.fleet)
+        for rnd in range(a.repeat):
+            for tag, tree in trees:
+                _, _, text = timed([sys.executable, "-c", FLEET, str(jobs)], None, tree)
+                got = json.loads(text.strip().splitlines()[-1])
+                mine = best.setdefault(tag or "now", {})
+                for kind, row in got.items():   # the best round of each kind
+                    if kind not in mine or sum(row[2:5]) < sum(mine[kind][2:5]):
+                        mine[kind] = row
+                if a.survey:
+                    cache = Path(tmp) / f"cache-{rnd}-{tag or 'now'}"
+                    _, _, text = timed([sys.executable, "-c", SURVEY, str(jobs), str(cache)],
+                                       None, tree)
+                    surveys.setdefault(tag or "now", []).append(
+                        json.loads(text.strip().splitlines()[-1])["cpu"])
+    res["load_average_end"] = os.getloadavg()[0]
+    table: dict[str, dict[str, object]] = {}
+    for tag, kinds in best.items():
+        rows: dict[str, object] = {}
+        total = [0.0] * 7
+        for kind, row in sorted(kinds.items()):
+            n = row[0]
+            rows[kind] = {"folders": n, **{f"{c}_ms": round(1e3 * row[k + 1] / n, 1)
+                                            for k, c in enumerate(FLEET_COLS)}}
+            total = [t + v for t, v in zip(total, row, strict=False)]
+        n = total[0]
+        rows["all"] = {"folders": int(n), "runs": int(total[5]),
+                       **{f"{c}_ms": round(1e3 * total[k + 1] / n, 1)
+                          for k, c in enumerate(FLEET_COLS)},
+                       "x_reference": round(sum(total[2:5]) / total[1], 2)}
+        if tag in surveys:
+            rows["survey_cpu_s"] = round(min(surveys[tag]), 2)
+        table[tag] = rows
+    res["results"] = table
+    print(json.dumps(res, indent=2))
+    for tag, rows in table.items():
+        r = rows["all"]
+        assert isinstance(r, dict)
+        print(f"{tag:>6}: per folder {r['load_ms']} ms load, {r['analysis_ms']} ms analysis, "
+              f"{r['findings_ms']} ms findings ({r['x_reference']}x read_csv's "
+              f"{r['reference_ms']} ms)"
+              + (f"; serial cold survey {rows['survey_cpu_s']} CPU-s" if "survey_cpu_s" in rows
+                 else ""))
+    if a.json:
+        a.json.write_text(json.dumps(res, indent=2))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--log", type=Path, default=DEFAULT_LOG)
@@ -107,7 +237,14 @@ def main() -> None:
     p.add_argument("--before-max", type=int, default=100,
                    help="the largest folder timed with --before (a slow tree's 1,000 runs "
                         "can take many minutes)")
+    p.add_argument("--fleet", type=int, default=0,
+                   help="time N folders of the small fleet instead (issue 33)")
+    p.add_argument("--survey", action="store_true",
+                   help="with --fleet: also a serial cold survey of the folders")
     a = p.parse_args()
+    if a.fleet:
+        fleet(a)
+        return
     sizes = [int(x) for x in a.runs.split(",") if x]
     dptrace = [sys.executable, "-m", "dptrace.cli", "report"]
     res: dict[str, object] = {"log": str(a.log), "log_bytes": a.log.stat().st_size,
