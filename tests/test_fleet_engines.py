@@ -339,9 +339,53 @@ def dask_url(cluster) -> str:
 def test_dask_local_cluster_same_results() -> None:
     """``engine="dask"`` starts its own LocalCluster, gives what serial gives, closes it."""
     pytest.importorskip("distributed")
+    from dptrace.fleet import on_dask
     got = by_task(run_tasks(fail_on_3, range(20), engine="dask", workers=2))
     assert got == by_task(run_tasks(fail_on_3, range(20), engine="serial"))
     assert got[3] == (ValueError, "task 3 fails")
+    # its workers run without Dask's statistical profiler (whose history of sampled stacks
+    # grew a worker by ~70 KB a survey's run); ``profile = true`` keeps it
+    assert set(dict(run_tasks(on_dask.profiler_state, range(2), engine="dask", workers=1)).values()) \
+        == {((), 0)}
+    kept = dict(run_tasks(on_dask.profiler_state, range(2), engine="dask", workers=1,
+                          config={"profile": True}))
+    assert all(names == tuple(sorted(on_dask.PROFILER_CALLBACKS)) for names, _ in kept.values())
+
+
+def test_stop_profiler_takes_out_the_callbacks_and_the_history() -> None:
+    from collections import deque
+
+    from dptrace.fleet import on_dask
+
+    class Callback:
+        stopped = False
+
+        def stop(self) -> None:
+            self.stopped = True
+
+    class Worker:
+        def __init__(self) -> None:
+            self.periodic_callbacks = {"profile": Callback(), "profile-cycle": Callback(),
+                                       "heartbeat": Callback()}
+            self.profile_history = deque([(1.0, {})])
+            self.profile_keys_history = deque([(1.0, {})])
+
+    w = Worker()
+    cbs = dict(w.periodic_callbacks)
+    on_dask.stop_profiler(w)
+    assert list(w.periodic_callbacks) == ["heartbeat"] and not cbs["heartbeat"].stopped
+    assert cbs["profile"].stopped and cbs["profile-cycle"].stopped
+    assert not w.profile_history and not w.profile_keys_history
+    on_dask.stop_profiler(object())   # a worker without them: nothing to do
+    with pytest.raises(ValueError, match="profile: true or false"):
+        list(run_tasks(square, [1], engine="dask", config={"profile": "sometimes"}))
+
+
+def test_existing_cluster_keeps_its_profiler(dask_cluster) -> None:
+    """``dask://``: the workers are the user's, their profiler left as their config says."""
+    from dptrace.fleet import on_dask
+    got = dict(run_tasks(on_dask.profiler_state, range(2), engine=dask_url(dask_cluster)))
+    assert all(names == tuple(sorted(on_dask.PROFILER_CALLBACKS)) for names, _ in got.values())
 
 
 def test_dask_existing_scheduler(dask_cluster) -> None:
@@ -516,6 +560,10 @@ def test_batch_scheduler_engine_end_to_end_on_local_jobs(monkeypatch) -> None:
               "scheduler_options": {"dashboard_address": ":0"}}
     got = dict(run_tasks(operator.neg, range(20), engine="slurm", config=config))
     assert got == {x: -x for x in range(20)}
+    # the batch jobs' workers read their own configuration: the plugin stops their profiler
+    # (a function of dptrace's: the jobs' workers cannot import the tests)
+    got = dict(run_tasks(on_dask.profiler_state, range(3), engine="slurm", config=config))
+    assert got and all(v == ((), 0) for v in got.values())
 
     def jobs() -> list:
         out = []

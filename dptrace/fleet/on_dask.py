@@ -22,6 +22,19 @@ holds one task at a time, so a worker's death is charged to the task it ran and 
 queued behind it. A cluster this module started is closed when the iteration ends, stops
 early or is interrupted (Ctrl-C).
 
+A cluster started here runs its workers **without Dask's statistical profiler** (config key
+``profile``, default false): the profiler samples the running task's stack every 10 ms and
+keeps a tree of the sampled frames per second of work, the last 1,000 seconds of them
+(``distributed.admin.low-level-log-length``) twice over (all tasks, and per task name), so a
+worker's memory grew by ~1 MiB a second of survey: ~70 KB a run, 242 MiB at 1,000 runs and
+624 MiB at 10,000, up to ~1-2 GiB a worker. ``LocalCluster``: the workers start with
+``distributed.worker.profile.enabled`` false; ``slurm``/``pbs`` (their workers read the
+configuration of the job's environment): a worker plugin (:func:`_quiet_profiler`) stops the
+profiler of every worker that joins, those ``adapt`` adds later included. ``profile = true``
+keeps it (the dashboard's Profile page). An existing scheduler's workers (``dask://``) are
+the user's, left as they are: set ``distributed.worker.profile.enabled: false`` in their Dask
+configuration (``DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False``) for the same bound.
+
 Inside a Dask worker the loader's process pool cannot start (a worker is a daemonic
 process): tasks must load with ``executor="serial"``. One huge input is split over the
 cluster the other way round: ``dptrace.load(path, executor=DaskExecutor(client))``.
@@ -45,7 +58,11 @@ R = TypeVar("R")
 
 #: keys of an engine's config section that are this module's, not the cluster class's
 OWN_KEYS = frozenset({"timeout", "adapt", "jobs", "allowed_failures", "worker_saturation",
-                      "start_method", "dashboard_address", "memory_limit"})
+                      "start_method", "dashboard_address", "memory_limit", "profile"})
+#: the worker plugin's name (registered once per cluster this module starts)
+QUIET_PROFILER = "dptrace-quiet-profiler"
+#: a worker's periodic callbacks of Dask's statistical profiler (``Worker.__init__``)
+PROFILER_CALLBACKS = ("profile", "profile-cycle")
 #: the dask-jobqueue class of each batch-scheduler engine (module:class)
 JOBQUEUE_CLASSES = {"slurm": "dask_jobqueue:SLURMCluster", "pbs": "dask_jobqueue:PBSCluster"}
 
@@ -115,6 +132,9 @@ def _client(engine: str, workers: int | None, config: dict[str, Any]) -> Iterato
                                 float(config.get("worker_saturation", 1.0))}
     if "allowed_failures" in config:
         settings["distributed.scheduler.allowed-failures"] = int(config["allowed_failures"])
+    profile = _flag(config.get("profile", False), "profile")
+    if not profile:   # a LocalCluster's nannies hand this configuration to their workers
+        settings["distributed.worker.profile.enabled"] = False
     with contextlib.ExitStack() as stack:
         stack.enter_context(dask.config.set(settings))
         if engine.startswith(DASK_URL):
@@ -124,7 +144,57 @@ def _client(engine: str, workers: int | None, config: dict[str, Any]) -> Iterato
         else:
             cluster = stack.enter_context(_cluster(engine, workers, config))
             client = stack.enter_context(Client(cluster))
+            if not profile and engine in JOBQUEUE_CLASSES:
+                # batch jobs' workers read their own environment's configuration
+                client.register_plugin(_quiet_profiler(), name=QUIET_PROFILER)
         yield client
+
+
+def _flag(value: Any, key: str) -> bool:
+    """A config section's boolean (TOML's ``true``/``false``; a string that says so)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
+        return value.strip().lower() in ("true", "1")
+    raise ValueError(f"{key}: true or false, not {value!r}")
+
+
+def stop_profiler(worker: Any) -> None:
+    """Stop Dask's statistical profiler in ``worker`` (a :class:`distributed.Worker`) and
+    drop what it kept: its periodic callbacks (:data:`PROFILER_CALLBACKS`) taken out before
+    or after the worker started them, its history emptied."""
+    callbacks = getattr(worker, "periodic_callbacks", {})
+    for name in PROFILER_CALLBACKS:
+        pc = callbacks.pop(name, None)
+        if pc is not None:
+            pc.stop()
+    for name in ("profile_history", "profile_keys_history"):
+        with contextlib.suppress(AttributeError):
+            getattr(worker, name).clear()
+
+
+def profiler_state(_: Any = None) -> tuple[tuple[str, ...], int]:
+    """In a Dask worker (a task, or ``client.run``): the profiler callbacks it has (of
+    :data:`PROFILER_CALLBACKS`) and the profile snapshots it keeps; ``((), 0)`` when the
+    profiler is off."""
+    from distributed import get_worker
+
+    w = get_worker()
+    names = tuple(sorted(set(PROFILER_CALLBACKS) & set(w.periodic_callbacks)))
+    return names, len(w.profile_history) + len(w.profile_keys_history)
+
+
+def _quiet_profiler() -> Any:
+    """A :class:`distributed.WorkerPlugin` that runs :func:`stop_profiler` on every worker
+    of the cluster, present and to come (defined here, where Dask is imported; Dask sends it
+    to the workers by value)."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class QuietProfiler(WorkerPlugin):
+        def setup(self, worker: Any) -> None:
+            stop_profiler(worker)
+
+    return QuietProfiler()
 
 
 @contextlib.contextmanager
