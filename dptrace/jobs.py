@@ -69,11 +69,12 @@ class Facts:
     #: sources that are a process's own output with rows of its own (a training or MLPerf
     #: log's figures, losses): main units; None: by format alone (:data:`MAIN_FORMATS`)
     mains: frozenset[int] | None = None
-    #: the world sizes the sources asked for state (a join asks of a few sources: each
-    #: one's are those its rows alone state, so only theirs are computed)
+    #: ``worlds(members)``: the world sizes stated by each source it covers (the sources
+    #: asked for, or more: every source when they are many of them), empty where none; a
+    #: source's are those its rows alone state, so a join that asks of a few sources of a
+    #: large load has only theirs computed
     worlds: Callable[[Sequence[int]], Mapping[int, frozenset[int]]] | None = None
     _worlds: dict[int, frozenset[int]] = field(default_factory=dict)
-    _asked: set[int] = field(default_factory=set)
 
     def is_main(self, i: int) -> bool:
         """Source ``i`` is a process's own output (a main unit)."""
@@ -85,10 +86,9 @@ class Facts:
         """The world sizes the sources ``members`` state (empty: none stated)."""
         if self.worlds is None:
             return frozenset()
-        new = [i for i in dict.fromkeys(members) if i not in self._asked]
+        new = [i for i in dict.fromkeys(members) if i not in self._worlds]
         if new:
             self._worlds.update(self.worlds(new))
-            self._asked.update(new)
         out: set[int] = set()
         for i in members:
             out |= self._worlds.get(i, frozenset())

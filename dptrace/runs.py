@@ -244,7 +244,14 @@ def source_facts(names: Sequence[str], sources: pd.DataFrame,
                                    _float_or_none(r.first_us), _float_or_none(r.last_us))
 
     def worlds(members: Sequence[int]) -> dict[int, frozenset[int]]:
-        return _stated_worlds(names, sources, tables, members)
+        """Each covered source's stated world sizes (empty: none): ``members``' only when
+        they are at most a quarter of the sources (a join in a load of many folders),
+        else every source's at once (the runs table's fixed cost paid once)."""
+        wanted = {names[i] for i in members}
+        few = _FEW * len(wanted) <= len(set(names))
+        found = _stated_worlds(names, sources, tables, members if few else None)
+        covered = [i for i, n in enumerate(names) if n in wanted] if few else range(len(names))
+        return {i: found.get(i, frozenset()) for i in covered}
 
     return jobs.Facts(formats, traces, worlds=worlds, mains=_own_rows(index, tables))
 
@@ -284,6 +291,11 @@ def _float_or_none(v: object) -> float | None:
 
 #: ``world_size_from`` texts that infer a world size rather than read one stated
 _INFERRED = ("ranks ", "per-rank files", "MLPerf :::MLLOG lines of ranks")
+
+
+#: a join's world sizes are computed for the sources it asks about alone when they are at
+#: most one in this many of the load's sources (:func:`source_facts`)
+_FEW = 4
 
 
 def _stated_worlds(names: Sequence[str], sources: pd.DataFrame,
