@@ -461,7 +461,7 @@ def reduced_rows(table: str, df: pd.DataFrame, seen: set[tuple], fold: Any) -> A
     if len(rows):
         cols = thr.SERIES
         ids = thr.group_ids(rows, cols)
-        first = first_of(ids)
+        first = schema.first_rows(ids)
         keys = list(zip(*([thr._fold_key(v) for v in rows[c].take(first).to_numpy(dtype=object)]
                           for c in cols), strict=True))
         unstepped = np.array([fold.series.get(k, 0) == 0 for k in keys], dtype=bool)
@@ -510,11 +510,6 @@ def _splits(headers: list[Any], firsts: dict[Any, int]) -> bool:
     return False
 
 
-def first_of(ids: Any) -> Any:
-    from ..schema import first_rows
-    return first_rows(ids)
-
-
 def _firsts(df: pd.DataFrame, cols: list[str], seen: set[tuple], tag: str) -> Any:
     """The rows of ``df`` that are the first of their combination of ``cols`` (those it
     has) not in ``seen``; ``seen`` learns them (tagged ``tag``)."""
@@ -524,7 +519,7 @@ def _firsts(df: pd.DataFrame, cols: list[str], seen: set[tuple], tag: str) -> An
 
     cols = [c for c in cols if c in df]
     ids = thr.group_ids(df, cols)
-    first = first_of(ids)
+    first = schema.first_rows(ids)
     keep = np.zeros(len(df), dtype=bool)
     values = [[thr._fold_key(v) for v in df[c].take(first).to_numpy(dtype=object)]
               for c in cols]

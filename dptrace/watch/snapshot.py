@@ -318,7 +318,10 @@ class Live:
         # (a refresh whose job figure came from the folds made small frames only: the
         # younger generations hold them; a full collection walks every object the readers
         # keep, ~70 ms at 300 MB of the dense log)
-        gc.collect() if ds is not None else gc.collect(1)
+        if ds is not None:
+            gc.collect()
+        else:
+            gc.collect(1)
         # (the free pages of the C heap back to the system at every refresh of a large log:
         # the reads since the last one left holes of their temporaries, the fold's arrays
         # grew; without it a refresh from the folds trimmed nothing, and the resident set

@@ -963,7 +963,10 @@ def series_figures(summary: pd.DataFrame, tp: pd.DataFrame, runs: pd.DataFrame |
     has it; ``figures``: those :func:`job_figures` made of the same tables (with ``inst``)."""
     if summary.empty:
         return summary.assign(job_how=pd.Series(dtype="object"))
-    work = _phased_rows(tp)
+    # (with ``inst`` given, the rows are read only as _Series(work, _ROW_COLS) reads them:
+    # those columns are taken before the repeats are dropped, not a copy of every column)
+    work = _phased_rows(tp, [*_SERIES_KEYS, *_ROW_COLS, "repeat"]
+                        if inst is not None and RUN in tp else None)
     if RUN not in work:
         work = work.assign(**{RUN: "run"})
         summary = summary.assign(**{RUN: "run"})
@@ -991,7 +994,10 @@ def series_figures(summary: pd.DataFrame, tp: pd.DataFrame, runs: pd.DataFrame |
     return out.drop(columns=[RUN]) if added else out
 
 
-def _phased_rows(tp: pd.DataFrame) -> pd.DataFrame:
+def _phased_rows(tp: pd.DataFrame, cols: list[str] | None = None) -> pd.DataFrame:
+    """``tp`` without its repeats; only its columns ``cols`` when given."""
+    if cols is not None:
+        tp = tp[[c for c in tp.columns if c in cols]]
     if "repeat" in tp and tp["repeat"].any():
         return tp[~tp["repeat"].fillna(False).astype(bool)]
     return tp
