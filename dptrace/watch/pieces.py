@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -239,19 +239,26 @@ class TrainlogState:
             self.feed(chunk)
         self.feed(current)
 
+    def _tail_part(self, tail: bytes) -> dict[str, Any] | None | Literal[False]:
+        """The line being written (``tail``) finished against the parts before it, not
+        kept (:meth:`_finish_part`); None for no tail, False when it cannot be finished on
+        its own."""
+        if not tail:
+            return None
+        self._tail_context = {}
+        part, ctx = self._scan(tail, last=True)
+        extra = self._finish_part(part, ctx, commit=False)
+        return False if extra is None else extra
+
     def _joined(self, tail: bytes) -> ParseResult | None:
         """The tables of the finished chunks (concatenated into one each, kept so), and of
         ``tail`` finished against them; None when ``tail`` cannot be finished on its own."""
         read = _trainlog()
         from ..formats.trainlog.tables import THROUGHPUT, TRAIN_METRICS
 
-        extra = None
-        if tail:
-            self._tail_context = {}
-            part, ctx = self._scan(tail, last=True)
-            extra = self._finish_part(part, ctx, commit=False)
-            if extra is None:
-                return None
+        extra = self._tail_part(tail)
+        if extra is False:
+            return None
         tables: dict[str, pd.DataFrame] = {}
         for table, spec in (("throughput", THROUGHPUT), ("train_metrics", TRAIN_METRICS)):
             chunks = self.done[table]
@@ -308,13 +315,9 @@ class TrainlogState:
 
         if not self.incremental:
             return None
-        extra = None
-        if tail:
-            self._tail_context = {}
-            part, ctx = self._scan(tail, last=True)
-            extra = self._finish_part(part, ctx, commit=False)
-            if extra is None:
-                return None
+        extra = self._tail_part(tail)
+        if extra is False:
+            return None
         headers = list(self.headers) + (extra["headers"] if extra is not None else [])
         if headers:
             firsts = dict(self.first_train)

@@ -51,12 +51,20 @@ def dataset(follower: Follower, final: bool = False) -> Dataset:
     """The Dataset of everything read so far (``final``: lines still without a newline read
     as the files' ends), by the loader's rules (:func:`dptrace.loader.assemble`: status,
     settle, conform, runs, on the incremental readers' tables)."""
-    from .. import loader
-    from ..sources import HEAD_BYTES
 
     tails = [follower.tails[k] for k in follower.order if k in follower.tails]
     results = [follower.results(t, final) if t.src.unreadable is None else None
                for t in tails]
+    return _assemble(follower, tails, results)
+
+
+def _assemble(follower: Follower, tails: list[Any], results: list[Any]) -> Dataset:
+    """The loader's steps after parsing (:func:`dptrace.loader.assemble`) on the readers'
+    ``results`` of ``tails``: each log's launcher from its head, the arguments when every
+    input's origin is known."""
+    from .. import loader
+    from ..sources import HEAD_BYTES
+
     launchers: dict[str, str] = {}
     for tail, got in zip(tails, results, strict=True):
         if got is not None and any(fmt in loader._LOGS for fmt, _ in got):
@@ -93,10 +101,8 @@ def folded(follower: Follower, warmup: float, final: bool = False) -> _Folded | 
     tables whole. None when that would not be the report's figure (a log not read part by
     part or with several runs, an MLPerf log, a job of several inputs or of per-rank files:
     :func:`dptrace.formats.trainlog.job.takes_given`): then the whole Dataset is analysed."""
-    from .. import loader
     from ..formats.trainlog import job as jobfig
     from ..formats.trainlog import throughput as thr
-    from ..sources import HEAD_BYTES
 
     tails = [follower.tails[k] for k in follower.order if k in follower.tails]
     results: list[Any] = []
@@ -118,17 +124,7 @@ def folded(follower: Follower, warmup: float, final: bool = False) -> _Folded | 
                 if name in r.tables:
                     growing += full.get(name, len(r.tables[name])) if fmt == "trainlog" \
                         else len(r.tables[name])
-    launchers: dict[str, str] = {}
-    for tail, res in zip(tails, results, strict=True):
-        if res is not None and any(fmt in loader._LOGS for fmt, _ in res):
-            seen = _launcher(tail, HEAD_BYTES)
-            if seen:
-                launchers[tail.src.name] = seen
-    origins = follower.origins if len(follower.origins) == len(tails) else None
-    ds = loader.assemble([t.src for t in tails], results, list(follower.expand_problems),
-                         arguments=follower.arguments if origins else None,
-                         origins=origins, launchers=launchers,
-                         unread="not read yet: still written")
+    ds = _assemble(follower, tails, results)
     if "mllog" in ds.tables and len(ds["mllog"]):
         return None
     inst = None
