@@ -224,7 +224,9 @@ def _merge_derived(store: Cache, entries: Sequence[Entry],
     for name, df in tables.items():
         mine = df["run_key"].astype(object).map(
             lambda k: str(k).split("/", 1)[0] in prefixes).to_numpy(dtype=bool)
-        rows[name] = df[mine].reset_index(drop=True)
+        # every row is a kept folder's in the usual case: no copy of the table (it was
+        # the survey's peak: the tables read, a copy, and its Arrow table being written)
+        rows[name] = df if mine.all() else df[mine].reset_index(drop=True)
     batch = store.new_batch()
     store.write_batch(batch, [Entry.of({**e.as_dict(), "derived_batch": batch}) for e in kept],
                       {}, rows)
