@@ -544,27 +544,3 @@ def test_a_task_of_many_folders_gives_each_folder_its_rows_alone(
     assert len(row) == 1
     pd.testing.assert_frame_equal(row.reset_index(drop=True), want_row.reset_index(drop=True),
                                   check_categorical=False)
-
-
-def test_survey_reads_through_the_system_allocator_and_restores_the_pool(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Arrow's mimalloc pool kept the pages of the survey's reads resident (a warm survey
-    of 1,000 small runs: 168 MiB, 140 with the system pool): during a survey Arrow
-    allocates through malloc, the user's pool is back after it, and a pool the user chose
-    (ARROW_DEFAULT_MEMORY_POOL) is left alone."""
-    import pyarrow as pa
-
-    from dptrace.fleet import api
-    jobs = tmp_path / "jobs"
-    make_fleet.make_fleet(jobs, 1)
-    before = pa.default_memory_pool().backend_name
-    seen: list[str] = []
-    fleet = survey(str(jobs), cache=str(tmp_path / "c"), engine="serial",
-                   progress=lambda counts, n: seen.append(pa.default_memory_pool().backend_name))
-    assert len(fleet.fleet) >= 1 and seen and set(seen) == {"system"}
-    assert pa.default_memory_pool().backend_name == before
-    monkeypatch.setenv(api.ARROW_POOL_ENV, before)
-    seen.clear()
-    survey(str(jobs), cache=str(tmp_path / "c"), engine="serial",
-           progress=lambda counts, n: seen.append(pa.default_memory_pool().backend_name))
-    assert set(seen) == {before}

@@ -132,7 +132,7 @@ def survey(roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = ()
         folders = list(dict.fromkeys([*folders, *listed]))
     from .. import formats
 
-    with _cache_dir(cache) as where, arrow_system_pool():
+    with _cache_dir(cache) as where:
         store = Cache(where)
         settings = Settings(where, versions.parser_versions(formats.names()),
                             versions.core_version(), versions.analysis_version(), warmup,
@@ -284,34 +284,6 @@ def _since(value: dt.datetime | str | None) -> dt.datetime | None:
         raise DptraceError(f"--since {value!r}: a date (2026-11-01) or time "
                            "(2026-11-01T08:00)") from None
     return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
-
-
-#: the environment variable by which a user chooses Arrow's allocator (respected as it is)
-ARROW_POOL_ENV = "ARROW_DEFAULT_MEMORY_POOL"
-
-
-@contextlib.contextmanager
-def arrow_system_pool() -> Iterator[None]:
-    """Arrow's allocations in this block from the C library's malloc (``pyarrow.
-    system_memory_pool``) instead of its default mimalloc or jemalloc pool, the previous
-    pool restored after; nothing changed when the user chose one (``ARROW_DEFAULT_MEMORY_POOL``).
-
-    The survey's process reads the cached fleet tables (and merges them): mimalloc keeps
-    the pages of those reads resident after they are freed, so the process's peak grew with
-    the runs read and stayed ~30 MiB above the system pool's (a warm survey of 1,000 small
-    runs: 168 -> 140 MiB). Buffers remember the pool they came from, so the tables the survey
-    returns are freed correctly after the block."""
-    import pyarrow as pa
-
-    if os.environ.get(ARROW_POOL_ENV):
-        yield
-        return
-    before = pa.default_memory_pool()
-    pa.set_memory_pool(pa.system_memory_pool())
-    try:
-        yield
-    finally:
-        pa.set_memory_pool(before)
 
 
 @contextlib.contextmanager
