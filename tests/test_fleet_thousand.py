@@ -8,13 +8,13 @@ hosts, and a second survey parses nothing and gives the same tables.
 
 One test, on purpose: under pytest-xdist a module's tests may run on two workers, each
 building the module's fixtures; one test pays for the tree and the surveys once. Its cost
-is said in docs/fleet.md (Cost); it is slow-marked and opt-in (``DPTRACE_SCALE_TESTS=1``):
-its ~170 CPU-s took the README's test command to 9:11 in .ci/run, and CI past 15 minutes.
+is said in docs/fleet.md (Cost): ~80 s wall and ~120 CPU-s on a nearly idle 2-core machine.
+It is slow-marked: it runs in the README's test command and CI's main
+Python, not in CI's second Python.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pandas as pd
@@ -23,12 +23,10 @@ from fleet_makers import assert_same_tables, make_small_fleet, tables
 
 from dptrace.fleet import summary, survey
 
-#: opt-in (DPTRACE_SCALE_TESTS=1): three cold surveys of 1,000 folders, 160 CPU-s with its
-#: workers (107-115 s of wall on a nearly idle 2-core machine, 299 s at load 5-6): with
-#: it in the suite, .ci/run's test command took 9:11 and CI ~15 minutes (docs/fleet.md, Cost)
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    os.environ.get("DPTRACE_SCALE_TESTS") != "1",
-    reason="three surveys of 1,000 runs (~160 CPU-s): set DPTRACE_SCALE_TESTS=1 to run it")]
+#: three cold surveys of 1,000 folders and a warm one: 79 s wall, 117 CPU-s with its workers at
+#: load 1.5-1.9 (was 107-115 s and 160-173 CPU-s before the Dask workers' profiler was off and
+#: a small run's load cheaper; docs/fleet.md, Cost)
+pytestmark = pytest.mark.slow
 
 FOLDERS = 1000
 
