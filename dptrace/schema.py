@@ -197,7 +197,9 @@ _FRAMES = frozenset({
     "factorize", "lookup", "lookup_chunks", "code_counts", "isin", "combined_codes",
     "text_categories", "STRING", "_TEXT_INDEX", "_LOOKUP_CHUNK", "_default_index",
     "_is_categorical", "_as_dtype", "_nulls", "_whole_floats", "_as_category",
-    "_categorical_strings", "_conformed", "_is_dtype"})
+    "_categorical_strings", "_conformed", "_is_dtype", "_text_dtype", "_coded", "_IN_PYTHON",
+    "_arrow_text_category", "_recoded", "_all_none", "_OBJECT_TEXT", "_TEXT_DTYPES_MAX",
+    "_object_text_category", "_TEXT_DTYPES", "_unite_by_columns", "_SMALL_TEXT"})
 
 
 def __getattr__(name: str) -> Any:
