@@ -83,8 +83,10 @@ def test_routines_are_not_run_local() -> None:
 
 def test_small_messages_are_not_run_local_to_the_last_bit() -> None:
     """The whole folder's small-Allreduce sums of a run differ from the run's own in the
-    last place (pandas sums the groups of several runs otherwise): slicing them would
-    change a ``small_message_allreduce`` finding's value."""
+    last place on pandas 3 (it sums the groups of several runs otherwise; pandas 2 gives
+    the same sums, CI's Python 3.10 leg): slicing them would change a
+    ``small_message_allreduce`` finding's value. Equal to the run's own but in the last
+    places wherever they differ."""
     ds = dptrace.load(FIXTURES / "mpitrace", executor="serial")
     a = Analyses(ds, OPTIONS)
     whole = a["communication.small_messages"]
@@ -96,4 +98,8 @@ def test_small_messages_are_not_run_local_to_the_last_bit() -> None:
         assert alone is not None
         if mine["small_time_s"].tolist() != alone["small_time_s"].tolist():
             differ.append(run)
-    assert differ, "every run's sums stand alone: declare the table per_run"
+        pd.testing.assert_series_equal(mine["small_time_s"].reset_index(drop=True),
+                                       alone["small_time_s"].reset_index(drop=True),
+                                       check_exact=False, rtol=1e-12, check_dtype=False)
+    if int(pd.__version__.split(".")[0]) >= 3:
+        assert differ, "every run's sums stand alone: declare the table per_run"
