@@ -8,13 +8,14 @@ hosts, and a second survey parses nothing and gives the same tables.
 
 One test, on purpose: under pytest-xdist a module's tests may run on two workers, each
 building the module's fixtures; one test pays for the tree and the surveys once. Its cost
-is said in docs/fleet.md (Cost): ~80 s wall and ~120 CPU-s on a nearly idle 2-core machine.
-It is slow-marked: it runs in the README's test command and CI's main
-Python, not in CI's second Python.
+is said in docs/fleet.md (Cost): 79-122 s wall and 117-140 CPU-s on a nearly idle 2-core
+machine. It is slow-marked and opt-in (``DPTRACE_SCALE_TESTS=1``): in the README's test
+command, .ci/run took 13:28, 14:35 and 15:11 in three fresh clones (12:50-13:30 without it).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -26,7 +27,9 @@ from dptrace.fleet import summary, survey
 #: three cold surveys of 1,000 folders and a warm one: 79 s wall, 117 CPU-s with its workers at
 #: load 1.5-1.9 (was 107-115 s and 160-173 CPU-s before the Dask workers' profiler was off and
 #: a small run's load cheaper; docs/fleet.md, Cost)
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+    os.environ.get("DPTRACE_SCALE_TESTS") != "1",
+    reason="three surveys of 1,000 runs (~120-140 CPU-s): set DPTRACE_SCALE_TESTS=1 to run it")]
 
 FOLDERS = 1000
 
