@@ -263,19 +263,14 @@ class TrainlogState:
         for table, spec in (("throughput", THROUGHPUT), ("train_metrics", TRAIN_METRICS)):
             chunks = self.done[table]
             if len(chunks) > 1:
-                chunks[:] = [schema.conform(read._concat_columns(list(chunks)), spec)]
+                chunks[:] = [_concat(chunks, table)]
             # (shallow copies: the concatenation takes the columns out of its frames)
             frames = [df.copy(deep=False) for df in chunks]
             if extra is not None and len(extra["tables"][table]):
                 frames.append(extra["tables"][table])
-            if not frames:
-                tables[table] = spec.empty()
-            elif len(frames) == 1:
-                # the kept chunk's columns, not a copy of them: the loader's steps and the
-                # analysis put new columns in (runs, part), never write into one
-                tables[table] = frames[0]
-            else:
-                tables[table] = schema.conform(read._concat_columns(frames), spec)
+            # one frame: the kept chunk's columns, not a copy of them (the loader's steps and
+            # the analysis put new columns in: runs, part; they never write into one)
+            tables[table] = _concat(frames, table) if frames else spec.empty()
         problems, variant = self._meta(extra)
         headers = list(self.headers) + (extra["headers"] if extra is not None else [])
         read._split_parts(tables, headers)
@@ -465,8 +460,7 @@ def reduced_rows(table: str, df: pd.DataFrame, seen: set[tuple], fold: Any) -> A
         cols = thr.SERIES
         ids = thr.group_ids(rows, cols)
         first = schema.first_rows(ids)
-        keys = list(zip(*([thr._fold_key(v) for v in rows[c].take(first).to_numpy(dtype=object)]
-                          for c in cols), strict=True))
+        keys = thr.fold_keys(rows, cols, first)
         unstepped = np.array([fold.series.get(k, 0) == 0 for k in keys], dtype=bool)
         if unstepped.any():
             keep[at[unstepped[ids]]] = True
@@ -524,9 +518,7 @@ def _firsts(df: pd.DataFrame, cols: list[str], seen: set[tuple], tag: str) -> An
     ids = thr.group_ids(df, cols)
     first = schema.first_rows(ids)
     keep = np.zeros(len(df), dtype=bool)
-    values = [[thr._fold_key(v) for v in df[c].take(first).to_numpy(dtype=object)]
-              for c in cols]
-    for pos, key in zip(first.tolist(), zip(*values, strict=True), strict=True):
+    for pos, key in zip(first.tolist(), thr.fold_keys(df, cols, first), strict=True):
         key = (tag, *key)
         if key not in seen:
             seen.add(key)

@@ -397,13 +397,11 @@ class InstanceFold:
             return
         ids = group_ids(tp, cols)
         first = first_rows(ids)
-        values = [[_fold_key(v) for v in tp[c].take(first).to_numpy(dtype=object)]
-                  for c in cols]
         step = tp["step"].to_numpy(dtype="float64", na_value=np.nan)
         value = tp["value"].to_numpy(dtype="float64", na_value=np.nan)
         order = np.argsort(ids, kind="stable")
         cuts = np.cumsum(np.bincount(ids))[:-1]
-        for key, pos in zip(zip(*values, strict=True), np.split(order, cuts), strict=True):
+        for key, pos in zip(fold_keys(tp, cols, first), np.split(order, cuts), strict=True):
             g = self.groups.get(key)
             if g is None:
                 g = self.groups[key] = _FoldGroup()
@@ -459,6 +457,13 @@ def _fold_key(v: object) -> object:
     return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else v
 
 
+def fold_keys(df: pd.DataFrame, cols: list[str], rows: np.ndarray) -> list[tuple]:
+    """The keys of ``df``'s ``rows`` (positions) over ``cols`` as :class:`InstanceFold`
+    holds them (:func:`_fold_key`: every missing value None), one tuple a row."""
+    values = [[_fold_key(v) for v in df[c].take(rows).to_numpy(dtype=object)] for c in cols]
+    return list(zip(*values, strict=True))
+
+
 def per_instance_folded(tp: pd.DataFrame, figures: Callable[[tuple], tuple | None],
                         straggler: float = STRAGGLER_THRESHOLD) -> pd.DataFrame | None:
     """:func:`per_instance` of a table whose groups' figures were folded
@@ -475,8 +480,7 @@ def per_instance_folded(tp: pd.DataFrame, figures: Callable[[tuple], tuple | Non
     head = tp[cols].iloc[first].reset_index(drop=True)
     own = [c for c in cols if c != RUN]
     found = []
-    for key in zip(*([_fold_key(v) for v in head[c].to_numpy(dtype=object)] for c in own),
-                   strict=True):
+    for key in fold_keys(head, own, np.arange(len(head))):
         got = figures(key)
         if got is None:
             return None
